@@ -1,0 +1,48 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 5000
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format install browser-deps test-fast worker bench clean
+
+$(STAMP): pyproject.toml
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the app with its test tools.
+
+run: $(STAMP) ## Upgrade the SQLite database, seed it and serve on http://$(HOST):$(PORT).
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/console run --host $(HOST) --port $(PORT)
+
+worker: $(STAMP) ## Run a separate delivery/scheduler worker process.
+	$(BIN)/console worker
+
+browser-deps: ## Install Debian's Chromium for the browser tests, if missing.
+	@command -v chromium >/dev/null 2>&1 || { \
+		(apt-get update -q && apt-get install -y -q chromium) >/dev/null \
+		|| echo "warning: could not install chromium; browser tests will be skipped"; }
+
+lint: $(STAMP) ## Ruff lint and format check.
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP) ## Apply ruff's formatting and safe fixes.
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+test: $(STAMP) browser-deps lint ## Lint, then the whole pytest suite.
+	$(BIN)/pytest -q
+
+test-fast: $(STAMP) ## The suite without the browser tests.
+	$(BIN)/pytest -q -m "not browser"
+
+bench: $(STAMP) ## Run the benchmarks under bench/ (see BENCHMARKS.md).
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,61 @@
+"""Payroll connectivity service and developer console."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from flask import Flask
+
+from console import config as settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the app: settings from the environment unless `config` gives them."""
+    app = Flask(
+        __name__,
+        template_folder=str(ROOT / "templates"),
+        static_folder=str(ROOT / "static"),
+        instance_path=str(settings.INSTANCE_DIR),
+    )
+    app.config.update(settings.DEFAULTS)
+    app.config.update(config if config is not None else settings.from_environment())
+
+    from console import extensions, models  # noqa: F401  (models registers every table)
+    from console.api import errors as api_errors
+    from console.api import init_app as init_api
+    from console.api import ratelimit
+
+    extensions.db.init_app(app)
+    extensions.migrate.init_app(app, extensions.db, directory=str(ROOT / "console" / "migrations"))
+    extensions.csrf.init_app(app)
+    _configure_database(app)
+    ratelimit.init_app(app)
+    api_errors.init_app(app)
+    init_api(app)
+    # API calls authenticate with x-api-secret, not cookies, so CSRF does not apply to them.
+    for name in app.blueprints:
+        if name.startswith("api_"):
+            extensions.csrf.exempt(app.blueprints[name])
+    return app
+
+
+def _configure_database(app: Flask) -> None:
+    """SQLite gets WAL (readers don't block the writer) and enforced foreign keys."""
+    from sqlalchemy import event
+
+    from console.extensions import db
+
+    if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        return
+    with app.app_context():
+        engine = db.engine
+
+        @event.listens_for(engine, "connect")
+        def _pragmas(dbapi_connection, _record):
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA busy_timeout=5000")
+            cursor.close()

@@ -1,0 +1,1 @@
+"""Payroll accounts a person connected through Link."""

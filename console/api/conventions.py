@@ -1,0 +1,91 @@
+"""What every `/v1` request goes through: authentication, version, rate limit, JSON body.
+
+Order (README, "Request checks"): authentication (401) first, then the version
+header (400), then the rate limit (429), then the body. Public endpoints (the
+OpenAPI document) skip the first three.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from flask import Blueprint, current_app, g, request
+
+from console.api.ratelimit import limiter
+from console.api.versions import SUPPORTED_VERSIONS
+from console.core.errors import RateLimited, ServiceError
+from console.keys.services import authenticate
+
+BODY_METHODS = ("POST", "PUT", "PATCH")
+
+
+def public(view: Callable) -> Callable:
+    """Mark an endpoint that needs no API secret, version header or rate limit."""
+    view.is_public = True  # type: ignore[attr-defined]
+    return view
+
+
+def _view_is_public() -> bool:
+    view = current_app.view_functions.get(request.endpoint or "")
+    return bool(getattr(view, "is_public", False))
+
+
+def check_version() -> str:
+    value = request.headers.get("Service-Version")
+    if value is None:
+        raise ServiceError("Missing Service-Version header.", code="MISSING_VERSION_HEADER")
+    value = value.strip()
+    if value not in SUPPORTED_VERSIONS:
+        raise ServiceError(
+            f"Unsupported Service-Version {value!r}; supported versions are {', '.join(SUPPORTED_VERSIONS)}.",
+            code="UNSUPPORTED_VERSION",
+        )
+    return value
+
+
+def check_rate_limit(mode: str, key_id: str) -> None:
+    verdict = limiter().hit(mode, key_id)
+    g.rate_limit = verdict
+    if not verdict.allowed:
+        raise RateLimited(
+            f"Rate limit of {verdict.limit} requests per second for this API key exceeded; "
+            "retry with exponential backoff.",
+            retry_after=verdict.reset_after,
+        )
+
+
+def before_api_request() -> None:
+    from console.api import current_mode
+
+    g.api_mode = current_mode()
+    if _view_is_public():
+        return
+    key = authenticate(request.headers.get("x-api-secret"), g.api_mode)
+    g.api_key = key
+    g.workspace = key.workspace
+    g.api_version = check_version()
+    check_rate_limit(g.api_mode, str(key.id))
+
+
+def json_body() -> dict[str, Any]:
+    """The request body as a JSON object, or a 4xx naming what is wrong with it."""
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        return {}
+    if not request.is_json:
+        raise ServiceError(
+            "Request bodies must be JSON: send Content-Type: application/json.",
+            code="UNSUPPORTED_CONTENT_TYPE",
+            status_code=415,
+        )
+    body = request.get_json(silent=True)
+    if body is None:
+        raise ServiceError("The request body is not valid JSON.", code="MALFORMED_JSON")
+    if not isinstance(body, dict):
+        raise ServiceError("The request body must be a JSON object.", code="BODY_NOT_OBJECT")
+    return body
+
+
+def install(bp: Blueprint) -> None:
+    bp.before_request(before_api_request)

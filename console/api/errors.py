@@ -1,0 +1,101 @@
+"""One error body for the whole API, and the headers every response carries.
+
+`{"error": {"type", "code", "message", "status_code", "fields": [{"name", "message"}]}}`,
+for service errors, unknown paths and methods, bad bodies and unexpected failures alike.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from flask import Flask, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from console.api import is_api_path
+from console.api.versions import LATEST_VERSION
+from console.core.errors import RateLimited, ServiceError
+
+log = logging.getLogger(__name__)
+
+# Werkzeug's own 4xx/5xx, mapped to our (type, code).
+HTTP_ERRORS = {
+    400: ("INVALID_REQUEST_PARAMETERS", "BAD_REQUEST"),
+    404: ("RECORD_NOT_FOUND", "ROUTE_NOT_FOUND"),
+    405: ("INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED"),
+    413: ("INVALID_REQUEST_PARAMETERS", "BODY_TOO_LARGE"),
+    415: ("INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_CONTENT_TYPE"),
+}
+
+
+def error_response(status: int, type_: str, code: str, message: str, fields: list | None = None):
+    body = {
+        "error": {
+            "type": type_,
+            "code": code,
+            "message": message,
+            "status_code": status,
+            "fields": fields or [],
+        }
+    }
+    return jsonify(body), status
+
+
+def _service_error(exc: ServiceError):
+    response, status = error_response(
+        exc.status_code, exc.type, exc.code, exc.message, [f.as_dict() for f in exc.fields]
+    )
+    if isinstance(exc, RateLimited):
+        response.headers["Retry-After"] = str(exc.retry_after)
+    return response, status
+
+
+def _http_error(exc: HTTPException):
+    if not is_api_path(request.path):
+        return exc
+    type_, code = HTTP_ERRORS.get(exc.code or 500, ("UNKNOWN_ERROR", "HTTP_ERROR"))
+    if exc.code == 404:
+        message = f"No endpoint at {request.path}."
+    elif exc.code == 405:
+        allowed = ", ".join(sorted(exc.valid_methods or [])) if hasattr(exc, "valid_methods") else ""
+        message = f"Method {request.method} is not allowed on {request.path}. Allowed: {allowed}."
+    else:
+        message = exc.description or exc.name
+    response, status = error_response(exc.code or 500, type_, code, message)
+    if exc.code == 405 and getattr(exc, "valid_methods", None):
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response, status
+
+
+def _unexpected(exc: Exception):
+    if isinstance(exc, HTTPException):
+        return _http_error(exc)
+    # The request id ties the log line to what the caller saw; no headers or bodies are logged.
+    log.exception("Unhandled error (request %s)", g.get("request_id"))
+    if not is_api_path(request.path):
+        raise exc
+    return error_response(500, "UNKNOWN_ERROR", "INTERNAL_ERROR", "An unexpected error occurred. Try again later.")
+
+
+def _assign_request_id() -> None:
+    g.request_id = str(uuid.uuid4())
+
+
+def _response_headers(response):
+    response.headers["x-service-request-id"] = g.get("request_id") or str(uuid.uuid4())
+    if is_api_path(request.path):
+        response.headers["Service-Version"] = g.get("api_version") or LATEST_VERSION
+        verdict = g.get("rate_limit")
+        if verdict is not None:
+            response.headers["X-RateLimit-Limit"] = str(verdict.limit)
+            response.headers["X-RateLimit-Remaining"] = str(max(0, verdict.remaining))
+            response.headers["X-RateLimit-Reset"] = str(verdict.reset_after)
+    return response
+
+
+def init_app(app: Flask) -> None:
+    app.before_request(_assign_request_id)
+    app.after_request(_response_headers)
+    app.register_error_handler(ServiceError, _service_error)
+    app.register_error_handler(HTTPException, _http_error)
+    app.register_error_handler(Exception, _unexpected)

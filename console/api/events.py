@@ -1,0 +1,3 @@
+"""events endpoints (to be written)."""
+
+from console.api import api  # noqa: F401

@@ -1,0 +1,3 @@
+"""jobs endpoints (to be written)."""
+
+from console.api import api  # noqa: F401

@@ -1,0 +1,17 @@
+"""POST /v1/link_tokens."""
+
+from __future__ import annotations
+
+from flask import g, jsonify
+
+from console.api import api
+from console.api.conventions import json_body
+from console.extensions import db
+from console.link_tokens import services
+
+
+@api.post("/link_tokens")
+def create_link_token():
+    created = services.create_link_token(g.api_key, json_body())
+    db.session.commit()
+    return jsonify({"data": services.serialize(created.link_token, created.token)})

@@ -1,0 +1,3 @@
+"""webhooks endpoints (to be written)."""
+
+from console.api import api  # noqa: F401

@@ -1,0 +1,3 @@
+"""world endpoints (to be written)."""
+
+from console.api import api  # noqa: F401

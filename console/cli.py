@@ -1,0 +1,189 @@
+"""The `console` command: serve, run the worker, manage workspaces, keys and the database."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import click
+from flask import Flask
+
+from console.modes import MODES, base_url
+
+
+def _app() -> Flask:
+    from console import create_app
+
+    return create_app()
+
+
+def _commit():
+    from console.extensions import db
+
+    db.session.commit()
+
+
+@click.group()
+def main() -> None:
+    """Payroll connectivity service and developer console."""
+
+
+@main.command()
+@click.option("--host", default=lambda: os.environ.get("HOST", "127.0.0.1"), show_default="HOST or 127.0.0.1")
+@click.option("--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000")
+@click.option("--threads", default=8, show_default=True, help="Request threads in the one process.")
+def run(host: str, port: int, threads: int) -> None:
+    """Upgrade the database, then serve the API, Link and the console (waitress, threaded)."""
+    from console.serving import serve
+
+    app = _app()
+    with app.app_context():
+        from console.setup import prepare_database, startup_banner
+
+        prepare_database()
+        click.echo(startup_banner(f"http://{host}:{port}"))
+    serve(app, host=host, port=port, threads=threads)
+
+
+@main.group()
+def db() -> None:
+    """Database schema."""
+
+
+@db.command("upgrade")
+def db_upgrade() -> None:
+    """Create or upgrade the schema to the latest migration, and seed the world."""
+    app = _app()
+    with app.app_context():
+        from console.setup import prepare_database
+
+        prepare_database()
+    click.echo("Database is up to date.")
+
+
+@main.group()
+def workspaces() -> None:
+    """Workspaces (one customer each)."""
+
+
+@workspaces.command("create")
+@click.option("--name", default="Workspace")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def workspaces_create(name: str, as_json: bool) -> None:
+    """Create a workspace."""
+    from console.workspaces.services import create_workspace
+
+    app = _app()
+    with app.app_context():
+        workspace = create_workspace(name)
+        _commit()
+        if as_json:
+            click.echo(json.dumps({"id": str(workspace.id), "name": workspace.name}))
+        else:
+            click.echo(f"Created workspace {workspace.id} ({workspace.name}).")
+
+
+@main.group()
+def keys() -> None:
+    """API keys (one workspace and one mode each)."""
+
+
+@keys.command("create")
+@click.option("--mode", type=click.Choice(MODES), required=True)
+@click.option("--workspace", "workspace_id", default=None, help="Workspace id; default: the demo workspace.")
+@click.option("--label", default="")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def keys_create(mode: str, workspace_id: str | None, label: str, as_json: bool) -> None:
+    """Create an API key. Its secret is printed once and cannot be shown again."""
+    from console.core.errors import ServiceError
+    from console.keys.services import create_key
+    from console.workspaces.services import demo_workspace, get_workspace
+
+    app = _app()
+    with app.app_context():
+        try:
+            workspace = get_workspace(workspace_id) if workspace_id else demo_workspace()
+        except ServiceError as exc:
+            raise click.ClickException(exc.message) from exc
+        created = create_key(workspace.id, mode, label)
+        _commit()
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "id": str(created.key.id),
+                        "workspace_id": str(workspace.id),
+                        "mode": mode,
+                        "secret": created.secret,
+                        "base_url": base_url(_root_url(), mode),
+                    }
+                )
+            )
+        else:
+            click.echo(f"Created {mode} key {created.key.id} in workspace {workspace.id}.")
+            click.echo(f"Secret (shown once, store it now): {created.secret}")
+
+
+def _root_url() -> str:
+    return os.environ.get("PUBLIC_URL") or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '5000')}"
+
+
+@keys.command("list")
+@click.option("--workspace", "workspace_id", default=None, help="Only this workspace's keys.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+def keys_list(workspace_id: str | None, as_json: bool) -> None:
+    """List keys (never their secrets)."""
+    from console.core.timeutil import isoformat
+    from console.keys.services import list_keys
+
+    app = _app()
+    with app.app_context():
+        import uuid
+
+        try:
+            scope = uuid.UUID(workspace_id) if workspace_id else None
+        except ValueError as exc:
+            raise click.ClickException(f"--workspace {workspace_id!r} is not a UUID.") from exc
+        rows = [
+            {
+                "id": str(k.id),
+                "workspace_id": str(k.workspace_id),
+                "mode": k.mode,
+                "label": k.label,
+                "secret_last4": k.secret_last4,
+                "created_at": isoformat(k.created_at),
+                "revoked_at": isoformat(k.revoked_at),
+            }
+            for k in list_keys(scope)
+        ]
+        if as_json:
+            click.echo(json.dumps(rows))
+            return
+        for r in rows:
+            state = "revoked" if r["revoked_at"] else "active"
+            click.echo(f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}")
+        if not rows:
+            click.echo("No keys yet: console keys create --mode sandbox")
+
+
+@keys.command("revoke")
+@click.argument("key_id")
+def keys_revoke(key_id: str) -> None:
+    """Revoke a key: requests with its secret get 401 from now on."""
+    from console.core.errors import ServiceError
+    from console.keys.services import get_key, revoke_key
+
+    app = _app()
+    with app.app_context():
+        try:
+            key = get_key(key_id)
+        except ServiceError as exc:
+            raise click.ClickException(exc.message) from exc
+        revoke_key(key)
+        _commit()
+        click.echo(f"Revoked key {key.id}.")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

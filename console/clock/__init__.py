@@ -1,0 +1,1 @@
+"""Workspace time: business-day arithmetic on the US federal calendar."""

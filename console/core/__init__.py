@@ -1,0 +1,1 @@
+"""Cross-cutting building blocks: the model base, time, ids and error types."""

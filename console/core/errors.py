@@ -1,0 +1,84 @@
+"""The errors services raise; the API turns each into one JSON error body.
+
+Every error carries a `type` (a broad category), a `code` (the precise reason) and
+a human message. Validation errors also list every bad field by JSON path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FieldError:
+    name: str
+    message: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "message": self.message}
+
+
+class ServiceError(Exception):
+    status_code = 400
+    type = "INVALID_REQUEST_PARAMETERS"
+    code = "INVALID_REQUEST"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        fields: list[FieldError] | None = None,
+        status_code: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fields = list(fields or [])
+        if code is not None:
+            self.code = code
+        if status_code is not None:
+            self.status_code = status_code
+
+
+class ValidationFailed(ServiceError):
+    """One or more request fields are invalid; `fields` names each of them."""
+
+    code = "INVALID_FIELDS"
+
+    def __init__(self, fields: list[FieldError], message: str | None = None, *, code: str | None = None):
+        names = ", ".join(f.name for f in fields)
+        super().__init__(message or f"Invalid request parameters: {names}.", code=code, fields=fields)
+
+
+class Unauthorized(ServiceError):
+    status_code = 401
+    type = "UNAUTHORIZED_REQUEST"
+    code = "INVALID_API_SECRET"
+
+
+class Forbidden(ServiceError):
+    status_code = 403
+    type = "FORBIDDEN"
+    code = "FORBIDDEN"
+
+
+class NotFound(ServiceError):
+    status_code = 404
+    type = "RECORD_NOT_FOUND"
+    code = "RECORD_NOT_FOUND"
+
+
+class Conflict(ServiceError):
+    status_code = 409
+    type = "INVALID_REQUEST_PARAMETERS"
+    code = "CONFLICT"
+
+
+class RateLimited(ServiceError):
+    status_code = 429
+    type = "RATE_LIMIT_EXCEEDED"
+    code = "RATE_LIMIT_EXCEEDED"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -1,0 +1,32 @@
+"""Wall-clock time and the one datetime format the API speaks.
+
+Business code asks a workspace clock (`console.clock`) for "now"; only the clock
+itself and bookkeeping columns call `utcnow` directly.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def isoformat(value: datetime | None) -> str | None:
+    """Render as `YYYY-MM-DDTHH:MM:SS.ffffff+00:00`, microseconds always present."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+
+
+def isodate(value: date | None) -> str | None:
+    return value.isoformat() if value is not None else None
+
+
+def parse_datetime(text: str) -> datetime:
+    """Parse an ISO 8601 datetime; naive values are taken as UTC."""
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)

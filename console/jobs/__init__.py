@@ -1,0 +1,1 @@
+"""Jobs (direct deposit switches) and their one state machine."""

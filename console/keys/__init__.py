@@ -1,0 +1,1 @@
+"""API keys: one workspace and one mode each; secrets shown once."""

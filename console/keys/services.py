@@ -1,0 +1,99 @@
+"""Creating, authenticating, rolling and revoking API keys."""
+
+from __future__ import annotations
+
+import hmac
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import select
+
+from console.core.errors import FieldError, NotFound, Unauthorized, ValidationFailed
+from console.core.timeutil import utcnow
+from console.extensions import db
+from console.keys import secrets as key_secrets
+from console.keys.models import ApiKey
+from console.modes import MODES
+
+
+@dataclass(frozen=True)
+class CreatedKey:
+    """A new key and its secret: the only time the secret is available in clear."""
+
+    key: ApiKey
+    secret: str
+
+
+def create_key(workspace_id: uuid.UUID, mode: str, label: str = "") -> CreatedKey:
+    if mode not in MODES:
+        raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
+    secret = key_secrets.new_secret(mode)
+    key = ApiKey(
+        workspace_id=workspace_id,
+        mode=mode,
+        label=label[:120],
+        secret_hash=key_secrets.hash_secret(secret),
+        secret_ciphertext=key_secrets.seal(secret),
+        secret_last4=secret[-4:],
+    )
+    db.session.add(key)
+    db.session.flush()
+    return CreatedKey(key, secret)
+
+
+def authenticate(secret: str | None, mode: str) -> ApiKey:
+    """The active key for this secret in this mode, or `Unauthorized`.
+
+    The secret is found by its hash, so no comparison ever runs over the secret
+    itself; the stored hash is still compared in constant time as a second guard.
+    """
+    if not secret:
+        raise Unauthorized("Missing x-api-secret header.", code="MISSING_API_SECRET")
+    digest = key_secrets.hash_secret(secret)
+    key = db.session.scalars(select(ApiKey).where(ApiKey.secret_hash == digest)).first()
+    if key is None or not hmac.compare_digest(key.secret_hash, digest):
+        raise Unauthorized("The x-api-secret is not a valid API secret.")
+    if not key.is_active:
+        raise Unauthorized("This API key has been revoked.", code="API_KEY_REVOKED")
+    if key.mode != mode:
+        # Same message shape as a wrong secret, plus the hint a developer needs: which base URL.
+        raise Unauthorized(
+            f"This API key belongs to {key.mode} mode and is not valid at the {mode} base URL.",
+            code="WRONG_MODE",
+        )
+    return key
+
+
+def list_keys(workspace_id: uuid.UUID | None = None) -> list[ApiKey]:
+    query = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
+    if workspace_id is not None:
+        query = query.where(ApiKey.workspace_id == workspace_id)
+    return list(db.session.scalars(query))
+
+
+def get_key(key_id: uuid.UUID | str, workspace_id: uuid.UUID | None = None) -> ApiKey:
+    try:
+        ident = uuid.UUID(str(key_id))
+    except ValueError as exc:
+        raise NotFound(f"No API key with id {key_id}.") from exc
+    key = db.session.get(ApiKey, ident)
+    if key is None or (workspace_id is not None and key.workspace_id != workspace_id):
+        raise NotFound(f"No API key with id {key_id}.")
+    return key
+
+
+def revoke_key(key: ApiKey) -> ApiKey:
+    if key.revoked_at is None:
+        key.revoked_at = utcnow()
+    return key
+
+
+def roll_key(key: ApiKey) -> CreatedKey:
+    """Revoke `key` and create its replacement in the same workspace and mode."""
+    revoke_key(key)
+    return create_key(key.workspace_id, key.mode, key.label)
+
+
+def secret_of(key: ApiKey) -> str:
+    """The key's secret in clear, for signing webhooks. Never log or render it."""
+    return key_secrets.unseal(key.secret_ciphertext)

@@ -1,0 +1,1 @@
+"""The Link flow: the screens a person goes through, as one state machine."""

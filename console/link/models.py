@@ -1,0 +1,1 @@
+"""Link flow session rows (to be written)."""

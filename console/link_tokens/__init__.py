@@ -1,0 +1,1 @@
+"""Link tokens: what a backend creates so a person can open Link."""

@@ -1,0 +1,122 @@
+"""Creating and looking up Link tokens."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from console.accounts.models import Account
+from console.clock.services import now
+from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.timeutil import isoformat
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.link_tokens.models import LinkToken
+from console.link_tokens.validation import validate_request
+from console.world.models import Employer, Platform
+
+TOKEN_LIFETIME = timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class CreatedLinkToken:
+    link_token: LinkToken
+    token: str
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _check_references(key: ApiKey, cleaned: dict) -> tuple[list[FieldError], Account | None]:
+    errors: list[FieldError] = []
+    account = None
+    if cleaned["account_id"]:
+        account = db.session.get(Account, uuid.UUID(cleaned["account_id"]))
+        if account is None or account.workspace_id != key.workspace_id or account.mode != key.mode:
+            errors.append(FieldError("account_id", "does not name an account of this workspace and mode"))
+            account = None
+    if cleaned["platform_id"] and db.session.get(Platform, uuid.UUID(cleaned["platform_id"])) is None:
+        errors.append(FieldError("platform_id", "does not name a known platform"))
+    if cleaned["employer_id"] and db.session.get(Employer, uuid.UUID(cleaned["employer_id"])) is None:
+        errors.append(FieldError("employer_id", "does not name a known employer"))
+    if account is not None:
+        platform = db.session.get(Platform, account.platform_id)
+        if platform is not None and platform.is_partner and cleaned["platform_matching"] is None:
+            # Spec §8: a partner platform's matching data is deleted after each flow, so it must come again.
+            errors.append(
+                FieldError(
+                    "end_user.platform_matching",
+                    "is required for an on-demand update of an account on a partner platform "
+                    f"({platform.name}): the user's matching data is deleted after each flow",
+                )
+            )
+    return errors, account
+
+
+def create_link_token(key: ApiKey, body: dict) -> CreatedLinkToken:
+    """Validate a request and store the token; every bad field is reported at once."""
+    cleaned, errors = validate_request(body)
+    if not errors:
+        ref_errors, account = _check_references(key, cleaned)
+        errors.extend(ref_errors)
+    if errors:
+        raise ValidationFailed(errors)
+    end_user_id = cleaned["end_user_id"]
+    if account is not None and end_user_id is None:
+        end_user_id = account.end_user_id  # spec §8: persists from the first connection
+    token = secrets.token_urlsafe(32)
+    created = now(key.workspace)
+    link_token = LinkToken(
+        workspace_id=key.workspace_id,
+        mode=key.mode,
+        api_key_id=key.id,
+        token_hash=hash_token(token),
+        org_name=cleaned["org_name"],
+        end_user_id=end_user_id,
+        required_jobs=cleaned["required_jobs"],
+        targets=cleaned["targets"],
+        platform_matching=cleaned["platform_matching"],
+        account_id=account.id if account else None,
+        platform_id=uuid.UUID(cleaned["platform_id"]) if cleaned["platform_id"] else None,
+        employer_id=uuid.UUID(cleaned["employer_id"]) if cleaned["employer_id"] else None,
+        skip_intro_screen=cleaned["skip_intro_screen"],
+        preconfigured_allocation=cleaned["preconfigured_allocation"],
+        disable_direct_deposit_splitting=cleaned["disable_direct_deposit_splitting"],
+        created_at=created,
+        expires_at=created + TOKEN_LIFETIME,
+    )
+    db.session.add(link_token)
+    db.session.flush()
+    return CreatedLinkToken(link_token, token)
+
+
+def find_by_token(token: str) -> LinkToken | None:
+    if not token:
+        return None
+    return db.session.scalars(select(LinkToken).where(LinkToken.token_hash == hash_token(token))).first()
+
+
+def get_link_token(workspace_id: uuid.UUID, mode: str, link_token_id: uuid.UUID | str) -> LinkToken:
+    try:
+        ident = uuid.UUID(str(link_token_id))
+    except ValueError as exc:
+        raise NotFound(f"No Link token with id {link_token_id}.") from exc
+    link_token = db.session.get(LinkToken, ident)
+    if link_token is None or link_token.workspace_id != workspace_id or link_token.mode != mode:
+        raise NotFound(f"No Link token with id {link_token_id}.")
+    return link_token
+
+
+def serialize(link_token: LinkToken, token: str) -> dict:
+    return {
+        "id": str(link_token.id),
+        "expires": isoformat(link_token.expires_at),
+        "mode": link_token.mode,
+        "token": token,
+    }

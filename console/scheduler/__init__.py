@@ -1,0 +1,1 @@
+"""Scheduled work: due items in the database, run by the worker loop."""

@@ -1,0 +1,1 @@
+"""Webhook, delivery and attempt rows (to be written)."""

@@ -1,0 +1,1 @@
+"""Workspaces: one customer each, with its own keys, data and clock."""

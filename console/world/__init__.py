@@ -1,0 +1,1 @@
+"""The deterministic simulated world: payroll platforms, employers, people, payroll records, benefits."""

@@ -1,0 +1,185 @@
+"""Rules every /v1 endpoint follows: auth, version, request id, error shape, bodies, rate limits."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from console.modes import MODES
+from tests.conftest import VERSION, Api, assert_error
+
+VALID = {
+    "org_name": "Acme",
+    "end_user_id": "user-123",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {"targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]},
+}
+
+
+def _is_uuid(value: str) -> bool:
+    return str(uuid.UUID(value)) == value
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_mode_has_its_own_base_url(client, workspace, mode):
+    response = Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=VALID)
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["data"]["mode"] == mode
+
+
+@pytest.mark.parametrize(
+    ("key_mode", "url_mode"),
+    [(k, u) for k in MODES for u in MODES if k != u],
+)
+def test_key_is_rejected_at_another_modes_base_url(client, workspace, key_mode, url_mode):
+    response = Api(client, workspace.secrets[key_mode], url_mode).post("/link_tokens", json=VALID)
+    error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "WRONG_MODE")
+    assert workspace.secrets[key_mode] not in error["message"]
+
+
+def test_missing_secret_is_401(client):
+    assert_error(Api(client, None).post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET")
+
+
+def test_wrong_secret_is_401(client, workspace):
+    response = Api(client, workspace.secrets["sandbox"] + "x").post("/link_tokens", json=VALID)
+    assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
+
+
+def test_revoked_key_is_401(app, api, workspace):
+    from console.extensions import db
+    from console.keys.services import get_key, revoke_key
+
+    assert api.post("/link_tokens", json=VALID).status_code == 200
+    with app.app_context():
+        revoke_key(get_key(workspace.key_ids["sandbox"]))
+        db.session.commit()
+    assert_error(api.post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST", "API_KEY_REVOKED")
+
+
+def test_missing_version_header_is_400(api):
+    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": None})
+    assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "MISSING_VERSION_HEADER")
+    assert response.headers["Service-Version"] == VERSION
+
+
+def test_unsupported_version_names_the_supported_ones(api):
+    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": "2020-01-01"})
+    error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_VERSION")
+    assert "2023-04-18" in error["message"] and "2023-11-22" in error["message"]
+
+
+@pytest.mark.parametrize("version", ["2023-04-18", "2023-11-22"])
+def test_response_names_the_version_used(api, version):
+    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": version})
+    assert response.status_code == 200
+    assert response.headers["Service-Version"] == version
+
+
+def test_authentication_is_checked_before_the_version(client):
+    response = Api(client, None).post("/link_tokens", json=VALID, headers={"Service-Version": None})
+    assert_error(response, 401, "UNAUTHORIZED_REQUEST")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status"),
+    [
+        ("POST", "/link_tokens", 200),
+        ("POST", "/link_tokens", 401),
+        ("GET", "/no_such_thing", 404),
+        ("DELETE", "/link_tokens", 405),
+    ],
+)
+def test_every_response_has_a_fresh_request_id(client, workspace, method, path, status):
+    secret = None if status == 401 else workspace.secrets["sandbox"]
+    api = Api(client, secret)
+    first = api.request(method, path, json=VALID if method == "POST" else None)
+    second = api.request(method, path, json=VALID if method == "POST" else None)
+    assert first.status_code == status
+    assert _is_uuid(first.headers["x-service-request-id"])
+    assert first.headers["x-service-request-id"] != second.headers["x-service-request-id"]
+    assert first.headers["Service-Version"]
+
+
+def test_unknown_path_is_404_in_the_error_shape(api):
+    response = api.get("/nope")
+    error = assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+    assert "/sandbox/v1/nope" in error["message"]
+
+
+def test_unknown_method_is_405_in_the_error_shape(api):
+    response = api.request("PATCH", "/link_tokens", json={})
+    assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
+    assert "POST" in response.headers["Allow"]
+
+
+def test_malformed_json_is_400(api):
+    response = api.post("/link_tokens", data="{not json", headers={"Content-Type": "application/json"})
+    assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "MALFORMED_JSON")
+
+
+def test_wrong_content_type_is_415(api):
+    response = api.post("/link_tokens", data="org_name=Acme", headers={"Content-Type": "text/plain"})
+    assert_error(response, 415, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_CONTENT_TYPE")
+
+
+@pytest.mark.parametrize("body", ["[1, 2]", '"text"', "42", "null"])
+def test_body_that_is_not_an_object_is_400(api, body):
+    response = api.post("/link_tokens", data=body, headers={"Content-Type": "application/json"})
+    assert response.status_code == 400
+    assert response.get_json()["error"]["code"] in ("BODY_NOT_OBJECT", "MALFORMED_JSON")
+
+
+def test_oversized_body_is_413_in_the_error_shape(api):
+    response = api.post(
+        "/link_tokens", data='{"org_name": "' + "a" * 2_000_000 + '"}', headers={"Content-Type": "application/json"}
+    )
+    assert_error(response, 413, "INVALID_REQUEST_PARAMETERS", "BODY_TOO_LARGE")
+
+
+def test_unexpected_failure_is_500_unknown_error(app, api, monkeypatch):
+    from console.link_tokens import services
+
+    def boom(*_args, **_kwargs):
+        raise RuntimeError("database exploded")
+
+    monkeypatch.setattr(services, "create_link_token", boom)
+    response = api.post("/link_tokens", json=VALID)
+    error = assert_error(response, 500, "UNKNOWN_ERROR", "INTERNAL_ERROR")
+    assert "exploded" not in error["message"]
+    assert _is_uuid(response.headers["x-service-request-id"])
+
+
+def test_rate_limit_returns_429_with_retry_after(app, client, workspace):
+    app.extensions["ratelimiter"].__init__("memory://", {"sandbox": "3/minute", "development": "3/minute", "production": "5/minute"})
+    api = Api(client, workspace.secrets["sandbox"])
+    statuses = [api.post("/link_tokens", json=VALID).status_code for _ in range(4)]
+    assert statuses == [200, 200, 200, 429]
+    response = api.post("/link_tokens", json=VALID)
+    assert_error(response, 429, "RATE_LIMIT_EXCEEDED", "RATE_LIMIT_EXCEEDED")
+    assert int(response.headers["Retry-After"]) >= 1
+    assert response.headers["X-RateLimit-Limit"] == "3"
+    assert response.headers["X-RateLimit-Remaining"] == "0"
+
+
+def test_rate_limit_is_per_key(app, client, workspace):
+    app.extensions["ratelimiter"].__init__("memory://", {"sandbox": "1/minute", "development": "1/minute", "production": "1/minute"})
+    for mode in MODES:
+        assert Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=VALID).status_code == 200
+    assert Api(client, workspace.secrets["sandbox"]).post("/link_tokens", json=VALID).status_code == 429
+
+
+def test_default_rate_limits_follow_the_spec(app):
+    limits = app.extensions["ratelimiter"].limits
+    assert (limits["sandbox"].amount, limits["sandbox"].get_expiry()) == (10, 1)
+    assert (limits["development"].amount, limits["development"].get_expiry()) == (10, 1)
+    assert (limits["production"].amount, limits["production"].get_expiry()) == (50, 1)
+
+
+def test_sandbox_allows_ten_requests_per_second(client, workspace):
+    api = Api(client, workspace.secrets["sandbox"])
+    statuses = [api.post("/link_tokens", json=VALID).status_code for _ in range(12)]
+    # Twelve requests take far less than a second here; the first ten pass, the rest are limited.
+    assert statuses[:10] == [200] * 10
+    assert 429 in statuses[10:]

@@ -1,0 +1,171 @@
+"""Fixtures shared by every test: the app on SQLite (and PostgreSQL), a workspace with keys, an API client."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pytest
+from jinja2 import StrictUndefined
+from sqlalchemy import text
+
+from console import create_app
+from console.extensions import db
+from console.modes import MODES, URL_PREFIXES
+
+VERSION = "2023-11-22"
+BACKENDS = ["sqlite"] + (["postgres"] if os.environ.get("TEST_DATABASE_URL") else [])
+# World tables are seeded once per session and never written by tests (switches write workspace rows).
+WORLD_PREFIX = "world_"
+
+
+def _postgres_url() -> str:
+    url = os.environ["TEST_DATABASE_URL"]
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def base_config(database_url: str) -> dict:
+    return {
+        "TESTING": True,
+        "SQLALCHEMY_DATABASE_URI": database_url,
+        "SECRET_KEY": "test-secret-key-not-for-production",
+        "RATELIMIT_STORAGE_URI": "memory://",
+        "RUN_WORKER": False,
+        "SERVER_NAME": None,
+    }
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def database_url(request, tmp_path_factory):
+    """A schema created once per backend, with the world seeded."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'test.db'}"
+    else:
+        url = _postgres_url()
+    app = create_app(base_config(url))
+    with app.app_context():
+        from console.world.seed import seed_world
+
+        db.drop_all()
+        db.create_all()
+        seed_world(db.session)
+        db.session.commit()
+        db.engine.dispose()
+    return url
+
+
+def _clear_customer_tables() -> None:
+    tables = [t for t in reversed(db.metadata.sorted_tables) if not t.name.startswith(WORLD_PREFIX)]
+    for table in tables:
+        db.session.execute(table.delete())
+    # Workspace-scoped payroll changes live in a world table but belong to a workspace.
+    db.session.execute(text("DELETE FROM world_deposit_allocations WHERE workspace_id IS NOT NULL"))
+    db.session.commit()
+
+
+@pytest.fixture
+def app(database_url):
+    app = create_app(base_config(database_url))
+    app.jinja_env.undefined = StrictUndefined
+    with app.app_context():
+        _clear_customer_tables()
+    yield app
+    with app.app_context():
+        db.session.remove()
+        _clear_customer_tables()
+        db.engine.dispose()
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@dataclass
+class Workspace:
+    id: str
+    secrets: dict[str, str]
+    key_ids: dict[str, str]
+
+
+@pytest.fixture
+def workspace(app) -> Workspace:
+    """A workspace with one API key per mode."""
+    from console.keys.services import create_key
+    from console.workspaces.services import create_workspace
+
+    with app.app_context():
+        ws = create_workspace("Test workspace")
+        created = {mode: create_key(ws.id, mode, "test") for mode in MODES}
+        db.session.commit()
+        return Workspace(
+            str(ws.id),
+            {mode: c.secret for mode, c in created.items()},
+            {mode: str(c.key.id) for mode, c in created.items()},
+        )
+
+
+class Api:
+    """A thin client that sends the headers every API call needs, for one mode."""
+
+    def __init__(self, client, secret: str | None, mode: str = "sandbox") -> None:
+        self.client = client
+        self.secret = secret
+        self.mode = mode
+
+    def url(self, path: str) -> str:
+        return f"{URL_PREFIXES[self.mode]}/v1{path}"
+
+    def headers(self, extra: dict | None = None) -> dict:
+        headers = {"Service-Version": VERSION}
+        if self.secret is not None:
+            headers["x-api-secret"] = self.secret
+        headers.update(extra or {})
+        return {k: v for k, v in headers.items() if v is not None}
+
+    def request(self, method: str, path: str, *, json=None, headers=None, **kwargs):
+        return self.client.open(self.url(path), method=method, json=json, headers=self.headers(headers), **kwargs)
+
+    def get(self, path, **kw):
+        return self.request("GET", path, **kw)
+
+    def post(self, path, json=None, **kw):
+        return self.request("POST", path, json=json, **kw)
+
+    def put(self, path, json=None, **kw):
+        return self.request("PUT", path, json=json, **kw)
+
+    def delete(self, path, **kw):
+        return self.request("DELETE", path, **kw)
+
+
+@pytest.fixture
+def api(client, workspace) -> Api:
+    """The sandbox API with the workspace's sandbox key."""
+    return Api(client, workspace.secrets["sandbox"], "sandbox")
+
+
+@pytest.fixture
+def api_for(client, workspace):
+    """`api_for(mode)`: the API of another mode with that mode's key."""
+    return lambda mode: Api(client, workspace.secrets[mode], mode)
+
+
+def assert_error(response, status: int, type_: str, code: str | None = None) -> dict:
+    """Check the one error shape and return its `error` object."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    body = response.get_json()
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert set(error) == {"type", "code", "message", "status_code", "fields"}
+    assert error["type"] == type_
+    assert error["status_code"] == status
+    assert isinstance(error["message"], str) and error["message"]
+    if code is not None:
+        assert error["code"] == code
+    for field in error["fields"]:
+        assert set(field) == {"name", "message"}
+    return error
