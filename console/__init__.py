@@ -34,6 +34,11 @@ def create_app(config: dict | None = None) -> Flask:
     ratelimit.init_app(app)
     api_errors.init_app(app)
     init_api(app)
+    from console import web
+    from console.link import views as link_views
+
+    link_views.init_app(app)
+    web.init_app(app)
     # API calls authenticate with x-api-secret, not cookies, so CSRF does not apply to them.
     for name in app.blueprints:
         if name.startswith("api_"):

@@ -43,7 +43,41 @@ def run(host: str, port: int, threads: int) -> None:
 
         prepare_database()
         click.echo(startup_banner(f"http://{host}:{port}"))
+    if app.config["RUN_WORKER"]:
+        from console.worker import start_in_process
+
+        start_in_process(app)
     serve(app, host=host, port=port, threads=threads)
+
+
+@main.command()
+def worker() -> None:
+    """Run the scheduler and webhook delivery worker in the foreground (SIGTERM stops it cleanly)."""
+    from console.worker import run_forever
+
+    run_forever(_app())
+
+
+@main.group()
+def world() -> None:
+    """The simulated world."""
+
+
+@world.command("person")
+@click.argument("person_id")
+@click.option("--workspace", "workspace_id", default=None, help="Show this workspace's payroll record.")
+@click.option("--mode", type=click.Choice(MODES), default=None)
+def world_person(person_id: str, workspace_id: str | None, mode: str | None) -> None:
+    """Show a person: identity, employments, credentials and current deposit allocations."""
+    from console.world.services import person_summary
+
+    app = _app()
+    with app.app_context():
+        try:
+            summary = person_summary(person_id, workspace_id=workspace_id, mode=mode)
+        except (ValueError, LookupError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(json.dumps(summary, indent=2, default=str))
 
 
 @main.group()

@@ -22,6 +22,7 @@ ROUTE_MODULES = (
     "accounts",
     "jobs",
     "sandbox",
+    "clock",
     "webhooks",
     "events",
     "openapi",
