@@ -31,7 +31,9 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default=lambda: os.environ.get("HOST", "127.0.0.1"), show_default="HOST or 127.0.0.1")
-@click.option("--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000")
+@click.option(
+    "--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000"
+)
 @click.option("--threads", default=8, show_default=True, help="Request threads in the one process.")
 def run(host: str, port: int, threads: int) -> None:
     """Upgrade the database, then serve the API, Link and the console (waitress, threaded)."""
@@ -160,7 +162,10 @@ def keys_create(mode: str, workspace_id: str | None, label: str, as_json: bool) 
 
 
 def _root_url() -> str:
-    return os.environ.get("PUBLIC_URL") or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '5000')}"
+    return (
+        os.environ.get("PUBLIC_URL")
+        or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '5000')}"
+    )
 
 
 @keys.command("list")
@@ -196,7 +201,9 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
             return
         for r in rows:
             state = "revoked" if r["revoked_at"] else "active"
-            click.echo(f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}")
+            click.echo(
+                f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}"
+            )
         if not rows:
             click.echo("No keys yet: console keys create --mode sandbox")
 

@@ -46,9 +46,9 @@ def startup_banner(root: str) -> str:
         f"    curl -s {base_url(root, SANDBOX)}/v1/link_tokens \\",
         "      -H 'x-api-secret: <the sandbox secret>' -H 'Service-Version: 2023-11-22' \\",
         "      -H 'Content-Type: application/json' \\",
-        "      -d '{\"org_name\": \"Acme\", \"end_user_id\": \"user-1\", \"required_jobs\": [\"direct_deposit_switch\"],",
-        "           \"allocation\": {\"targets\": [{\"type\": \"checking\", \"routing_number\": \"011000015\",",
-        "           \"account_number\": \"1234567890\"}]}}'",
+        '      -d \'{"org_name": "Acme", "end_user_id": "user-1", "required_jobs": ["direct_deposit_switch"],',
+        '           "allocation": {"targets": [{"type": "checking", "routing_number": "011000015",',
+        '           "account_number": "1234567890"}]}}\'',
         "",
     ]
     return "\n".join(lines)

@@ -127,7 +127,9 @@ class Api:
         return {k: v for k, v in headers.items() if v is not None}
 
     def request(self, method: str, path: str, *, json=None, headers=None, **kwargs):
-        return self.client.open(self.url(path), method=method, json=json, headers=self.headers(headers), **kwargs)
+        return self.client.open(
+            self.url(path), method=method, json=json, headers=self.headers(headers), **kwargs
+        )
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)

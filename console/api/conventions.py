@@ -89,3 +89,20 @@ def json_body() -> dict[str, Any]:
 
 def install(bp: Blueprint) -> None:
     bp.before_request(before_api_request)
+
+
+def sandbox_only(view: Callable) -> Callable:
+    """Refuse a sandbox tool (clock, headless completion, test data) outside the sandbox."""
+    import functools
+
+    @functools.wraps(view)
+    def wrapper(*args: Any, **kwargs: Any):
+        if g.api_mode != "sandbox":
+            raise ServiceError(
+                f"{request.path} exists only in sandbox mode; call it at the sandbox base URL.",
+                code="SANDBOX_ONLY",
+                status_code=403,
+            )
+        return view(*args, **kwargs)
+
+    return wrapper

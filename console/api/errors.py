@@ -74,7 +74,9 @@ def _unexpected(exc: Exception):
     log.exception("Unhandled error (request %s)", g.get("request_id"))
     if not is_api_path(request.path):
         raise exc
-    return error_response(500, "UNKNOWN_ERROR", "INTERNAL_ERROR", "An unexpected error occurred. Try again later.")
+    return error_response(
+        500, "UNKNOWN_ERROR", "INTERNAL_ERROR", "An unexpected error occurred. Try again later."
+    )
 
 
 def _assign_request_id() -> None:

@@ -39,7 +39,9 @@ class RateLimiter:
 
 
 def init_app(app: Flask) -> None:
-    app.extensions["ratelimiter"] = RateLimiter(app.config["RATELIMIT_STORAGE_URI"], app.config["RATE_LIMITS"])
+    app.extensions["ratelimiter"] = RateLimiter(
+        app.config["RATELIMIT_STORAGE_URI"], app.config["RATE_LIMITS"]
+    )
 
 
 def limiter() -> RateLimiter:

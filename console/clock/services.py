@@ -11,6 +11,22 @@ from datetime import datetime, timedelta
 from console.core.timeutil import utcnow
 from console.workspaces.models import Workspace
 
+# Models holding work due on a workspace clock: each has workspace_id, due_at, run_after and status.
+# Advancing a clock rewrites run_after (= due_at - offset) of their pending rows, so the worker,
+# which polls run_after against real time, sees the new due moments.
+SCHEDULE_TABLES: list[type] = []
+
+
+def register_schedule(model: type) -> type:
+    if model not in SCHEDULE_TABLES:
+        SCHEDULE_TABLES.append(model)
+    return model
+
 
 def now(workspace: Workspace) -> datetime:
     return utcnow() + timedelta(seconds=workspace.clock_offset_seconds or 0.0)
+
+
+def real_time_of(workspace: Workspace, due_at: datetime) -> datetime:
+    """The real moment at which `due_at` on this workspace's clock arrives."""
+    return due_at - timedelta(seconds=workspace.clock_offset_seconds or 0.0)

@@ -16,7 +16,9 @@ from console.workspaces.models import Workspace
 class ApiKey(IdMixin, CreatedAtMixin, db.Model):
     __tablename__ = "api_keys"
 
-    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"), index=True)
+    workspace_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), index=True
+    )
     mode: Mapped[str] = mapped_column(String(16))
     label: Mapped[str] = mapped_column(String(120), default="")
     # SHA-256 of the secret: requests are authenticated by looking this up.

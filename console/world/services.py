@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, delete, func, select
 from sqlalchemy.orm import Session, selectinload
 
+from console.core.errors import FieldError, ValidationFailed
 from console.core.timeutil import isodate, utcnow
 from console.extensions import db
 from console.world.models import (
@@ -53,6 +54,11 @@ def _uuid(value: uuid.UUID | str | None) -> uuid.UUID | None:
         return uuid.UUID(str(value))
     except ValueError:
         return None
+
+
+def _strict_uuid(value: uuid.UUID | str) -> uuid.UUID:
+    """Parse an id a caller must get right (workspace, employment); a bad one is a ValueError."""
+    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def _name_contains(column: Any, q: str) -> ColumnElement[bool]:
@@ -245,14 +251,16 @@ def _rows(
 
 
 def current_allocations(
-    workspace_id: uuid.UUID | None,
+    workspace_id: uuid.UUID | str | None,
     mode: str | None,
-    employment_id: uuid.UUID,
+    employment_id: uuid.UUID | str,
     *,
     session: Session | None = None,
 ) -> list[dict[str, Any]]:
     """The deposit split a workspace sees for an employment: its switched copy, else the seeded baseline."""
     s = _session(session)
+    employment_id = _strict_uuid(employment_id)
+    workspace_id = None if workspace_id is None else _strict_uuid(workspace_id)
     rows = _rows(s, workspace_id, mode, employment_id) if workspace_id is not None else []
     if not rows:
         rows = _rows(s, None, None, employment_id)
@@ -263,7 +271,9 @@ def _target_line(target: Mapping[str, Any]) -> dict[str, Any]:
     account_type = target.get("account_type") or target.get("type") or "checking"
     routing, account = str(target.get("routing_number") or ""), str(target.get("account_number") or "")
     if not routing or not account:
-        raise ValueError("a switch target needs routing_number and account_number")
+        raise ValidationFailed(
+            [FieldError("target", "a switch target needs routing_number and account_number")]
+        )
     return {"account_type": account_type, "routing_number": routing, "account_number": account}
 
 
@@ -273,14 +283,14 @@ def _parse_allocation(allocation: Mapping[str, Any] | None) -> tuple[str, int | 
         return REMAINDER, None
     value = (allocation or {}).get("value")
     if kind not in (AMOUNT, PERCENT):
-        raise ValueError(f"unknown allocation type {kind!r}")
+        raise ValidationFailed([FieldError("allocation.type", f"unknown allocation type {kind!r}")])
     if (
         not isinstance(value, int)
         or isinstance(value, bool)
         or value <= 0
         or (kind == PERCENT and value > 100)
     ):
-        raise ValueError(f"invalid {kind} allocation value {value!r}")
+        raise ValidationFailed([FieldError("allocation.value", f"invalid {kind} allocation value {value!r}")])
     return kind, value
 
 
@@ -310,9 +320,9 @@ def switched_allocations(
 
 
 def apply_switch(
-    workspace_id: uuid.UUID,
+    workspace_id: uuid.UUID | str,
     mode: str,
-    employment_id: uuid.UUID,
+    employment_id: uuid.UUID | str,
     target: Mapping[str, Any],
     allocation: Mapping[str, Any] | None = None,
     *,
@@ -325,13 +335,15 @@ def apply_switch(
     `allocation` None or of type remainder/total/full is a full switch: one remainder line to the target.
     `{"type": "amount", "value": cents}` or `{"type": "percent", "value": 1..100}` is a partial switch: that
     line goes first, existing lines keep their order after it. The baseline is never modified; the
-    workspace's copy is replaced. Raises ValueError for bad input or the sandbox mode (it changes no payroll).
+    workspace's copy is replaced. Raises ValidationFailed for a bad target or allocation, ValueError for a
+    missing workspace or the sandbox mode (sandbox changes no payroll record).
     """
     if workspace_id is None:
         raise ValueError("the seeded baseline is never switched; pass a workspace id")
     if mode == SANDBOX:
         raise ValueError("sandbox switches change no payroll record")
     s = _session(session)
+    workspace_id, employment_id = _strict_uuid(workspace_id), _strict_uuid(employment_id)
     before = current_allocations(workspace_id, mode, employment_id, session=s)
     after = switched_allocations(before, target, allocation)
     # Delete first with an immediate statement: the unit of work would otherwise insert before deleting
@@ -353,10 +365,10 @@ def apply_switch(
 
 
 def reset_allocations(
-    workspace_id: uuid.UUID, mode: str | None = None, *, session: Session | None = None
+    workspace_id: uuid.UUID | str, mode: str | None = None, *, session: Session | None = None
 ) -> int:
     """Drop a workspace's switched copies (all modes unless `mode`); returns the number of rows removed."""
-    stmt = delete(DepositAllocation).where(DepositAllocation.workspace_id == workspace_id)
+    stmt = delete(DepositAllocation).where(DepositAllocation.workspace_id == _strict_uuid(workspace_id))
     if mode is not None:
         stmt = stmt.where(DepositAllocation.mode == mode)
     result = _session(session).execute(stmt.execution_options(synchronize_session=False))
@@ -384,21 +396,23 @@ def find_beneficiary(
 
 def person_summary(
     person_id: uuid.UUID | str,
-    workspace_id: uuid.UUID | None = None,
+    workspace_id: uuid.UUID | str | None = None,
     mode: str | None = None,
     *,
     session: Session | None = None,
-) -> dict[str, Any] | None:
-    """Everything the world knows about a person, as plain data; None if unknown.
+) -> dict[str, Any]:
+    """Everything the world knows about a person (by id or slug), as plain data.
 
     Passwords are included on purpose: the people are fictional and the world explorer and
     `console world person` show them so a developer can log in as them in development mode.
     Allocations are those `workspace_id`/`mode` see (the baseline when no workspace is given).
+    Raises LookupError for an unknown person and ValueError for a malformed workspace id.
     """
     s = _session(session)
     person = get_person(person_id, session=s)
     if person is None:
-        return None
+        raise LookupError(f"no world person {person_id!r}")
+    workspace_id = None if workspace_id is None else _strict_uuid(workspace_id)
     employments = []
     for job in person.employments:
         rows = _rows(s, workspace_id, mode, job.id) if workspace_id is not None else []

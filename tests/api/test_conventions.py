@@ -13,7 +13,9 @@ VALID = {
     "org_name": "Acme",
     "end_user_id": "user-123",
     "required_jobs": ["direct_deposit_switch"],
-    "allocation": {"targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]},
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
+    },
 }
 
 
@@ -39,7 +41,9 @@ def test_key_is_rejected_at_another_modes_base_url(client, workspace, key_mode, 
 
 
 def test_missing_secret_is_401(client):
-    assert_error(Api(client, None).post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET")
+    assert_error(
+        Api(client, None).post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET"
+    )
 
 
 def test_wrong_secret_is_401(client, workspace):
@@ -133,7 +137,9 @@ def test_body_that_is_not_an_object_is_400(api, body):
 
 def test_oversized_body_is_413_in_the_error_shape(api):
     response = api.post(
-        "/link_tokens", data='{"org_name": "' + "a" * 2_000_000 + '"}', headers={"Content-Type": "application/json"}
+        "/link_tokens",
+        data='{"org_name": "' + "a" * 2_000_000 + '"}',
+        headers={"Content-Type": "application/json"},
     )
     assert_error(response, 413, "INVALID_REQUEST_PARAMETERS", "BODY_TOO_LARGE")
 
@@ -152,7 +158,9 @@ def test_unexpected_failure_is_500_unknown_error(app, api, monkeypatch):
 
 
 def test_rate_limit_returns_429_with_retry_after(app, client, workspace):
-    app.extensions["ratelimiter"].__init__("memory://", {"sandbox": "3/minute", "development": "3/minute", "production": "5/minute"})
+    app.extensions["ratelimiter"].__init__(
+        "memory://", {"sandbox": "3/minute", "development": "3/minute", "production": "5/minute"}
+    )
     api = Api(client, workspace.secrets["sandbox"])
     statuses = [api.post("/link_tokens", json=VALID).status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
@@ -164,7 +172,9 @@ def test_rate_limit_returns_429_with_retry_after(app, client, workspace):
 
 
 def test_rate_limit_is_per_key(app, client, workspace):
-    app.extensions["ratelimiter"].__init__("memory://", {"sandbox": "1/minute", "development": "1/minute", "production": "1/minute"})
+    app.extensions["ratelimiter"].__init__(
+        "memory://", {"sandbox": "1/minute", "development": "1/minute", "production": "1/minute"}
+    )
     for mode in MODES:
         assert Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=VALID).status_code == 200
     assert Api(client, workspace.secrets["sandbox"]).post("/link_tokens", json=VALID).status_code == 429

@@ -115,7 +115,9 @@ def test_all_bad_fields_are_reported_at_once(api):
         json={
             "org_name": 5,
             "required_jobs": ["teleport"],
-            "allocation": {"targets": [{"type": "brokerage", "routing_number": "123456789", "account_number": "12"}]},
+            "allocation": {
+                "targets": [{"type": "brokerage", "routing_number": "123456789", "account_number": "12"}]
+            },
             "skip_intro_screen": "yes",
         },
     )
@@ -147,13 +149,20 @@ def test_target_types(api, kind):
 
 @pytest.mark.parametrize("routing", ["123456789", "01100001", "0110000150", "01100001a", 11000015])
 def test_routing_number_needs_nine_digits_and_the_aba_checksum(api, routing):
-    response = api.post("/link_tokens", json=body(allocation={"targets": [dict(TARGET, routing_number=routing)]}))
+    response = api.post(
+        "/link_tokens", json=body(allocation={"targets": [dict(TARGET, routing_number=routing)]})
+    )
     expect_fields(response, "allocation.targets[0].routing_number")
 
 
-@pytest.mark.parametrize(("account", "ok"), [("1234", True), ("1" * 17, True), ("123", False), ("1" * 18, False), ("12ab34", False)])
+@pytest.mark.parametrize(
+    ("account", "ok"),
+    [("1234", True), ("1" * 17, True), ("123", False), ("1" * 18, False), ("12ab34", False)],
+)
 def test_account_number_is_4_to_17_digits(api, account, ok):
-    response = api.post("/link_tokens", json=body(allocation={"targets": [dict(TARGET, account_number=account)]}))
+    response = api.post(
+        "/link_tokens", json=body(allocation={"targets": [dict(TARGET, account_number=account)]})
+    )
     if ok:
         assert response.status_code == 200
     else:
@@ -162,7 +171,10 @@ def test_account_number_is_4_to_17_digits(api, account, ok):
 
 def test_second_target_errors_name_their_index(api):
     targets = [TARGET, dict(TARGET, routing_number="000000000x")]
-    expect_fields(api.post("/link_tokens", json=body(allocation={"targets": targets})), "allocation.targets[1].routing_number")
+    expect_fields(
+        api.post("/link_tokens", json=body(allocation={"targets": targets})),
+        "allocation.targets[1].routing_number",
+    )
 
 
 @pytest.mark.parametrize("jobs", [[], "direct_deposit_switch", None])
@@ -171,7 +183,9 @@ def test_required_jobs_must_be_a_non_empty_array(api, jobs):
 
 
 def test_known_job_names_are_accepted(api):
-    response = api.post("/link_tokens", json=body(required_jobs=["direct_deposit_switch", "employment", "income"]))
+    response = api.post(
+        "/link_tokens", json=body(required_jobs=["direct_deposit_switch", "employment", "income"])
+    )
     assert response.status_code == 200
 
 
@@ -179,7 +193,9 @@ def test_end_user_id_is_optional(api):
     assert api.post("/link_tokens", json=body(end_user_id=...)).status_code == 200
 
 
-@pytest.mark.parametrize("value", ["ada@example.com", "555-123-4567", "5551234567", "123-45-6789", "123456789"])
+@pytest.mark.parametrize(
+    "value", ["ada@example.com", "555-123-4567", "5551234567", "123-45-6789", "123456789"]
+)
 def test_end_user_id_must_not_carry_personal_data(api, value):
     error = expect_fields(api.post("/link_tokens", json=body(end_user_id=value)), "end_user_id")
     assert "personal data" in error["fields"][0]["message"]
@@ -190,7 +206,9 @@ def test_platform_matching_is_accepted(api):
 
 
 def test_platform_matching_accepts_the_last_four(api):
-    response = api.post("/link_tokens", json=with_matching(social_security_number=..., social_security_last_four="6789"))
+    response = api.post(
+        "/link_tokens", json=with_matching(social_security_number=..., social_security_last_four="6789")
+    )
     assert response.status_code == 200
 
 
@@ -232,9 +250,14 @@ def test_platform_matching_field_rules(api, field, value):
     expect_fields(api.post("/link_tokens", json=payload), f"end_user.platform_matching.{field}")
 
 
-@pytest.mark.parametrize("field", ["first_name", "last_name", "date_of_birth", "mobile_phone_number", "home_address_zip_code", "email"])
+@pytest.mark.parametrize(
+    "field",
+    ["first_name", "last_name", "date_of_birth", "mobile_phone_number", "home_address_zip_code", "email"],
+)
 def test_platform_matching_required_fields(api, field):
-    expect_fields(api.post("/link_tokens", json=with_matching(**{field: ...})), f"end_user.platform_matching.{field}")
+    expect_fields(
+        api.post("/link_tokens", json=with_matching(**{field: ...})), f"end_user.platform_matching.{field}"
+    )
 
 
 def test_invalid_email_is_400(api):
@@ -282,7 +305,9 @@ def _make_account(app, workspace, mode="sandbox", partner=False):
 
     with app.app_context():
         platform = db.session.scalars(
-            select(Platform).where(Platform.is_partner.is_(partner), Platform.type == "payroll").order_by(Platform.id)
+            select(Platform)
+            .where(Platform.is_partner.is_(partner), Platform.type == "payroll")
+            .order_by(Platform.id)
         ).first()
         account = Account(
             workspace_id=uuid.UUID(workspace.id),
@@ -328,7 +353,9 @@ def test_account_must_belong_to_this_workspace_and_mode(app, client, api, api_fo
 
 def test_on_demand_update_on_a_partner_platform_needs_matching_data_again(app, api, workspace):
     account_id = _make_account(app, workspace, partner=True)
-    error = expect_fields(api.post("/link_tokens", json=body(account_id=account_id)), "end_user.platform_matching")
+    error = expect_fields(
+        api.post("/link_tokens", json=body(account_id=account_id)), "end_user.platform_matching"
+    )
     assert "partner" in error["fields"][0]["message"]
     payload = with_matching()
     payload["account_id"] = account_id
@@ -339,8 +366,14 @@ def test_on_demand_update_on_a_partner_platform_needs_matching_data_again(app, a
     ("changes", "expected"),
     [
         ({"amount": 5000}, {"type": "amount", "value": 5000}),
-        ({"allocation": {"targets": [TARGET], "type": "amount", "value": 2500}}, {"type": "amount", "value": 2500}),
-        ({"allocation": {"targets": [TARGET], "type": "percent", "value": 40}}, {"type": "percent", "value": 40}),
+        (
+            {"allocation": {"targets": [TARGET], "type": "amount", "value": 2500}},
+            {"type": "amount", "value": 2500},
+        ),
+        (
+            {"allocation": {"targets": [TARGET], "type": "percent", "value": 40}},
+            {"type": "percent", "value": 40},
+        ),
     ],
 )
 def test_preconfigured_amounts_are_stored(app, api, changes, expected):
@@ -376,5 +409,10 @@ def test_disable_direct_deposit_splitting_is_stored(app, api):
 
     response = api.post("/link_tokens", json=body(disable_direct_deposit_splitting=True))
     with app.app_context():
-        assert db.session.get(LinkToken, uuid.UUID(response.get_json()["data"]["id"])).disable_direct_deposit_splitting
-    expect_fields(api.post("/link_tokens", json=body(disable_direct_deposit_splitting="no")), "disable_direct_deposit_splitting")
+        assert db.session.get(
+            LinkToken, uuid.UUID(response.get_json()["data"]["id"])
+        ).disable_direct_deposit_splitting
+    expect_fields(
+        api.post("/link_tokens", json=body(disable_direct_deposit_splitting="no")),
+        "disable_direct_deposit_splitting",
+    )

@@ -38,7 +38,9 @@ def test_db_upgrade_then_keys_lifecycle(run_cli, tmp_path):
     workspace = json.loads(run_cli("workspaces", "create", "--name", "Acme", "--json").stdout)
     assert workspace["name"] == "Acme"
 
-    created = json.loads(run_cli("keys", "create", "--mode", "production", "--workspace", workspace["id"], "--json").stdout)
+    created = json.loads(
+        run_cli("keys", "create", "--mode", "production", "--workspace", workspace["id"], "--json").stdout
+    )
     assert {"id", "workspace_id", "mode", "secret"} <= set(created)
     assert created["workspace_id"] == workspace["id"]
     assert created["mode"] == "production"

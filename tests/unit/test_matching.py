@@ -120,7 +120,7 @@ def test_inactive_employments_are_excluded(world_session):
 
 
 def test_required_jobs_filter(world_session):
-    assert slugs(world_session, SEVERAL, jobs=DDS + ["identity"]) == ["ledgerline", "worknest"]
+    assert slugs(world_session, SEVERAL, jobs=[*DDS, "identity"]) == ["ledgerline", "worknest"]
     assert slugs(world_session, SEVERAL, jobs=[]) == ["ledgerline", "summit-staffing", "worknest"]
     assert slugs(world_session, ONE, jobs=["identity"]) == []
 

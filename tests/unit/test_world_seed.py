@@ -13,6 +13,7 @@ from sqlalchemy import delete, func, inspect, select
 from sqlalchemy.orm import Session
 
 from console.core.base import Base
+from console.core.errors import ValidationFailed
 from console.extensions import db
 from console.world import services
 from console.world.models import (
@@ -412,7 +413,7 @@ def test_switch_refuses_bad_input(world_session):
         ("development", TARGET, {"type": "percent", "value": 101}),
         ("development", TARGET, {"type": "shares", "value": 1}),
     ]:
-        with pytest.raises(ValueError):
+        with pytest.raises((ValueError, ValidationFailed)):
             services.apply_switch(workspace, mode, job.id, target, allocation, session=world_session)
 
 
@@ -422,4 +423,7 @@ def test_person_summary(world_session):
     assert {e["status"] for e in summary["employments"]} == {"inactive"}
     assert all(e["allocations_source"] == "baseline" and e["allocations"] for e in summary["employments"])
     assert [b["program_name"] for b in summary["benefits"]] == ["Social Security Disability"]
-    assert services.person_summary(uuid.uuid4(), session=world_session) is None
+    with pytest.raises(LookupError):
+        services.person_summary(uuid.uuid4(), session=world_session)
+    by_slug = services.person_summary("riley-okafor", str(uuid.uuid4()), "development", session=world_session)
+    assert by_slug == summary
