@@ -395,8 +395,8 @@ _TITLES = _words(
     "Cashier Accountant Mechanic"
 )
 _AREA_CODES = ("212", "303", "312", "404", "415", "503", "602", "615", "704", "808", "919")
-# Eight-digit bank prefixes; the ninth (check) digit is computed so routing numbers pass the ABA checksum.
-_BANK_PREFIXES = ("01100013", "02200014", "05300016", "07100061", "10100079", "12100024", "26300058")
+# Made-up eight-digit bank prefixes (not major banks); the ninth digit is the ABA check digit.
+_BANK_PREFIXES = ("01190040", "02290051", "05390062", "07190073", "10190084", "12190095", "26390016")
 
 
 def routing_number(prefix: str) -> str:

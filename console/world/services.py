@@ -349,9 +349,9 @@ def apply_switch(
     # Delete first with an immediate statement: the unit of work would otherwise insert before deleting
     # and trip the (employment, workspace, mode, priority) unique constraint.
     s.execute(
-        delete(DepositAllocation)
-        .where(DepositAllocation.employment_id == employment_id, *_scope(workspace_id, mode))
-        .execution_options(synchronize_session=False)
+        delete(DepositAllocation).where(
+            DepositAllocation.employment_id == employment_id, *_scope(workspace_id, mode)
+        )
     )
     stamp = now or utcnow()
     s.add_all(
@@ -371,7 +371,7 @@ def reset_allocations(
     stmt = delete(DepositAllocation).where(DepositAllocation.workspace_id == _strict_uuid(workspace_id))
     if mode is not None:
         stmt = stmt.where(DepositAllocation.mode == mode)
-    result = _session(session).execute(stmt.execution_options(synchronize_session=False))
+    result = _session(session).execute(stmt)
     return int(getattr(result, "rowcount", 0) or 0)
 
 
