@@ -1,3 +1,127 @@
-"""world endpoints (to be written)."""
+"""Platforms, employers and the combined search Link uses (the simulated world, read-only)."""
 
-from console.api import api  # noqa: F401
+from __future__ import annotations
+
+from flask import jsonify, request
+
+from console.api import api
+from console.api.pagination import page_limit, paginate
+from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.link_tokens.validation import JOB_NAMES
+from console.world import services as world
+from console.world.models import BENEFITS, PAYROLL, Employer, Platform
+
+PLATFORM_TYPES = (PAYROLL, BENEFITS)
+
+
+def platform_json(platform: Platform) -> dict:
+    return {
+        "id": str(platform.id),
+        "name": platform.name,
+        "type": platform.type,
+        "partner": platform.is_partner,
+        "supported_jobs": list(platform.supported_jobs),
+        "amount_supported": platform.supports_amounts,
+        "mfa_methods": list(platform.mfa_methods),
+        "login_hint": platform.login_hint,
+    }
+
+
+def employer_json(employer: Employer) -> dict:
+    return {
+        "id": str(employer.id),
+        "name": employer.name,
+        "platform_id": str(employer.platform_id),
+        "platform_name": employer.platform.name,
+        "industry": employer.industry,
+        "city": employer.city,
+        "state": employer.state,
+    }
+
+
+def _bool_arg(name: str, errors: list[FieldError]) -> bool | None:
+    value = request.args.get(name)
+    if value is None:
+        return None
+    if value.lower() in ("true", "1"):
+        return True
+    if value.lower() in ("false", "0"):
+        return False
+    errors.append(FieldError(name, "must be true or false"))
+    return None
+
+
+def _jobs_arg(errors: list[FieldError]) -> list[str] | None:
+    """`supported_jobs` as a comma-separated list (or repeated parameter) of job names."""
+    raw = [part for value in request.args.getlist("supported_jobs") for part in value.split(",") if part]
+    unknown = [job for job in raw if job not in JOB_NAMES]
+    if unknown:
+        errors.append(
+            FieldError("supported_jobs", f"unknown job {unknown[0]!r}; known: {', '.join(JOB_NAMES)}")
+        )
+    return raw or None
+
+
+@api.get("/platforms")
+def list_platforms():
+    errors: list[FieldError] = []
+    kind = request.args.get("type")
+    if kind is not None and kind not in PLATFORM_TYPES:
+        errors.append(FieldError("type", f"must be one of {', '.join(PLATFORM_TYPES)}"))
+    jobs = _jobs_arg(errors)
+    amounts = _bool_arg("amount_supported", errors)
+    if errors:
+        raise ValidationFailed(errors)
+    query = world.list_platforms(
+        q=request.args.get("q"), type=kind, supported_jobs=jobs, amount_supported=amounts
+    )
+    return jsonify(
+        paginate(query, order_by=[Platform.name, Platform.id], serialize=platform_json, descending=False)
+    )
+
+
+@api.get("/platforms/<platform_id>")
+def get_platform(platform_id: str):
+    platform = world.get_platform(platform_id)
+    if platform is None:
+        raise NotFound(f"No platform with id {platform_id}.")
+    return jsonify({"data": platform_json(platform)})
+
+
+@api.get("/employers")
+def list_employers():
+    query = world.list_employers(q=request.args.get("q"))
+    return jsonify(
+        paginate(query, order_by=[Employer.name, Employer.id], serialize=employer_json, descending=False)
+    )
+
+
+@api.get("/employers/<employer_id>")
+def get_employer(employer_id: str):
+    employer = world.get_employer(employer_id)
+    if employer is None:
+        raise NotFound(f"No employer with id {employer_id}.")
+    return jsonify({"data": employer_json(employer)})
+
+
+@api.get("/search")
+def search():
+    """Employers and platforms together, best matches first (what Link's search screen shows)."""
+    errors: list[FieldError] = []
+    jobs = _jobs_arg(errors)
+    limit = page_limit()
+    if errors:
+        raise ValidationFailed(errors)
+    hits = world.search(request.args.get("q"), limit=limit, required_jobs=jobs)
+    data = [
+        {
+            "type": hit.kind,
+            "id": str(hit.id),
+            "name": hit.name,
+            "platform_id": str(hit.platform.id),
+            "platform_name": hit.platform.name,
+            "platform_type": hit.platform.type,
+        }
+        for hit in hits
+    ]
+    return jsonify({"meta": {"count": len(data), "next_cursor": None}, "data": data})
