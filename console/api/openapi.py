@@ -1,3 +1,301 @@
-"""GET /v1/openapi.json (placeholder until the document is generated)."""
+"""GET /v1/openapi.json: the OpenAPI 3.1 document, built from the routes themselves.
 
-from console.api import api  # noqa: F401
+Paths and methods come from Flask's URL map, so an endpoint cannot exist without
+appearing here; `OPERATIONS` adds what a route cannot say (summary, schemas,
+parameters). A test fails when a route has no entry or an entry has no route.
+"""
+
+from __future__ import annotations
+
+import re
+
+from flask import current_app, jsonify, request
+
+from console.api import api
+from console.api.conventions import public
+from console.api.openapi_schemas import SCHEMAS, collection, ref, single
+from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from console.modes import URL_PREFIXES
+
+
+def q(name: str, description: str, schema: dict | None = None) -> dict:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema or {"type": "string"},
+    }
+
+
+PAGE = [
+    q("limit", "Items per page, 1-100 (default 25).", {"type": "integer"}),
+    q("cursor", "next_cursor of the previous page."),
+]
+
+# (method, path) -> operation details. Responses: "single:X", "collection:X", "empty", or "object".
+OPERATIONS: dict[tuple[str, str], dict] = {
+    ("POST", "/link_tokens"): {
+        "summary": "Create a Link token",
+        "tag": "Link tokens",
+        "body": "LinkTokenRequest",
+        "response": "single:LinkToken",
+    },
+    ("GET", "/platforms"): {
+        "summary": "List platforms",
+        "tag": "World",
+        "response": "collection:Platform",
+        "params": [
+            q("q", "Name contains."),
+            q("type", "payroll or benefits."),
+            q("supported_jobs", "Comma-separated job names the platform must support."),
+            q("amount_supported", "true or false."),
+            *PAGE,
+        ],
+    },
+    ("GET", "/platforms/{platform_id}"): {
+        "summary": "Get a platform",
+        "tag": "World",
+        "response": "single:Platform",
+    },
+    ("GET", "/employers"): {
+        "summary": "List employers",
+        "tag": "World",
+        "response": "collection:Employer",
+        "params": [q("q", "Name contains."), *PAGE],
+    },
+    ("GET", "/employers/{employer_id}"): {
+        "summary": "Get an employer",
+        "tag": "World",
+        "response": "single:Employer",
+    },
+    ("GET", "/search"): {
+        "summary": "Search employers and platforms together",
+        "tag": "World",
+        "response": "collection:SearchHit",
+        "params": [q("q", "Name contains."), q("supported_jobs", "Comma-separated job names."), PAGE[0]],
+    },
+    ("GET", "/jobs"): {
+        "summary": "List jobs",
+        "tag": "Jobs",
+        "response": "collection:Job",
+        "params": [
+            q("link_token_id", "Jobs of this Link token."),
+            q("account_id", "Jobs of this account."),
+            q("end_user_id", "Jobs of this end user."),
+            q("outcome", "success, error, pending, processing, sent or failure."),
+            *PAGE,
+        ],
+    },
+    ("GET", "/jobs/{job_id}"): {"summary": "Get a job", "tag": "Jobs", "response": "single:Job"},
+    ("GET", "/accounts"): {
+        "summary": "List accounts",
+        "tag": "Accounts",
+        "response": "collection:Account",
+        "params": [q("end_user_id", "Accounts of this end user."), *PAGE],
+    },
+    ("GET", "/accounts/{account_id}"): {
+        "summary": "Get an account",
+        "tag": "Accounts",
+        "response": "single:Account",
+    },
+    ("GET", "/accounts/{account_id}/employment"): {
+        "summary": "Get the account's employment",
+        "tag": "Accounts",
+        "response": "single:Employment",
+    },
+    ("GET", "/accounts/{account_id}/income"): {
+        "summary": "Get the account's income",
+        "tag": "Accounts",
+        "response": "object",
+    },
+    ("POST", "/webhooks"): {
+        "summary": "Create a webhook (at most 10 per API key)",
+        "tag": "Webhooks",
+        "body": "Webhook",
+        "response": "single:Webhook",
+    },
+    ("GET", "/webhooks"): {
+        "summary": "List webhooks",
+        "tag": "Webhooks",
+        "response": "collection:Webhook",
+        "params": PAGE,
+    },
+    ("GET", "/webhooks/{webhook_id}"): {
+        "summary": "Get a webhook",
+        "tag": "Webhooks",
+        "response": "single:Webhook",
+    },
+    ("PUT", "/webhooks/{webhook_id}"): {
+        "summary": "Update a webhook (status active reactivates a paused one)",
+        "tag": "Webhooks",
+        "body": "Webhook",
+        "response": "single:Webhook",
+    },
+    ("DELETE", "/webhooks/{webhook_id}"): {
+        "summary": "Delete a webhook",
+        "tag": "Webhooks",
+        "response": "empty",
+    },
+    ("GET", "/events"): {
+        "summary": "List events with their delivery status",
+        "tag": "Events",
+        "response": "collection:Object",
+        "params": [
+            q("type", "Event type."),
+            q("link_token_id", "Link token id."),
+            q("account_id", "Account id."),
+            q("since", "Only events at or after this datetime."),
+            *PAGE,
+        ],
+    },
+    ("POST", "/events/{event_id}/resend"): {
+        "summary": "Resend an event to one webhook or all subscribed ones",
+        "tag": "Events",
+        "body": "Object",
+        "response": "object",
+    },
+    ("GET", "/sandbox/test_data"): {
+        "summary": "Sandbox test credentials, identities and SSNs",
+        "tag": "Sandbox",
+        "response": "object",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
+        "summary": "Complete a Link flow headlessly",
+        "tag": "Sandbox",
+        "body": "Object",
+        "response": "object",
+        "sandbox": True,
+    },
+    ("GET", "/sandbox/clock"): {
+        "summary": "The workspace clock",
+        "tag": "Sandbox",
+        "response": "object",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/clock/advance"): {
+        "summary": "Advance the workspace clock and fire what became due",
+        "tag": "Sandbox",
+        "body": "Object",
+        "response": "object",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): {
+        "summary": "Send a sample event to a webhook",
+        "tag": "Sandbox",
+        "body": "Object",
+        "response": "object",
+        "sandbox": True,
+    },
+    ("GET", "/openapi.json"): {
+        "summary": "This document",
+        "tag": "Meta",
+        "response": "object",
+        "public": True,
+    },
+}
+
+ERRORS = {
+    "400": "Invalid request (error type, code, message and fields).",
+    "401": "Missing, wrong, revoked or other-mode API secret.",
+    "404": "Not found.",
+    "429": "Rate limit exceeded; see Retry-After.",
+}
+
+
+def route_operations() -> set[tuple[str, str]]:
+    """(method, path) of every route of the API blueprint, in OpenAPI path syntax."""
+    found = set()
+    for rule in current_app.url_map.iter_rules():
+        if not rule.endpoint.startswith("api_sandbox."):
+            continue
+        path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule[len(URL_PREFIXES["sandbox"] + "/v1") :])
+        for method in rule.methods - {"HEAD", "OPTIONS"}:
+            found.add((method, path))
+    return found
+
+
+def _response(kind: str) -> dict:
+    if kind == "empty":
+        return {"204": {"description": "Deleted; no body."}}
+    if kind == "object":
+        return {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}}
+    shape, name = kind.split(":")
+    schema = single(name) if shape == "single" else collection(name)
+    return {"200": {"description": "OK", "content": {"application/json": {"schema": schema}}}}
+
+
+def _operation(method: str, path: str, details: dict) -> dict:
+    params = [
+        {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
+        for name in re.findall(r"{([^}]+)}", path)
+    ]
+    if not details.get("public"):
+        params.append({"$ref": "#/components/parameters/ServiceVersion"})
+    params += details.get("params", [])
+    responses = _response(details["response"])
+    if not details.get("public"):
+        responses.update(
+            {
+                code: {"description": text, "content": {"application/json": {"schema": ref("Error")}}}
+                for code, text in ERRORS.items()
+            }
+        )
+    operation = {
+        "summary": details["summary"],
+        "tags": [details["tag"]],
+        "parameters": params,
+        "responses": responses,
+    }
+    if details.get("sandbox"):
+        operation["description"] = "Sandbox only: other modes answer 403 SANDBOX_ONLY."
+    if details.get("public"):
+        operation["security"] = []
+    if "body" in details:
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": ref(details["body"])}},
+        }
+    return operation
+
+
+def build_document(server_url: str) -> dict:
+    paths: dict[str, dict] = {}
+    for method, path in sorted(route_operations()):
+        details = OPERATIONS.get((method, path))
+        if details is None:
+            continue  # the drift test names it
+        paths.setdefault(path, {})[method.lower()] = _operation(method, path, details)
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Payroll Connectivity Service",
+            "version": LATEST_VERSION,
+            "description": "Send `x-api-secret` and `Service-Version` on every call. "
+            f"Supported versions: {', '.join(SUPPORTED_VERSIONS)}.",
+        },
+        "servers": [{"url": server_url}],
+        "security": [{"ApiSecret": []}],
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"ApiSecret": {"type": "apiKey", "in": "header", "name": "x-api-secret"}},
+            "parameters": {
+                "ServiceVersion": {
+                    "name": "Service-Version",
+                    "in": "header",
+                    "required": True,
+                    "schema": {"type": "string", "enum": list(SUPPORTED_VERSIONS)},
+                }
+            },
+        },
+    }
+
+
+@api.get("/openapi.json")
+@public
+def openapi_document():
+    """The document for this base URL (its `servers` entry names the mode's own base URL)."""
+    prefix = request.path[: -len("/openapi.json")]
+    return jsonify(build_document(request.host_url.rstrip("/") + prefix))
