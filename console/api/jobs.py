@@ -1,3 +1,24 @@
-"""jobs endpoints (to be written)."""
+"""GET /v1/jobs (filtered, paginated) and GET /v1/jobs/{id}."""
 
-from console.api import api  # noqa: F401
+from __future__ import annotations
+
+from flask import g, jsonify, request
+
+from console.api import api
+from console.api.pagination import paginate
+from console.jobs import services
+from console.jobs.models import Job
+from console.jobs.serializers import serialize_job
+
+
+@api.get("/jobs")
+def list_jobs():
+    filters = {name: request.args[name] for name in services.JOB_FILTERS if name in request.args}
+    query = services.jobs_query(g.workspace.id, g.api_mode, filters)
+    return jsonify(paginate(query, order_by=[Job.created_at, Job.id], serialize=serialize_job))
+
+
+@api.get("/jobs/<job_id>")
+def get_job(job_id: str):
+    job = services.get_job(g.workspace.id, g.api_mode, job_id)
+    return jsonify({"data": serialize_job(job)})

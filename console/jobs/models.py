@@ -30,7 +30,8 @@ class Job(IdMixin, CreatedAtMixin, db.Model):
     outcome: Mapped[str] = mapped_column(String(16))
     # The spec's params: {"action"?, "allocation"?: {"type"?, "value"?, "target": {"account_type"}}}.
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # Which sandbox scenario drives later transitions (None outside the sandbox).
+    # The scenario (console.jobs.scenarios) that drives later transitions: picked by sandbox test data,
+    # or by the simulated world in development and production.
     scenario: Mapped[str | None] = mapped_column(String(64))
     # Time of the latest transition, on the workspace clock (the spec's `timestamp`).
     timestamp: Mapped[datetime]

@@ -9,10 +9,12 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from console.clock.services import register_schedule
 from console.core.base import CreatedAtMixin, IdMixin
 from console.extensions import db
 
 
+@register_schedule
 class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
     __tablename__ = "scheduled_tasks"
     __table_args__ = (
@@ -21,7 +23,7 @@ class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
     )
 
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
-    kind: Mapped[str] = mapped_column(String(64))  # e.g. job.retry, job.federal_review, link_token.expire
+    kind: Mapped[str] = mapped_column(String(64))  # e.g. job.retry, job.federal_review, webhook.pause_check
     payload: Mapped[dict[str, Any]] = mapped_column(default=dict)
     # When it is due on the workspace clock...
     due_at: Mapped[datetime]
@@ -30,5 +32,8 @@ class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
     run_after: Mapped[datetime]
     status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | done | failed
     attempts: Mapped[int] = mapped_column(default=0)
+    # Real time of the successful run (or of the last failed attempt).
     finished_at: Mapped[datetime | None]
     last_error: Mapped[str | None] = mapped_column(String(500))
+    # What the handler reported: {"summary": str, ...}; the clock API's `fired` list reads it.
+    result: Mapped[dict[str, Any] | None]

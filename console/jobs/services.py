@@ -1,0 +1,215 @@
+"""Switch jobs: the one outcome state machine, starting a switch, and the tasks that resolve it.
+
+`transition` is the only way an outcome changes. Each transition is recorded (the console's
+timeline reads it) and writes exactly one `direct_deposit_switch.added` event in the same
+transaction. Services flush; the caller commits.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Select, select
+
+from console.accounts.models import Account
+from console.clock.business_days import add_business_days
+from console.clock.services import now
+from console.core.errors import Conflict, FieldError, NotFound, ValidationFailed
+from console.events.services import record_event
+from console.extensions import db
+from console.jobs import scenarios
+from console.jobs.models import Job, JobTransition
+from console.jobs.scenarios import ERROR, FAILURE, OUTCOMES, PENDING, PROCESSING, SENT, SUCCESS
+from console.jobs.serializers import clean_params, job_payload
+from console.link_tokens.models import LinkToken
+from console.scheduler.models import ScheduledTask
+from console.scheduler.services import schedule, task_handler
+from console.workspaces.models import Workspace
+
+__all__ = ["IllegalTransition", "job_payload", "start_switch", "transition"]
+
+EVENT_TYPE = "direct_deposit_switch.added"
+# Spec, States and transitions; None is "(job created)". Nothing else is legal.
+TRANSITIONS: dict[str | None, frozenset[str]] = {
+    None: frozenset({SUCCESS, ERROR, PENDING, PROCESSING, FAILURE}),
+    PENDING: frozenset({SUCCESS, ERROR}),
+    PROCESSING: frozenset({SENT, ERROR, FAILURE}),
+}
+
+
+class IllegalTransition(Conflict):
+    """An outcome change the spec's transition tables do not allow (409 `CONFLICT` if it reaches the API)."""
+
+
+def can_transition(from_outcome: str | None, to_outcome: str) -> bool:
+    """Whether the spec allows `from_outcome` -> `to_outcome` (None: the job is being created)."""
+    return to_outcome in TRANSITIONS.get(from_outcome, frozenset())
+
+
+def transition(job: Job, to_outcome: str, *, at: datetime, reason: str = "") -> JobTransition:
+    """Move the job to `to_outcome` at `at` (workspace clock), recording it and its one event."""
+    from_outcome = job.outcome
+    if not can_transition(from_outcome, to_outcome):
+        raise IllegalTransition(
+            f"A job cannot go from {from_outcome or '(created)'} to {to_outcome}.",
+        )
+    job.outcome = to_outcome
+    job.timestamp = at
+    db.session.add(job)
+    db.session.flush()
+    event = record_event(
+        workspace_id=job.workspace_id,
+        mode=job.mode,
+        type=EVENT_TYPE,
+        payload=job_payload(job),
+        at=at,
+        link_token_id=job.link_token_id,
+        account_id=job.account_id,
+        end_user_id=job.end_user_id,
+        job_id=job.id,
+        via_platform_matching=job.via_platform_matching,
+    )
+    step = JobTransition(
+        sequence=len(job.transitions) + 1,
+        from_outcome=from_outcome,
+        to_outcome=to_outcome,
+        at=at,
+        reason=reason,
+        event_id=event.id,
+    )
+    job.transitions.append(step)
+    db.session.flush()
+    return step
+
+
+def start_switch(
+    *,
+    link_token: LinkToken,
+    account: Account,
+    params: dict[str, Any],
+    scenario: str,
+    via_platform_matching: bool = False,
+) -> Job:
+    """Create the switch job in its scenario's first outcome and schedule what follows."""
+    plan = scenarios.get_scenario(scenario, link_token.mode)
+    if (account.workspace_id, account.mode) != (link_token.workspace_id, link_token.mode):
+        raise ValueError("the account and the Link token belong to different workspaces or modes")
+    workspace = db.session.get(Workspace, link_token.workspace_id)
+    at = now(workspace)
+    job = Job(
+        workspace_id=link_token.workspace_id,
+        mode=link_token.mode,
+        account_id=account.id,
+        link_token_id=link_token.id,
+        end_user_id=link_token.end_user_id or account.end_user_id,
+        name="direct_deposit_switch",
+        params=clean_params(params),
+        scenario=plan.name,
+        timestamp=at,
+        first_attempt_at=at,
+        via_platform_matching=via_platform_matching,
+    )
+    transition(job, plan.first_outcome, at=at, reason=plan.first_reason)
+    if plan.first_outcome == PENDING:
+        due = scenarios.next_retry_at(plan, at, at)
+        schedule(workspace, scenarios.RETRY_KIND, due, {"job_id": str(job.id), "attempt": 1})
+    elif plan.first_outcome == PROCESSING:
+        due = add_business_days(at, scenarios.FEDERAL_REVIEW_BUSINESS_DAYS)
+        schedule(workspace, scenarios.FEDERAL_REVIEW_KIND, due, {"job_id": str(job.id)})
+    return job
+
+
+def _locked_job(task: ScheduledTask) -> Job | None:
+    """The task's job, row-locked on PostgreSQL so no other writer changes it meanwhile."""
+    query = select(Job).where(Job.id == uuid.UUID(task.payload["job_id"])).with_for_update()
+    return db.session.scalars(query.execution_options(populate_existing=True)).first()
+
+
+@task_handler(scenarios.RETRY_KIND)
+def run_retry(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
+    """Retry a pending job: resolve it, or record the attempt and schedule the next one."""
+    job = _locked_job(task)
+    attempt = int(task.payload.get("attempt", 1))
+    if job is None or job.outcome != PENDING:
+        return {"summary": f"retry {attempt} skipped: job is no longer pending", "attempt": attempt}
+    plan = scenarios.SCENARIOS[job.scenario]
+    # The attempt happens at its due moment, so an advance that fires a chain records each step at its own time.
+    at = task.due_at
+    decision = scenarios.retry_decision(plan, at, job.first_attempt_at)
+    if decision is not None:
+        outcome, reason = decision
+        transition(job, outcome, at=at, reason=reason)
+        return {
+            "summary": f"job {job.id}: pending -> {outcome} ({reason})",
+            "attempt": attempt,
+            "job_id": str(job.id),
+        }
+    due = scenarios.next_retry_at(plan, at, job.first_attempt_at)
+    schedule(workspace, scenarios.RETRY_KIND, due, {"job_id": str(job.id), "attempt": attempt + 1})
+    return {
+        "summary": f"job {job.id}: retry {attempt} could not complete; still pending",
+        "attempt": attempt,
+        "job_id": str(job.id),
+    }
+
+
+@task_handler(scenarios.FEDERAL_REVIEW_KIND)
+def run_federal_review(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
+    """Finish a federal benefits review: the switch is sent to the agency, or fails."""
+    job = _locked_job(task)
+    if job is None or job.outcome != PROCESSING:
+        return {"summary": "review skipped: job is no longer processing"}
+    outcome = scenarios.SCENARIOS[job.scenario].resolves_to
+    if outcome == SENT:
+        # The agency accepted a full switch; the second event says so (spec, federal benefits).
+        job.params = {**job.params, "action": "full_switch"}
+    transition(job, outcome, at=task.due_at, reason=scenarios.REVIEW_REASONS[outcome])
+    return {"summary": f"job {job.id}: processing -> {outcome}", "job_id": str(job.id)}
+
+
+def get_job(workspace_id: uuid.UUID, mode: str, job_id: str) -> Job:
+    """One job of a workspace and mode (NotFound for anything else, including malformed ids)."""
+    try:
+        key = uuid.UUID(job_id)
+    except ValueError:
+        key = None
+    job = db.session.get(Job, key) if key else None
+    if job is None or job.workspace_id != workspace_id or job.mode != mode:
+        raise NotFound(f"No job with id {job_id}.")
+    return job
+
+
+JOB_FILTERS = ("link_token_id", "account_id", "end_user_id", "outcome")
+
+
+def jobs_query(workspace_id: uuid.UUID, mode: str, filters: dict[str, str]) -> Select:
+    """Jobs of a workspace and mode matching the list filters, validated first."""
+    errors: list[FieldError] = []
+    query = select(Job).where(Job.workspace_id == workspace_id, Job.mode == mode)
+    for name in ("link_token_id", "account_id"):
+        if (value := filters.get(name)) is not None:
+            try:
+                query = query.where(getattr(Job, name) == uuid.UUID(value))
+            except ValueError:
+                errors.append(FieldError(name, "must be a UUID"))
+    if (value := filters.get("end_user_id")) is not None:
+        if not value or len(value) > 255:
+            errors.append(FieldError("end_user_id", "must be 1 to 255 characters"))
+        query = query.where(Job.end_user_id == value)
+    if (value := filters.get("outcome")) is not None:
+        if value not in OUTCOMES:
+            errors.append(FieldError("outcome", f"must be one of {', '.join(OUTCOMES)}"))
+        query = query.where(Job.outcome == value)
+    if errors:
+        raise ValidationFailed(errors)
+    return query
+
+
+def timeline(job: Job) -> list[dict[str, Any]]:
+    """The job's transitions, oldest first, for the console's timeline."""
+    return [
+        {"sequence": t.sequence, "from": t.from_outcome, "to": t.to_outcome, "at": t.at, "reason": t.reason}
+        for t in job.transitions
+    ]

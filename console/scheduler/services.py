@@ -1,0 +1,240 @@
+"""Scheduled tasks: schedule them, register their handlers, run the due ones exactly once.
+
+A task is due when its `run_after` (the real moment its workspace-clock `due_at` arrives) has
+passed. Each task runs in its own transaction together with a guarded claim
+(`UPDATE ... SET status='done' WHERE id=:id AND status='pending'`), so the handler's changes and
+the claim commit or roll back together: a task runs once even with several workers, and a crash
+mid-handler leaves it pending for a later run. On PostgreSQL, `FOR UPDATE SKIP LOCKED` lets
+workers pass over rows another worker holds instead of queueing behind them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Select, exists, select, update
+
+from console.clock.services import real_time_of
+from console.core.timeutil import isoformat, utcnow
+from console.extensions import db
+from console.scheduler.models import ScheduledTask
+from console.workspaces.models import Workspace
+
+log = logging.getLogger(__name__)
+
+# Modules whose import registers task handlers (imported on first run, like the API's route modules).
+HANDLER_MODULES = ("console.jobs.services", "console.webhooks.services")
+MAX_ATTEMPTS = 5
+BACKOFF_SECONDS = 5  # doubled after each failed attempt: 5, 10, 20, 40 s
+
+Handler = Callable[[ScheduledTask, Workspace], "dict[str, Any] | str | None"]
+_handlers: dict[str, Handler] = {}
+
+
+def task_handler(kind: str) -> Callable[[Handler], Handler]:
+    """Register the function that runs tasks of `kind`; it receives `(task, workspace)`."""
+
+    def register(func: Handler) -> Handler:
+        _handlers[kind] = func
+        return func
+
+    return register
+
+
+def handler_for(kind: str) -> Handler:
+    """The registered handler of `kind` (LookupError when none)."""
+    _load_handler_modules()
+    try:
+        return _handlers[kind]
+    except KeyError:
+        raise LookupError(f"no handler registered for task kind {kind!r}") from None
+
+
+@functools.cache
+def _load_handler_modules() -> None:
+    """Import the handler modules (once per process)."""
+    for module in HANDLER_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            # A domain not installed yet only leaves its own kinds without a handler (they fail visibly).
+            if exc.name != module:
+                raise
+            log.warning("Task handler module %s not found; its task kinds cannot run", module)
+
+
+def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:
+    """Add a task due at `due_at` on the workspace clock to the current transaction."""
+    task = ScheduledTask(
+        workspace_id=workspace.id,
+        kind=kind,
+        payload=payload,
+        due_at=due_at,
+        run_after=real_time_of(workspace, due_at),
+        status="pending",
+        attempts=0,
+    )
+    db.session.add(task)
+    db.session.flush()
+    return task
+
+
+def fired_dict(task: ScheduledTask) -> dict[str, Any]:
+    """How a run task is reported (clock advance, worker logs)."""
+    summary = (task.result or {}).get("summary") or task.kind
+    return {"task_id": str(task.id), "kind": task.kind, "due_at": isoformat(task.due_at), "summary": summary}
+
+
+def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool) -> Select:
+    query = select(ScheduledTask.id).where(
+        ScheduledTask.status == "pending", ScheduledTask.run_after <= utcnow()
+    )
+    if workspace_id is not None:
+        query = query.where(ScheduledTask.workspace_id == workspace_id)
+    query = query.order_by(ScheduledTask.run_after, ScheduledTask.due_at, ScheduledTask.created_at).limit(1)
+    if db.session.get_bind().dialect.name == "postgresql":
+        # Waiting (no SKIP LOCKED) lets a clock advance see every task another worker holds finish.
+        query = query.with_for_update(skip_locked=skip_locked)
+    return query
+
+
+def _claim(task_id: uuid.UUID) -> bool:
+    """Mark the task done in the current transaction; False when another worker got it first."""
+    claimed = db.session.execute(
+        update(ScheduledTask)
+        .where(ScheduledTask.id == task_id, ScheduledTask.status == "pending")
+        .values(status="done", attempts=ScheduledTask.attempts + 1, finished_at=utcnow(), last_error=None)
+        .execution_options(synchronize_session=False)
+    )
+    return claimed.rowcount == 1
+
+
+def _execute(task_id: uuid.UUID) -> ScheduledTask:
+    """Run the claimed task's handler and store what it reported (no commit)."""
+    task = db.session.get(ScheduledTask, task_id, populate_existing=True)
+    workspace = db.session.get(Workspace, task.workspace_id, populate_existing=True)
+    result = handler_for(task.kind)(task, workspace)
+    if not isinstance(result, dict):
+        result = {"summary": result or task.kind}
+    task.result = result
+    db.session.flush()
+    return task
+
+
+def _record_failure(task_id: uuid.UUID, error: Exception) -> None:
+    """Keep a failed task: retry it later with backoff, or mark it failed after MAX_ATTEMPTS."""
+    task = db.session.get(ScheduledTask, task_id, populate_existing=True)
+    if task is None or task.status != "pending":
+        db.session.rollback()
+        return
+    task.attempts += 1
+    task.last_error = f"{type(error).__name__}: {error}"[:500]
+    task.finished_at = utcnow()
+    if task.attempts >= MAX_ATTEMPTS:
+        task.status = "failed"
+        log.error(
+            "Task %s (%s) failed for good after %d attempts: %s",
+            task.id,
+            task.kind,
+            task.attempts,
+            task.last_error,
+        )
+    else:
+        task.run_after = utcnow() + timedelta(seconds=BACKOFF_SECONDS * 2 ** (task.attempts - 1))
+    db.session.commit()
+
+
+def _run_one(task_id: uuid.UUID) -> ScheduledTask | None:
+    """Claim and run one selected task in the current transaction, then commit; None if not run."""
+    if not _claim(task_id):
+        db.session.rollback()
+        return None
+    try:
+        task = _execute(task_id)
+        fired = fired_dict(task)
+        db.session.commit()
+    except Exception as exc:
+        db.session.rollback()
+        log.warning("Task %s failed; it will be retried", task_id, exc_info=True)
+        try:
+            _record_failure(task_id, exc)
+        except Exception:
+            # The task is still pending in the database, so a later run picks it up again.
+            db.session.rollback()
+            log.exception("Could not record the failure of task %s", task_id)
+        return None
+    log.info(
+        "Ran task %s (%s, due %s): %s", fired["task_id"], fired["kind"], fired["due_at"], fired["summary"]
+    )
+    return task
+
+
+def run_due(
+    limit: int = 100,
+    workspace_id: uuid.UUID | None = None,
+    *,
+    wait_for_locked: bool = False,
+    stop: threading.Event | None = None,
+) -> list[dict[str, Any]]:
+    """Run up to `limit` due tasks, each in its own transaction, and report those that ran, in order."""
+    fired: list[dict[str, Any]] = []
+    for _ in range(limit):
+        if stop is not None and stop.is_set():
+            break
+        task_id = db.session.scalar(_due_query(workspace_id, skip_locked=not wait_for_locked))
+        if task_id is None:
+            db.session.rollback()
+            # PostgreSQL may return no row after waiting on one another worker finished; look again.
+            if wait_for_locked and _any_due(workspace_id):
+                continue
+            break
+        task = _run_one(task_id)
+        if task is not None:
+            fired.append(fired_dict(task))
+    return fired
+
+
+def _any_due(workspace_id: uuid.UUID | None) -> bool:
+    query = select(ScheduledTask.id).where(
+        ScheduledTask.status == "pending", ScheduledTask.run_after <= utcnow()
+    )
+    if workspace_id is not None:
+        query = query.where(ScheduledTask.workspace_id == workspace_id)
+    found = db.session.scalar(select(exists(query)))
+    db.session.rollback()
+    return bool(found)
+
+
+def fired_since(workspace_id: uuid.UUID, since: datetime) -> list[dict[str, Any]]:
+    """Tasks of a workspace that ran at or after the real moment `since`, in due order."""
+    tasks = db.session.scalars(
+        select(ScheduledTask)
+        .where(
+            ScheduledTask.workspace_id == workspace_id,
+            ScheduledTask.status == "done",
+            ScheduledTask.finished_at >= since,
+        )
+        .order_by(ScheduledTask.due_at, ScheduledTask.finished_at, ScheduledTask.id)
+    )
+    return [fired_dict(task) for task in tasks]
+
+
+def upcoming(workspace_id: uuid.UUID, limit: int = 10) -> list[dict[str, Any]]:
+    """The workspace's next pending tasks, soonest first."""
+    tasks = db.session.scalars(
+        select(ScheduledTask)
+        .where(ScheduledTask.workspace_id == workspace_id, ScheduledTask.status == "pending")
+        .order_by(ScheduledTask.due_at, ScheduledTask.created_at)
+        .limit(limit)
+    )
+    return [
+        {"task_id": str(t.id), "kind": t.kind, "due_at": isoformat(t.due_at), "payload": t.payload}
+        for t in tasks
+    ]

@@ -1,0 +1,1 @@
+"""Tests that need PostgreSQL (skipped unless TEST_DATABASE_URL is set)."""

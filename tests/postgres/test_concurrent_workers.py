@@ -1,0 +1,106 @@
+"""On PostgreSQL, several workers share the scheduled tasks: each due task runs exactly once."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from console import create_app
+from console.clock import services as clock
+from console.extensions import db
+from console.scheduler import services as scheduler
+from console.scheduler.models import ScheduledTask
+from console.workspaces.models import Workspace
+from tests.conftest import base_config
+
+pytestmark = pytest.mark.postgres
+TASKS = 60
+RUNS: Counter = Counter()
+RUNNERS: dict[str, set[str]] = {}
+LOCK = threading.Lock()
+
+
+@scheduler.task_handler("test.count")
+def _count(task, workspace):
+    with LOCK:
+        RUNS[task.payload["n"]] += 1
+        RUNNERS.setdefault(threading.current_thread().name, set()).add(task.payload["n"])
+    time.sleep(0.01)  # long enough that the workers overlap
+    return "counted"
+
+
+@pytest.fixture
+def pg_app(app, database_url):
+    if not database_url.startswith("postgresql"):
+        pytest.skip("needs PostgreSQL (set TEST_DATABASE_URL)")
+    RUNS.clear()
+    RUNNERS.clear()
+    return app
+
+
+def _schedule_many(app, workspace_id, count: int) -> None:
+    with app.app_context():
+        ws = db.session.get(Workspace, uuid.UUID(workspace_id))
+        for n in range(count):
+            scheduler.schedule(ws, "test.count", clock.now(ws) - timedelta(seconds=1), {"n": n})
+        db.session.commit()
+
+
+def _run_in_threads(database_url, target, count: int) -> None:
+    """Run `target()` in `count` threads, each with its own app (its own engine and connections)."""
+    apps = [create_app(base_config(database_url)) for _ in range(count)]
+    barrier = threading.Barrier(count)
+
+    def work(worker_app):
+        with worker_app.app_context():
+            barrier.wait()
+            target()
+            db.session.remove()
+            db.engine.dispose()
+
+    threads = [threading.Thread(target=work, args=(a,), name=f"worker-{i}") for i, a in enumerate(apps)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+
+def test_two_workers_never_run_the_same_task(pg_app, workspace, database_url):
+    _schedule_many(pg_app, workspace.id, TASKS)
+    _run_in_threads(database_url, lambda: scheduler.run_due(limit=TASKS), 2)
+    assert sorted(RUNS) == list(range(TASKS))
+    assert set(RUNS.values()) == {1}
+    assert len(RUNNERS) == 2, "SKIP LOCKED should let both workers take tasks"
+    with pg_app.app_context():
+        assert db.session.scalar(select(func.count()).where(ScheduledTask.status == "done")) == TASKS
+
+
+def test_an_advance_beside_workers_runs_each_task_once_and_reports_all(pg_app, workspace, database_url):
+    with pg_app.app_context():
+        ws = db.session.get(Workspace, uuid.UUID(workspace.id))
+        for n in range(TASKS):
+            scheduler.schedule(ws, "test.count", clock.now(ws) + timedelta(minutes=n + 1), {"n": n})
+        db.session.commit()
+    reports: list[list[dict]] = []
+
+    def advance_or_poll():
+        if threading.current_thread().name == "worker-0":
+            reports.append(clock.advance(db.session.get(Workspace, uuid.UUID(workspace.id)), seconds=7200))
+        else:
+            deadline = time.monotonic() + 3
+            while time.monotonic() < deadline:
+                scheduler.run_due(limit=5)
+
+    _run_in_threads(database_url, advance_or_poll, 3)
+    assert sorted(RUNS) == list(range(TASKS)) and set(RUNS.values()) == {1}
+    assert len(RUNNERS) > 1, "the polling workers should have taken some of the tasks"
+    [fired] = reports
+    assert [f["task_id"] for f in fired] == list(dict.fromkeys(f["task_id"] for f in fired))
+    assert len(fired) == TASKS
+    assert [f["due_at"] for f in fired] == sorted(f["due_at"] for f in fired)

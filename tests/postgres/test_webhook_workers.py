@@ -1,0 +1,67 @@
+"""On PostgreSQL, several worker processes share deliveries (FOR UPDATE SKIP LOCKED): each sent once, never twice at once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+
+import pytest
+
+from bench.webhooks import Receiver
+from console.clock.services import now
+from console.events.services import record_event
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.webhooks import services
+from console.workspaces.models import Workspace
+from tests.unit.test_delivery_crash import start_worker, wait_for
+
+pytestmark = pytest.mark.postgres
+EVENTS = 400
+
+
+@pytest.mark.slow
+def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp_path):
+    if not database_url.startswith("postgresql"):
+        pytest.skip("needs PostgreSQL (set TEST_DATABASE_URL)")
+    active: Counter = Counter()
+    overlaps: list[str] = []
+    lock = threading.Lock()
+
+    def respond(record):
+        delivery = (record["headers"]["x-service-webhook-id"], json.loads(record["body"])["event_id"])
+        with lock:
+            active[delivery] += 1
+            if active[delivery] > 1:
+                overlaps.append(delivery)
+        time.sleep(0.005)  # long enough for concurrent sends of one delivery to overlap
+        with lock:
+            active[delivery] -= 1
+        return 200, b"ok"
+
+    with app.app_context(), Receiver(respond) as rx:
+        ws = db.session.get(Workspace, uuid.UUID(workspace.id))
+        key = db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"]))
+        body = {"url": rx.url, "status": "active", "enabled_events": ["account.added"], "version": "2023-11-22"}
+        services.create_webhook(key, body)
+        services.create_webhook(key, body)  # two webhooks: 2 deliveries per event
+        db.session.commit()
+        workers = [start_worker(app, tmp_path) for _ in range(3)]
+        try:
+            for _ in range(EVENTS // 50):
+                for _ in range(50):
+                    record_event(workspace_id=ws.id, mode="sandbox", type="account.added", payload={}, at=now(ws))
+                db.session.commit()
+            assert wait_for(lambda: len(rx.requests) >= 2 * EVENTS, 40)
+            time.sleep(0.5)  # anything sent twice would arrive now
+        finally:
+            for worker in workers:
+                worker.send_signal(signal.SIGTERM)
+            assert [worker.wait(15) for worker in workers] == [0, 0, 0]
+    pairs = Counter((r["headers"]["x-service-webhook-id"], json.loads(r["body"])["event_id"]) for r in rx.requests)
+    assert len(pairs) == 2 * EVENTS and set(pairs.values()) == {1}
+    assert overlaps == []

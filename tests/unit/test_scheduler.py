@@ -1,0 +1,195 @@
+"""Scheduled tasks: due times on the workspace clock, exactly-once runs, failures, and clock advances."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from sqlalchemy import select
+
+from console.clock import services as clock
+from console.core.timeutil import isoformat, utcnow
+from console.extensions import db
+from console.scheduler import services as scheduler
+from console.scheduler.models import ScheduledTask
+from console.workspaces.models import Workspace
+from console.workspaces.services import create_workspace
+
+RAN: list[str] = []
+
+
+@scheduler.task_handler("test.record")
+def _record(task, workspace):
+    RAN.append(task.payload["name"])
+    return {"summary": f"ran {task.payload['name']}"}
+
+
+@scheduler.task_handler("test.chain")
+def _chain(task, workspace):
+    """Schedule the next link 10 minutes (workspace clock) after this one was due."""
+    RAN.append(task.payload["name"])
+    left = task.payload["left"]
+    if left:
+        payload = {"name": f"{task.payload['name']}+", "left": left - 1}
+        scheduler.schedule(workspace, "test.chain", task.due_at + timedelta(minutes=10), payload)
+    return f"chain {task.payload['name']}"
+
+
+@scheduler.task_handler("test.crash")
+def _crash(task, workspace):
+    workspace.name = "changed by a handler that then crashed"
+    db.session.flush()
+    raise RuntimeError("boom")
+
+
+@pytest.fixture(autouse=True)
+def _reset_ran():
+    RAN.clear()
+
+
+def _ws(workspace) -> Workspace:
+    return db.session.get(Workspace, uuid.UUID(workspace.id))
+
+
+def _add(ws, kind, delay, name, **payload) -> ScheduledTask:
+    task = scheduler.schedule(ws, kind, clock.now(ws) + delay, {"name": name, **payload})
+    db.session.commit()
+    return task
+
+
+def _make_due(task_id) -> None:
+    task = db.session.get(ScheduledTask, task_id)
+    task.run_after = utcnow() - timedelta(seconds=1)
+    db.session.commit()
+
+
+def test_schedule_converts_the_due_time_to_real_time(app, workspace):
+    with app.app_context():
+        ws = _ws(workspace)
+        ws.clock_offset_seconds = 3600.0
+        due = clock.now(ws) + timedelta(minutes=5)
+        task = scheduler.schedule(ws, "test.record", due, {"name": "a"})
+        assert task.run_after == due - timedelta(hours=1)
+        assert ScheduledTask in clock.SCHEDULE_TABLES
+
+
+def test_run_due_runs_due_tasks_in_due_order_exactly_once(app, workspace):
+    with app.app_context():
+        ws = _ws(workspace)
+        for name, seconds in (("second", -5), ("later", 3600), ("first", -10), ("third", -1)):
+            _add(ws, "test.record", timedelta(seconds=seconds), name)
+        fired = scheduler.run_due()
+        assert RAN == ["first", "second", "third"]
+        assert [f["summary"] for f in fired] == ["ran first", "ran second", "ran third"]
+        assert scheduler.run_due() == [] and len(RAN) == 3
+        statuses = {
+            t.payload["name"]: (t.status, t.attempts) for t in db.session.scalars(select(ScheduledTask))
+        }
+        assert statuses["later"] == ("pending", 0) and statuses["first"] == ("done", 1)
+
+
+def test_a_crashing_handler_rolls_back_and_the_task_is_retried_with_backoff(app, workspace):
+    with app.app_context():
+        ws = _ws(workspace)
+        task = _add(ws, "test.crash", timedelta(seconds=-1), "x")
+        assert scheduler.run_due() == []
+        db.session.expire_all()
+        assert _ws(workspace).name == "Test workspace"  # the handler's change did not commit
+        task = db.session.get(ScheduledTask, task.id)
+        assert (task.status, task.attempts) == ("pending", 1)
+        assert task.last_error == "RuntimeError: boom"
+        assert task.run_after > utcnow() + timedelta(seconds=scheduler.BACKOFF_SECONDS - 2)
+        for _ in range(scheduler.MAX_ATTEMPTS - 1):
+            _make_due(task.id)
+            scheduler.run_due()
+        db.session.expire_all()
+        task = db.session.get(ScheduledTask, task.id)
+        assert (task.status, task.attempts) == ("failed", scheduler.MAX_ATTEMPTS)
+        _make_due(task.id)
+        assert scheduler.run_due() == []  # a failed task is kept, not run again
+
+
+def test_a_task_without_handler_is_kept_with_its_error(app, workspace):
+    with app.app_context():
+        task = _add(_ws(workspace), "test.nobody", timedelta(seconds=-1), "x")
+        scheduler.run_due()
+        db.session.expire_all()
+        task = db.session.get(ScheduledTask, task.id)
+        assert task.status == "pending" and "no handler" in task.last_error
+
+
+def test_advance_rewrites_run_after_and_fires_in_due_order(app, workspace):
+    with app.app_context():
+        ws = _ws(workspace)
+        for name, minutes in (("c", 50), ("a", 10), ("too-late", 90), ("b", 30)):
+            _add(ws, "test.record", timedelta(minutes=minutes), name)
+        before = clock.now(ws)
+        fired = clock.advance(ws, seconds=3600)
+        assert RAN == ["a", "b", "c"]
+        assert [f["summary"] for f in fired] == ["ran a", "ran b", "ran c"]
+        assert [f["due_at"] for f in fired] == sorted(f["due_at"] for f in fired)
+        assert set(fired[0]) == {"task_id", "kind", "due_at", "summary"}
+        assert clock.now(ws) - before >= timedelta(hours=1)
+        late = db.session.scalars(select(ScheduledTask).where(ScheduledTask.status == "pending")).one()
+        assert late.run_after == late.due_at - timedelta(seconds=ws.clock_offset_seconds)
+
+
+def test_advance_runs_chains_that_become_due_and_interleaves_them(app, workspace):
+    with app.app_context():
+        ws = _ws(workspace)
+        _add(ws, "test.chain", timedelta(minutes=5), "chain", left=3)  # due at 5, 15, 25, 35 minutes
+        _add(ws, "test.record", timedelta(minutes=20), "single")
+        fired = clock.advance(ws, seconds=30 * 60)
+        assert RAN == ["chain", "chain+", "single", "chain++"]
+        assert [f["kind"] for f in fired] == ["test.chain", "test.chain", "test.record", "test.chain"]
+        assert clock.advance(ws, seconds=10 * 60)[0]["summary"] == "chain chain+++"
+
+
+def test_advance_leaves_other_workspaces_alone(app, workspace):
+    with app.app_context():
+        other = create_workspace("Other")
+        db.session.commit()
+        _add(other, "test.record", timedelta(minutes=5), "other")
+        _add(_ws(workspace), "test.record", timedelta(minutes=5), "mine")
+        assert [f["summary"] for f in clock.advance(_ws(workspace), seconds=600)] == ["ran mine"]
+        assert RAN == ["mine"]
+        assert other.clock_offset_seconds == 0
+
+
+def test_advance_refuses_nonsense(app, workspace):
+    with app.app_context():
+        for seconds in (0, -5, 401 * 86400):
+            with pytest.raises(ValueError):
+                clock.advance(_ws(workspace), seconds=seconds)
+
+
+def test_fired_since_reports_tasks_another_worker_ran(app, workspace):
+    with app.app_context():
+        ws = _ws(workspace)
+        since = utcnow()
+        _add(ws, "test.record", timedelta(seconds=-1), "by-the-worker")
+        scheduler.run_due()  # as the background loop would, while an advance is in progress
+        assert [f["summary"] for f in scheduler.fired_since(ws.id, since)] == ["ran by-the-worker"]
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        # Labor Day weekend 2024: Friday -> Tuesday (Saturday, Sunday and Monday the holiday are skipped).
+        (datetime(2024, 8, 30, 15, 0, tzinfo=UTC), datetime(2024, 9, 3, 15, 0, tzinfo=UTC)),
+        # July 4th 2026 is a Saturday, observed Friday July 3: Thursday -> Monday.
+        (datetime(2026, 7, 2, 9, 30, tzinfo=UTC), datetime(2026, 7, 6, 9, 30, tzinfo=UTC)),
+    ],
+)
+def test_business_day_advance_skips_a_holiday_weekend(app, workspace, start, expected):
+    with app.app_context():
+        ws = _ws(workspace)
+        ws.clock_offset_seconds = (start - utcnow()).total_seconds()
+        db.session.commit()
+        _add(ws, "test.record", expected - start - timedelta(minutes=1), "before")
+        _add(ws, "test.record", expected - start + timedelta(minutes=1), "after")
+        fired = clock.advance_business_days(ws, 1)
+        assert abs(clock.now(ws) - expected) < timedelta(seconds=5)
+        assert [f["summary"] for f in fired] == ["ran before"]
+        assert isoformat(expected - timedelta(minutes=1))[:16] == fired[0]["due_at"][:16]

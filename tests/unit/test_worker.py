@@ -1,0 +1,117 @@
+"""The worker: loops in threads, clean stops that finish in-flight work, and the foreground process."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from console.clock import services as clock
+from console.extensions import db
+from console.scheduler import services as scheduler
+from console.scheduler.models import ScheduledTask
+from console.worker import load_loop, start_in_process
+from console.workspaces.models import Workspace
+from tests.conftest import base_config
+
+SCHEDULER_ONLY = ("console.scheduler.worker.SchedulerLoop",)
+SLOW_STARTED = threading.Event()
+
+
+@scheduler.task_handler("test.slow")
+def _slow(task, workspace):
+    SLOW_STARTED.set()
+    time.sleep(0.5)
+    return "slow done"
+
+
+def _schedule_due(app, workspace_id, kind) -> uuid.UUID:
+    with app.app_context():
+        ws = db.session.get(Workspace, uuid.UUID(workspace_id))
+        task = scheduler.schedule(ws, kind, clock.now(ws) - timedelta(seconds=1), {})
+        db.session.commit()
+        return task.id
+
+
+def _status(app, task_id) -> str:
+    with app.app_context():
+        return db.session.get(ScheduledTask, task_id).status
+
+
+def _wait_for(predicate, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_scheduler_loop_runs_due_tasks_in_the_background(app, workspace):
+    worker = start_in_process(app, SCHEDULER_ONLY)
+    try:
+        task_id = _schedule_due(app, workspace.id, "test.slow")
+        assert _wait_for(lambda: _status(app, task_id) == "done")
+    finally:
+        worker.stop()
+    assert not any(t.is_alive() for t in worker.threads)
+    assert all(t.daemon for t in worker.threads)
+
+
+def test_stopping_lets_the_task_in_flight_finish(app, workspace):
+    SLOW_STARTED.clear()
+    task_id = _schedule_due(app, workspace.id, "test.slow")
+    worker = start_in_process(app, SCHEDULER_ONLY)
+    assert SLOW_STARTED.wait(10)
+    worker.stop()
+    assert _status(app, task_id) == "done"
+    with app.app_context():
+        assert db.session.get(ScheduledTask, task_id).result == {"summary": "slow done"}
+
+
+def test_a_loop_whose_module_does_not_exist_yet_is_a_clear_error(app):
+    with pytest.raises(RuntimeError, match=r"console\.nowhere\.worker does not exist"):
+        start_in_process(app, (*SCHEDULER_ONLY, "console.nowhere.worker.Loop"))
+    with pytest.raises(RuntimeError, match="has no NoSuchLoop"):
+        load_loop("console.scheduler.worker.NoSuchLoop")
+    assert load_loop(SCHEDULER_ONLY[0]).__name__ == "SchedulerLoop"
+
+
+SCRIPT = """
+from console import create_app
+from console.worker import run_forever
+run_forever(create_app({config!r}), loops={loops!r})
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_foreground_worker_stops_cleanly_on_a_signal(database_url, signum):
+    script = SCRIPT.format(config=base_config(database_url), loops=SCHEDULER_ONLY)
+    command = [sys.executable, "-c", script]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=str(_root())) as process:
+        try:
+            lines = []
+            for line in process.stderr:
+                lines.append(line)
+                if "Worker running" in line:
+                    break
+            assert any("Worker running" in line for line in lines), "".join(lines)
+            process.send_signal(signum)
+            assert process.wait(timeout=15) == 0
+            assert "Worker stopped" in process.stderr.read()
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+def _root():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parents[2]
