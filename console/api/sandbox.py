@@ -1,3 +1,54 @@
-"""sandbox endpoints (to be written)."""
+"""Sandbox tools: the test data table and headless Link completion (sandbox only)."""
 
-from console.api import api  # noqa: F401
+from __future__ import annotations
+
+from flask import g, jsonify
+
+from console.api import api
+from console.api.conventions import json_body, sandbox_only
+from console.core.timeutil import isoformat
+from console.extensions import db
+from console.jobs.models import Job
+from console.link import headless
+from console.link.flow import LinkError
+from console.link.sandbox_data import sandbox_test_data
+from console.link_tokens.services import get_link_token
+
+
+@api.get("/sandbox/test_data")
+@sandbox_only
+def sandbox_test_data_view():
+    """The credentials, MFA codes, identities and SSNs that drive each sandbox scenario."""
+    return jsonify({"data": sandbox_test_data()})
+
+
+@api.post("/sandbox/link_tokens/<link_token_id>/complete")
+@sandbox_only
+def complete_link_token(link_token_id: str):
+    """Run the token's Link flow without a browser: same steps, same account, job and events."""
+    link_token = get_link_token(g.workspace.id, g.api_mode, link_token_id)
+    body = json_body()
+    try:
+        flow, events = headless.complete(link_token, body)
+    except LinkError:
+        # Keep what Link would have kept (attempts, a terminal state, erased matching data).
+        db.session.commit()
+        raise
+    db.session.commit()
+    row = flow.row
+    job = db.session.get(Job, row.job_id) if row.job_id else None
+    return jsonify(
+        {
+            "data": {
+                "link_token_id": str(link_token.id),
+                "account_id": str(row.account_id) if row.account_id else None,
+                "job_id": str(row.job_id) if row.job_id else None,
+                "outcome": job.outcome if job else None,
+                "platform_id": str(row.platform_id) if row.platform_id else None,
+                "state": row.state,
+                "via_platform_matching": row.via_platform_matching,
+                "completed_at": isoformat(row.completed_at),
+                "client_events": events,
+            }
+        }
+    )

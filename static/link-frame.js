@@ -1,0 +1,108 @@
+/* Runs inside the Link page: relays the client events the server attaches to each screen to the
+ * embedding page (only to the origin it declared, only after its SDK has answered), moves focus to
+ * each new screen, and closes on Escape. Standalone (no parent), events simply stay local. */
+(function () {
+  "use strict";
+
+  var body = document.body;
+  var parentOrigin = body.getAttribute("data-parent-origin") || "";
+  var embedded = window.parent !== window && parentOrigin !== "";
+  var ready = false;
+  var queue = [];
+
+  function post(message) {
+    // targetOrigin is the declared parent origin: if the real parent differs, the browser drops it.
+    window.parent.postMessage(message, parentOrigin);
+  }
+
+  function send(name, payload) {
+    if (!embedded) return;
+    var message = { source: "payroll-link", type: "event", name: name, payload: payload || {} };
+    if (ready) post(message);
+    else queue.push(message);
+  }
+
+  function currentScreen() {
+    return document.getElementById("link-screen");
+  }
+
+  function relayScreenEvents() {
+    var screen = currentScreen();
+    if (!screen || screen.getAttribute("data-events-sent") === "1") return;
+    screen.setAttribute("data-events-sent", "1");
+    var events = [];
+    try {
+      events = JSON.parse(screen.getAttribute("data-events") || "[]");
+    } catch (err) {
+      events = [];
+    }
+    events.forEach(function (event) {
+      send(event.name, event.payload);
+    });
+  }
+
+  function focusHeading() {
+    var heading = document.getElementById("screen-title");
+    if (heading) heading.focus({ preventScroll: false });
+  }
+
+  window.addEventListener("message", function (event) {
+    // Only the embedding window, from the origin it declared, may talk to Link.
+    if (!embedded || event.source !== window.parent || event.origin !== parentOrigin) return;
+    var data = event.data;
+    if (!data || data.source !== "payroll-link-sdk") return;
+    if (data.type === "init" && !ready) {
+      ready = true;
+      queue.splice(0).forEach(post);
+    }
+  });
+
+  document.addEventListener("click", function (event) {
+    var target = event.target;
+    if (target && target.closest && target.closest("[data-local-exit]")) {
+      // No usable token: nothing to record server-side, so the exit is reported from here.
+      var screen = currentScreen();
+      send("exit", { screen: screen ? screen.getAttribute("data-screen") : null, completed: false });
+      if (!embedded && screen) screen.querySelector(".screen-body").textContent = "You can close this window.";
+    }
+  });
+
+  document.addEventListener("input", function (event) {
+    // Typing an amount or a percentage picks that option, so the choice matches what was typed.
+    var kind = event.target && event.target.getAttribute && event.target.getAttribute("data-selects");
+    var form = kind && event.target.form;
+    var radio = form && form.querySelector('input[type="radio"][name="type"][value="' + kind + '"]');
+    if (radio) radio.checked = true;
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    var close = document.querySelector("#link-screen .close");
+    if (close) close.click();
+  });
+
+  body.addEventListener("htmx:afterSettle", function () {
+    relayScreenEvents();
+    focusHeading();
+  });
+
+  body.addEventListener("htmx:responseError", function () {
+    var screen = currentScreen();
+    if (!screen || screen.querySelector(".alert.network")) return;
+    var alert = document.createElement("div");
+    alert.className = "alert network";
+    alert.setAttribute("role", "alert");
+    alert.textContent = "Something went wrong. Please try again.";
+    screen.querySelector(".screen-body").prepend(alert);
+  });
+
+  var first = currentScreen();
+  send("open", {
+    link_token_id: body.getAttribute("data-link-token-id") || null,
+    mode: body.getAttribute("data-mode") || null,
+    screen: first ? first.getAttribute("data-screen") : null,
+  });
+  relayScreenEvents();
+  focusHeading();
+  if (embedded) post({ source: "payroll-link", type: "ready" });
+})();

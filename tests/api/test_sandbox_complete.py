@@ -1,0 +1,281 @@
+"""POST /v1/sandbox/link_tokens/{id}/complete for every sandbox row, and GET /v1/sandbox/test_data."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from console.api.ratelimit import RateLimiter
+from console.events.models import Event
+from console.extensions import db
+from console.link_tokens.models import LinkToken
+from console.workspaces.models import Workspace
+from console.world.seed_data import (
+    EMPLOYER_IDS,
+    PLATFORM_IDS,
+    SANDBOX_MATCH_EXPECTED,
+    SANDBOX_MATCH_IDENTITIES,
+)
+from tests.conftest import assert_error
+
+TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
+PAYCREST = str(PLATFORM_IDS["paycrest"])
+SSA = str(PLATFORM_IDS["ssa-retirement"])
+
+
+def creds(username: str, password: str = "pass_good") -> dict:
+    return {"username": username, "password": password}
+
+
+@pytest.fixture(autouse=True)
+def generous_rate_limit(app):
+    app.extensions["ratelimiter"] = RateLimiter(
+        "memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1000/second")
+    )
+
+
+def new_token(api, **changes) -> dict:
+    body = {
+        "org_name": "Acme",
+        "end_user_id": "user-1",
+        "required_jobs": ["direct_deposit_switch"],
+        "allocation": {"targets": [TARGET]},
+    }
+    body.update(changes)
+    response = api.post("/link_tokens", json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]
+
+
+def complete(api, token: dict, **body):
+    return api.post(f"/sandbox/link_tokens/{token['id']}/complete", json=body)
+
+
+def ok(response) -> dict:
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]
+
+
+def link_error(response, code: str) -> dict:
+    return assert_error(response, 400, "LINK_ERROR", code)
+
+
+@pytest.mark.parametrize(
+    ("username", "outcome"),
+    [
+        ("user_good", "success"),
+        ("user_pending_success", "pending"),
+        ("user_pending_error", "pending"),
+        ("user_pending_timeout", "pending"),
+        ("user_error", "error"),
+    ],
+)
+def test_credential_scenarios(api, username, outcome):
+    token = new_token(api)
+    data = ok(complete(api, token, platform_id=PAYCREST, credentials=creds(username)))
+    assert data["outcome"] == outcome and data["state"] == ("error" if outcome == "error" else "success")
+    job = api.get(f"/jobs/{data['job_id']}").get_json()["data"]
+    assert (job["account_id"], job["link_token_id"], job["outcome"]) == (
+        data["account_id"],
+        token["id"],
+        outcome,
+    )
+    listed = api.get(f"/jobs?link_token_id={token['id']}").get_json()["data"]
+    assert [j["id"] for j in listed] == [data["job_id"]]
+    assert api.get(f"/accounts/{data['account_id']}").status_code == 200
+    names = [e["name"] for e in data["client_events"]]
+    assert names.index("login_attempt") < names.index("login") < names.index("input_allocation")
+    assert names[-1] == ("error" if outcome == "error" else "success")
+
+
+def test_writes_the_same_events_as_link(api, app):
+    data = ok(complete(api, new_token(api), platform_id=PAYCREST, credentials=creds("user_good")))
+    with app.app_context():
+        events = db.session.scalars(select(Event).order_by(Event.created_at, Event.type)).all()
+        by_type = {e.type: e for e in events}
+        assert set(by_type) == {"account.added", "employment.added", "direct_deposit_switch.added"}
+        assert by_type["account.added"].payload["account_id"] == data["account_id"]
+        assert set(by_type["account.added"].payload) == {
+            "account_id", "end_user_id", "link_token_id", "platform_id", "created_at", "connected",
+        }  # fmt: skip
+        assert by_type["direct_deposit_switch.added"].payload["id"] == data["job_id"]
+
+
+def test_wrong_password_then_retry(api):
+    token = new_token(api)
+    error = link_error(
+        complete(api, token, platform_id=PAYCREST, credentials=creds("user_good", "bad")),
+        "INVALID_CREDENTIALS",
+    )
+    assert "incorrect" in error["message"]
+    data = ok(complete(api, token, credentials=creds("user_good")))  # resumes at the login step
+    assert data["outcome"] == "success"
+
+
+def test_locked_account(api):
+    token = new_token(api)
+    link_error(complete(api, token, platform_id=PAYCREST, credentials=creds("user_locked")), "ACCOUNT_LOCKED")
+    link_error(complete(api, token, credentials=creds("user_good")), "LINK_TOKEN_ALREADY_USED")
+
+
+@pytest.mark.parametrize("method", ["sms", "email", "totp"])
+def test_mfa_right_and_wrong(api, method):
+    token = new_token(api)
+    body = {"platform_id": PAYCREST, "credentials": creds(f"user_mfa_{method}")}
+    link_error(complete(api, token, **body), "MFA_REQUIRED")
+    link_error(complete(api, token, mfa={"code": "000000"}), "INVALID_MFA_CODE")
+    data = ok(complete(api, token, mfa={"method": method, "code": "123456"}))
+    assert data["outcome"] == "success"
+
+
+def test_allocations(api):
+    amount = ok(complete(api, new_token(api), platform_id=PAYCREST, credentials=creds("user_good"),
+                         allocation={"type": "amount", "value": 7500}))  # fmt: skip
+    job = api.get(f"/jobs/{amount['job_id']}").get_json()["data"]
+    assert job["params"] == {
+        "action": "partial_switch",
+        "allocation": {"type": "amount", "value": 7500, "target": {"account_type": "checking"}},
+    }
+    token = new_token(api)
+    bad = {"type": "percent", "value": 150}
+    link_error(
+        complete(api, token, platform_id=PAYCREST, credentials=creds("user_good"), allocation=bad),
+        "INVALID_ALLOCATION",
+    )
+
+
+def test_partner_platform_omits_the_action(api):
+    data = ok(
+        complete(
+            api, new_token(api), platform_id=str(PLATFORM_IDS["harbor-pay"]), credentials=creds("user_good")
+        )
+    )
+    job = api.get(f"/jobs/{data['job_id']}").get_json()["data"]
+    assert job["params"] == {"allocation": {"target": {"account_type": "checking"}}}
+
+
+def test_employer_routing_and_unsupported_platforms(api):
+    token = new_token(api, employer_id=str(EMPLOYER_IDS["sparrow-software"]))
+    data = ok(complete(api, token, credentials=creds("user_good")))
+    assert data["platform_id"] == str(PLATFORM_IDS["worknest"])
+    routed = new_token(api, platform_id=str(PLATFORM_IDS["keystone-wages"]))
+    link_error(complete(api, routed, credentials=creds("user_good")), "PLATFORM_NOT_SUPPORTED")
+    searched = new_token(api)
+    link_error(
+        complete(api, searched, platform_id=str(PLATFORM_IDS["keystone-wages"])), "PLATFORM_NOT_SUPPORTED"
+    )
+
+
+@pytest.mark.parametrize("case", ["one", "several"])
+def test_platform_matching_identities(api, app, case):
+    token = new_token(api, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES[case]})
+    expected = [str(PLATFORM_IDS[slug]) for slug in SANDBOX_MATCH_EXPECTED[case]]
+    error = link_error(complete(api, token), "MATCHED_PLATFORM_REQUIRED")
+    assert all(pid in error["message"] for pid in expected)
+    data = ok(
+        complete(api, token, matched_platform_id=expected[-1], mfa={"method": "email", "code": "123456"})
+    )
+    assert data["via_platform_matching"] and data["platform_id"] == expected[-1]
+    with app.app_context():
+        assert db.session.get(LinkToken, uuid.UUID(token["id"])).platform_matching is None
+
+
+def test_platform_matching_without_match_uses_search(api):
+    token = new_token(api, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["none"]})
+    data = ok(complete(api, token, platform_id=PAYCREST, credentials=creds("user_good")))
+    assert not data["via_platform_matching"]
+    assert [e["payload"]["to"] for e in data["client_events"] if e["name"] == "screen_transition"][:4] == [
+        "intro", "matching", "search", "login",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("ssn", "outcome"), [("900000001", "processing"), ("900000002", "processing"), ("900000003", "error")]
+)
+def test_federal_ssns(api, ssn, outcome):
+    federal = {"first_name": "Ada", "last_name": "Lovelace", "social_security_number": ssn}
+    data = ok(complete(api, new_token(api, amount=5000), program_id=SSA, federal=federal))
+    assert data["outcome"] == outcome
+    job = api.get(f"/jobs/{data['job_id']}").get_json()["data"]
+    assert job["params"]["action"] == "full_switch"
+
+
+def test_federal_errors(api):
+    token = new_token(api)
+    link_error(complete(api, token, program_id=SSA), "FEDERAL_IDENTITY_REQUIRED")
+    unknown = {"first_name": "Ada", "last_name": "Lovelace", "social_security_number": "900000099"}
+    link_error(complete(api, token, federal=unknown), "BENEFICIARY_NOT_FOUND")
+
+
+def test_on_demand_update(api):
+    first = ok(
+        complete(
+            api,
+            new_token(api),
+            platform_id=PAYCREST,
+            credentials=creds("user_mfa_sms"),
+            mfa={"code": "123456"},
+        )
+    )
+    update = new_token(api, account_id=first["account_id"], end_user_id=None)
+    link_error(complete(api, update), "MFA_REQUIRED")  # login skipped, MFA is not
+    data = ok(complete(api, update, mfa={"code": "123456"}))
+    assert data["account_id"] == first["account_id"]
+    job = api.get(f"/jobs/{data['job_id']}").get_json()["data"]
+    assert job["link_token_id"] == update["id"]
+
+
+def test_used_and_expired_tokens(api, app, workspace):
+    token = new_token(api)
+    ok(complete(api, token, platform_id=PAYCREST, credentials=creds("user_good")))
+    link_error(
+        complete(api, token, platform_id=PAYCREST, credentials=creds("user_good")), "LINK_TOKEN_ALREADY_USED"
+    )
+    late = new_token(api)
+    with app.app_context():
+        db.session.get(Workspace, uuid.UUID(workspace.id)).clock_offset_seconds = 3601
+        db.session.commit()
+    link_error(
+        complete(api, late, platform_id=PAYCREST, credentials=creds("user_good")), "LINK_TOKEN_EXPIRED"
+    )
+    link_error(complete(api, late), "LINK_TOKEN_EXPIRED")
+
+
+def test_request_errors(api, api_for):
+    token = new_token(api)
+    error = assert_error(
+        complete(api, token, surprise=1), 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS"
+    )
+    assert error["fields"] == [{"name": "surprise", "message": "is not a known field"}]
+    assert_error(complete(api, token, credentials="user_good"), 400, "INVALID_REQUEST_PARAMETERS")
+    link_error(complete(api, token), "PLATFORM_REQUIRED")
+    assert_error(complete(api, {"id": str(uuid.uuid4())}), 404, "RECORD_NOT_FOUND")
+    dev = api_for("development")
+    dev_token = dev.post("/link_tokens", json={"org_name": "A", "required_jobs": ["direct_deposit_switch"],
+                                               "allocation": {"targets": [TARGET]}}).get_json()["data"]  # fmt: skip
+    assert_error(
+        dev.post(f"/sandbox/link_tokens/{dev_token['id']}/complete", json={}),
+        403,
+        "INVALID_REQUEST_PARAMETERS",
+        "SANDBOX_ONLY",
+    )
+
+
+def test_test_data_lists_every_row(api, api_for):
+    data = api.get("/sandbox/test_data").get_json()["data"]
+    usernames = {row["username"] for row in data["credentials"]}
+    assert {"user_good", "user_pending_success", "user_pending_error", "user_pending_timeout", "user_error",
+            "user_locked", "user_mfa_sms", "user_mfa_email", "user_mfa_totp"} <= usernames  # fmt: skip
+    assert any(row["error_code"] == "INVALID_CREDENTIALS" for row in data["credentials"])
+    assert {row["method"] for row in data["mfa"]} == {"sms", "email", "totp"}
+    assert [row["case"] for row in data["platform_matching"]] == ["one", "several", "none"]
+    assert {row["scenario"] for row in data["federal_benefits"]} == {
+        "federal_sent",
+        "federal_failure",
+        "federal_rejected",
+    }
+    assert_error(
+        api_for("production").get("/sandbox/test_data"), 403, "INVALID_REQUEST_PARAMETERS", "SANDBOX_ONLY"
+    )
