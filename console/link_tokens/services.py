@@ -18,9 +18,12 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
 from console.link_tokens.validation import validate_request
+from console.scheduler.services import schedule
 from console.world.models import Employer, Platform
 
 TOKEN_LIFETIME = timedelta(hours=1)
+# Scheduled at creation: ends an abandoned or never-opened flow and erases its matching data on time.
+EXPIRE_TASK_KIND = "link_token.expire"
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,7 @@ def create_link_token(key: ApiKey, body: dict) -> CreatedLinkToken:
     )
     db.session.add(link_token)
     db.session.flush()
+    schedule(key.workspace, EXPIRE_TASK_KIND, link_token.expires_at, {"link_token_id": str(link_token.id)})
     return CreatedLinkToken(link_token, token)
 
 

@@ -30,7 +30,7 @@ from console.workspaces.models import Workspace
 log = logging.getLogger(__name__)
 
 # Modules whose import registers task handlers (imported on first run, like the API's route modules).
-HANDLER_MODULES = ("console.jobs.services", "console.webhooks.services")
+HANDLER_MODULES = ("console.jobs.services", "console.webhooks.services", "console.link.expiry")
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = 5  # doubled after each failed attempt: 5, 10, 20, 40 s
 

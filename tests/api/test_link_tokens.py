@@ -416,3 +416,19 @@ def test_disable_direct_deposit_splitting_is_stored(app, api):
         api.post("/link_tokens", json=body(disable_direct_deposit_splitting="no")),
         "disable_direct_deposit_splitting",
     )
+
+
+def test_expiry_is_scheduled_and_erases_matching_data(app, api, workspace):
+    """An abandoned Prime token's personal data is gone once the clock passes its expiry."""
+    from console.clock.services import advance
+    from console.extensions import db
+    from console.link_tokens.models import LinkToken
+    from console.workspaces.models import Workspace
+
+    data = api.post("/link_tokens", json=with_matching()).get_json()["data"]
+    with app.app_context():
+        assert db.session.get(LinkToken, uuid.UUID(data["id"])).platform_matching is not None
+        fired = advance(db.session.get(Workspace, uuid.UUID(workspace.id)), seconds=3601)
+        assert "link_token.expire" in [f["kind"] for f in fired]
+        db.session.expire_all()
+        assert db.session.get(LinkToken, uuid.UUID(data["id"])).platform_matching is None
