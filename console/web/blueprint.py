@@ -1,0 +1,82 @@
+"""The `console` blueprint, the one htmx rendering helper, and what every console page shares."""
+
+from __future__ import annotations
+
+from flask import Blueprint, render_template, request
+from flask_wtf.csrf import CSRFError
+
+from console.web.exchanges import pretty
+from console.web.workspace_session import ensure_workspace
+
+bp = Blueprint("console", __name__)
+
+# Endpoints that must not create a workspace: the inbox is called by the webhook worker, not a visitor.
+NO_WORKSPACE_ENDPOINTS = {"console.inbox_receive"}
+
+NAV = (
+    ("console.walkthrough", "Walkthrough"),
+    ("console.scenarios", "Scenarios"),
+    ("console.events", "Event log"),
+    ("console.timelines", "Timeline"),
+    ("console.webhooks", "Webhooks"),
+    ("console.requests", "Requests"),
+    ("console.keys", "API keys"),
+    ("console.clock", "Clock"),
+    ("console.world", "World"),
+    ("console.reference", "API reference"),
+)
+
+
+def is_htmx() -> bool:
+    """An htmx request that wants a fragment (a boosted navigation wants the whole page)."""
+    return request.headers.get("HX-Request") == "true" and request.headers.get("HX-Boosted") != "true"
+
+
+def render_htmx(full: str, partial: str, **context):
+    """Render the page, or only its fragment for htmx; the page includes the fragment, so markup exists once."""
+    return render_template(partial if is_htmx() else full, **context)
+
+
+@bp.before_request
+def _load_workspace() -> None:
+    if request.endpoint not in NO_WORKSPACE_ENDPOINTS:
+        ensure_workspace()
+
+
+@bp.context_processor
+def _shared_context() -> dict:
+    from flask import g
+
+    return {"workspace": g.get("console_workspace"), "nav": NAV}
+
+
+@bp.errorhandler(404)
+def _not_found(error):
+    message = "Nothing here, or it belongs to another workspace."
+    return render_template("console/error.html", title="Not found", message=message), 404
+
+
+@bp.errorhandler(CSRFError)
+def _csrf_refused(error: CSRFError):
+    return render_template("console/error.html", title="Request refused", message=error.description), 400
+
+
+@bp.app_template_filter("prettyjson")
+def _prettyjson(text: str) -> str:
+    return pretty(text)
+
+
+@bp.app_template_filter("duration")
+def _duration(seconds: float) -> str:
+    """A short human duration: 45 s, 12 min, 3 h 5 min, 2 d 4 h."""
+    seconds = int(abs(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days} d {hours} h" if hours else f"{days} d"
+    if hours:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    if minutes:
+        return f"{minutes} min"
+    return f"{secs} s"

@@ -1,0 +1,199 @@
+"""The built-in webhook receiver: an unguessable URL per workspace that verifies and keeps what arrives.
+
+The URL carries the workspace id signed with the app's secret key, so it can be neither guessed
+nor forged, and needs no table of its own. A delivery is authenticated the way a customer's
+receiver would do it: by its `x-service-signature`, checked with `console.webhooks.verify`
+against the secrets of the workspace's keys.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from flask import current_app, url_for
+from itsdangerous import BadSignature, URLSafeSerializer
+from sqlalchemy import select
+
+from console.api.versions import LATEST_VERSION
+from console.clock.services import now as clock_now
+from console.events.services import EVENT_TYPES
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.keys.services import secret_of
+from console.web import keyset, webhooklist
+from console.web.apiclient import ApiClient, api_root
+from console.web.models import ConsoleRequest, InboxMessage
+from console.webhooks import WebhookVerificationError, verify
+from console.webhooks.models import ACTIVE
+from console.workspaces.models import Workspace
+
+SALT = "console-inbox"
+# Headers worth keeping from a delivery; the rest (Host, Accept-Encoding...) is transport noise.
+KEPT_HEADERS = (
+    "content-type",
+    "user-agent",
+    "x-service-signature",
+    "x-service-webhook-id",
+    "x-timestamp",
+    "service-version",
+)
+MAX_BODY_CHARS = 64_000
+
+
+def _serializer() -> URLSafeSerializer:
+    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt=SALT)
+
+
+def inbox_token(workspace_id: uuid.UUID) -> str:
+    return _serializer().dumps(str(workspace_id))
+
+
+def workspace_id_of(token: str) -> uuid.UUID | None:
+    """The workspace an inbox token belongs to, or None for a forged or damaged one."""
+    try:
+        return uuid.UUID(_serializer().loads(token))
+    except (BadSignature, ValueError, TypeError):
+        return None
+
+
+def inbox_url(workspace: Workspace) -> str:
+    """Where the webhook worker posts this workspace's events (a loopback URL the sandbox accepts)."""
+    return api_root() + url_for("console.inbox_receive", token=inbox_token(workspace.id))
+
+
+def is_inbox_url(workspace: Workspace, url: str | None) -> bool:
+    return bool(url) and url.rstrip("/").endswith("/inbox/" + inbox_token(workspace.id))
+
+
+def is_registered(workspace: Workspace, mode: str = "sandbox") -> bool:
+    """Whether an active webhook of the workspace already points at its inbox."""
+    return any(
+        is_inbox_url(workspace, w.url) and w.status == ACTIVE
+        for w in webhooklist.list_webhooks(workspace.id, mode)
+    )
+
+
+def register(client: ApiClient, workspace: Workspace) -> ConsoleRequest | None:
+    """Register the inbox as a webhook for every event type, through the API (once: None if it is)."""
+    if is_registered(workspace):
+        return None
+    body = {
+        "url": inbox_url(workspace),
+        "status": "active",
+        "enabled_events": list(EVENT_TYPES),
+        "version": LATEST_VERSION,
+    }
+    return client.call("POST", "/webhooks", body=body, step="webhook")
+
+
+def _verify_with_keys(
+    workspace: Workspace, headers: Mapping[str, str], raw_body: bytes
+) -> tuple[str | None, str | None]:
+    """(last four of the key that verifies the delivery, None) or (None, the reason none does)."""
+    keys = db.session.scalars(
+        select(ApiKey).where(ApiKey.workspace_id == workspace.id).order_by(ApiKey.created_at.desc())
+    )
+    reason = "the workspace has no API key to verify with"
+    for key in keys:
+        secret = secret_of(key)
+        # The sender may stamp deliveries on the workspace clock; a receiver on real time would
+        # then see a time-travelled timestamp as "in the future", so both clocks are accepted.
+        for moment in (None, clock_now(workspace)):
+            try:
+                verify(secret, headers, raw_body, now=moment)
+                return key.secret_last4, None
+            except WebhookVerificationError as exc:
+                reason = str(exc)
+    return None, reason
+
+
+def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -> InboxMessage:
+    """Verify and store one delivery; a repeated event_id is kept and marked as a duplicate."""
+    kept = {k.lower(): v for k, v in headers.items() if k.lower() in KEPT_HEADERS}
+    key_last4, reason = _verify_with_keys(workspace, headers, raw_body)
+    parsed: Any = None
+    with contextlib.suppress(ValueError):
+        parsed = json.loads(raw_body)
+    envelope = parsed if isinstance(parsed, dict) else {}
+    event_id = str(envelope.get("event_id"))[:64] if envelope.get("event_id") else None
+    duplicate = False
+    if event_id and key_last4:
+        duplicate = (
+            db.session.scalars(
+                select(InboxMessage.id)
+                .where(
+                    InboxMessage.workspace_id == workspace.id,
+                    InboxMessage.event_id == event_id,
+                    InboxMessage.verified.is_(True),
+                )
+                .limit(1)
+            ).first()
+            is not None
+        )
+    message = InboxMessage(
+        workspace_id=workspace.id,
+        headers=kept,
+        body=raw_body.decode("utf-8", errors="replace")[:MAX_BODY_CHARS],
+        event_id=event_id,
+        event_type=str(envelope.get("event"))[:64] if envelope.get("event") else None,
+        webhook_id=kept.get("x-service-webhook-id"),
+        verified=key_last4 is not None,
+        verify_error=reason[:255] if key_last4 is None and reason else None,
+        key_last4=key_last4,
+        duplicate=duplicate,
+    )
+    db.session.add(message)
+    db.session.flush()
+    return message
+
+
+def _scope(workspace_id: uuid.UUID):
+    return select(InboxMessage).where(InboxMessage.workspace_id == workspace_id)
+
+
+COLUMNS = (InboxMessage.received_at, InboxMessage.id)
+
+
+def page(workspace_id: uuid.UUID, cursor: str | None = None, limit: int = 20) -> keyset.Page:
+    """Messages newest first."""
+    return keyset.newest_first(
+        _scope(workspace_id),
+        COLUMNS,
+        cursor=cursor,
+        limit=limit,
+        key=lambda m: keyset.cursor_of(m, "received_at"),
+    )
+
+
+def newer(workspace_id: uuid.UUID, cursor: str | None) -> list[InboxMessage]:
+    return keyset.newer_than(_scope(workspace_id), COLUMNS, cursor)
+
+
+def live_cursor(messages: list[InboxMessage], previous: str | None = None) -> str:
+    """Where the next live poll starts: the newest message shown, or where the last poll was."""
+    if messages:
+        return keyset.cursor_of(messages[0], "received_at")
+    return previous or keyset.encode_start()
+
+
+def get(workspace_id: uuid.UUID, message_id: str) -> InboxMessage | None:
+    try:
+        message = db.session.get(InboxMessage, uuid.UUID(str(message_id)))
+    except ValueError:
+        return None
+    return message if message is not None and message.workspace_id == workspace_id else None
+
+
+def has_verified(workspace_id: uuid.UUID) -> bool:
+    return (
+        db.session.scalars(
+            select(InboxMessage.id)
+            .where(InboxMessage.workspace_id == workspace_id, InboxMessage.verified.is_(True))
+            .limit(1)
+        ).first()
+        is not None
+    )

@@ -1,0 +1,69 @@
+"""The console's own rows: the request log of its API calls and the built-in webhook inbox."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from console.core.base import IdMixin
+from console.core.timeutil import utcnow
+from console.extensions import db
+
+
+class ConsoleRequest(IdMixin, db.Model):
+    """One HTTP exchange the console made with the API on a workspace's behalf."""
+
+    __tablename__ = "console_requests"
+    __table_args__ = (
+        # Keyset pagination of the request log (newest first) and "has step N happened" lookups.
+        Index("ix_console_requests_scope_created", "workspace_id", "created_at", "id"),
+        Index("ix_console_requests_scope_step", "workspace_id", "step", "created_at"),
+    )
+
+    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    mode: Mapped[str] = mapped_column(String(16))
+    # Which console action made the call (e.g. "link_token", "jobs"), so a step can show its exchange.
+    step: Mapped[str] = mapped_column(String(64), default="")
+    # The key whose secret was sent; the stored headers hold a placeholder, never the secret.
+    api_key_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
+    method: Mapped[str] = mapped_column(String(8))
+    url: Mapped[str] = mapped_column(String(2000))
+    path: Mapped[str] = mapped_column(String(1000))
+    request_headers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    request_body: Mapped[str] = mapped_column(Text, default="")
+    status: Mapped[int | None]  # None when no response came (network error)
+    response_headers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    response_body: Mapped[str] = mapped_column(Text, default="")
+    request_id: Mapped[str | None] = mapped_column(String(64))
+    duration_ms: Mapped[float] = mapped_column(default=0.0)
+    error: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class InboxMessage(IdMixin, db.Model):
+    """One POST the built-in webhook receiver got, with the result of verifying its signature."""
+
+    __tablename__ = "console_inbox_messages"
+    __table_args__ = (
+        Index("ix_console_inbox_scope_received", "workspace_id", "received_at", "id"),
+        Index("ix_console_inbox_scope_event", "workspace_id", "event_id"),
+    )
+
+    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    received_at: Mapped[datetime] = mapped_column(default=utcnow)
+    headers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    body: Mapped[str] = mapped_column(Text, default="")
+    event_id: Mapped[str | None] = mapped_column(String(64))
+    event_type: Mapped[str | None] = mapped_column(String(64))
+    webhook_id: Mapped[str | None] = mapped_column(String(64))
+    verified: Mapped[bool] = mapped_column(default=False)
+    # Why verification failed (never contains the secret or the expected signature).
+    verify_error: Mapped[str | None] = mapped_column(String(255))
+    # Last four characters of the key whose secret verified it, to tell keys apart after a roll.
+    key_last4: Mapped[str | None] = mapped_column(String(4))
+    # At-least-once delivery: a second copy of an event_id already received is marked, not dropped.
+    duplicate: Mapped[bool] = mapped_column(default=False)

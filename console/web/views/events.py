@@ -1,0 +1,90 @@
+"""The live event log: newest first, filters, expandable rows with every delivery attempt, resend."""
+
+from __future__ import annotations
+
+import json
+
+from flask import abort, g, render_template, request
+
+from console.events.services import EVENT_TYPES
+from console.modes import SANDBOX
+from console.web import deliveries, eventlog
+from console.web.blueprint import bp, render_htmx
+from console.web.exchanges import view as exchange_view
+from console.web.workspace_session import api_client, console_key
+
+
+def _list_context() -> dict:
+    workspace = g.console_workspace
+    filters = eventlog.parse_filters(request.args)
+    found = eventlog.page(workspace.id, SANDBOX, filters, cursor=request.args.get("cursor"))
+    return {
+        "filters": filters,
+        "event_types": EVENT_TYPES,
+        "events": found.rows,
+        "statuses": eventlog.statuses(found.rows),
+        "next_cursor": found.next_cursor,
+        "live_cursor": eventlog.live_cursor(found.rows, None),
+        # Live updates only make sense at the top of the log.
+        "live": not request.args.get("cursor"),
+    }
+
+
+@bp.get("/events", endpoint="events")
+def events_page():
+    return render_htmx("console/events.html", "console/_events.html", **_list_context())
+
+
+@bp.get("/events/rows")
+def event_rows():
+    """New rows since `after` for the live poll (204 when none), else the page older than `cursor`."""
+    workspace = g.console_workspace
+    filters = eventlog.parse_filters(request.args)
+    if "after" in request.args:
+        fresh = eventlog.newer(workspace.id, SANDBOX, filters, request.args["after"])
+        if not fresh:
+            return "", 204
+        return render_template(
+            "console/_event_poll.html",
+            events=fresh,
+            statuses=eventlog.statuses(fresh),
+            filters=filters,
+            live_cursor=eventlog.live_cursor(fresh, request.args["after"]),
+        )
+    found = eventlog.page(workspace.id, SANDBOX, filters, cursor=request.args.get("cursor"))
+    return render_template(
+        "console/_event_rows.html",
+        events=found.rows,
+        statuses=eventlog.statuses(found.rows),
+        filters=filters,
+        next_cursor=found.next_cursor,
+    )
+
+
+def _detail_context(event, exchange=None) -> dict:
+    return {
+        "event": event,
+        "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
+        "deliveries": deliveries.for_event(event),
+        "exchange": exchange,
+    }
+
+
+@bp.get("/events/<event_id>")
+def event_detail(event_id: str):
+    event = eventlog.get(g.console_workspace.id, event_id)
+    if event is None:
+        abort(404)
+    return render_htmx("console/event.html", "console/_event_detail.html", **_detail_context(event))
+
+
+@bp.post("/events/<event_id>/resend")
+def resend_event(event_id: str):
+    """POST /v1/events/{id}/resend, then show the event again with the new delivery."""
+    workspace = g.console_workspace
+    event = eventlog.get(workspace.id, event_id)
+    if event is None:
+        abort(404)
+    row = api_client(workspace).call("POST", f"/events/{event.id}/resend", step="resend")
+    exchange = exchange_view(row, console_key(workspace))
+    return render_htmx("console/event.html", "console/_event_detail.html", **_detail_context(event, exchange))

@@ -1,0 +1,120 @@
+"""Read-only pages: the request log, the simulated world, and the API reference."""
+
+from __future__ import annotations
+
+from flask import abort, g, render_template, request
+from sqlalchemy import select
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.keys.services import secret_of
+from console.modes import MODES
+from console.web import reference, requestlog
+from console.web.blueprint import bp, render_htmx
+from console.web.exchanges import view as exchange_view
+from console.world import services as world
+from console.world.models import Beneficiary
+
+WORLD_TABS = ("platforms", "employers", "people", "benefits")
+
+
+def _own_request(request_id: str):
+    row = requestlog.get(g.console_workspace.id, request_id)
+    if row is None:
+        abort(404)
+    return row
+
+
+def _key_of(row) -> ApiKey | None:
+    return db.session.get(ApiKey, row.api_key_id) if row.api_key_id else None
+
+
+@bp.get("/requests", endpoint="requests")
+def requests_page():
+    found = requestlog.page(g.console_workspace.id, cursor=request.args.get("cursor"))
+    return render_htmx(
+        "console/requests.html", "console/_request_rows.html", rows=found.rows, next_cursor=found.next_cursor
+    )
+
+
+@bp.get("/requests/<request_id>")
+def request_detail(request_id: str):
+    row = _own_request(request_id)
+    return render_htmx(
+        "console/request.html", "console/_exchange.html", exchange=exchange_view(row, _key_of(row))
+    )
+
+
+@bp.post("/requests/<request_id>/reveal")
+def reveal_request(request_id: str):
+    """The exchange with the real secret in headers, curl and Python: only on an explicit POST."""
+    row = _own_request(request_id)
+    key = _key_of(row)
+    secret = secret_of(key) if key is not None else None
+    return render_template("console/_exchange.html", exchange=exchange_view(row, key, secret))
+
+
+@bp.post("/requests/<request_id>/hide")
+def hide_request(request_id: str):
+    row = _own_request(request_id)
+    return render_template("console/_exchange.html", exchange=exchange_view(row, _key_of(row)))
+
+
+@bp.get("/world", endpoint="world")
+def world_page():
+    tab = request.args.get("tab", "platforms")
+    if tab not in WORLD_TABS:
+        tab = "platforms"
+    q = request.args.get("q", "").strip()
+    ctx: dict = {"tab": tab, "tabs": WORLD_TABS, "q": q, "rows": []}
+    if tab == "platforms":
+        ctx["rows"] = list(db.session.scalars(world.list_platforms(q or None, type="payroll")))
+    elif tab == "employers":
+        ctx["rows"] = list(db.session.scalars(world.list_employers(q or None)))
+    elif tab == "people":
+        ctx["rows"] = list(db.session.scalars(world.list_people(q or None).limit(100)))
+    else:
+        programs = list(db.session.scalars(world.list_platforms(q or None, type="benefits")))
+        ids = [p.id for p in programs]
+        beneficiaries = db.session.scalars(
+            select(Beneficiary).where(Beneficiary.platform_id.in_(ids)).order_by(Beneficiary.last_name)
+        )
+        by_program: dict = {p.id: [] for p in programs}
+        for b in beneficiaries:
+            by_program[b.platform_id].append(b)
+        ctx["rows"] = [(p, by_program[p.id]) for p in programs]
+    return render_htmx("console/world.html", "console/_world_rows.html", **ctx)
+
+
+@bp.get("/world/people/<person_id>")
+def world_person(person_id: str):
+    """A person with their credentials and, per mode, the deposit split this workspace sees."""
+    mode = request.args.get("mode", "development")
+    if mode not in MODES:
+        mode = "development"
+    try:
+        person = world.person_summary(person_id, workspace_id=g.console_workspace.id, mode=mode)
+    except (LookupError, ValueError):
+        abort(404)
+    return render_template("console/person.html", person=person, mode=mode, modes=MODES)
+
+
+@bp.get("/world/platforms/<platform_id>")
+def world_platform(platform_id: str):
+    platform = world.get_platform(platform_id)
+    if platform is None:
+        abort(404)
+    employers = list(db.session.scalars(world.list_employers(platform_id=platform.id)))
+    return render_template("console/platform.html", platform=platform, employers=employers)
+
+
+@bp.get("/reference", endpoint="reference")
+def reference_page():
+    doc = reference.document()
+    groups = reference.operations_by_tag(doc) if doc else []
+    return render_template(
+        "console/reference.html",
+        doc=doc,
+        groups=groups,
+        openapi_url=reference.OPENAPI_PATH,
+    )

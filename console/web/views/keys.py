@@ -1,0 +1,102 @@
+"""API keys per mode (create, roll, revoke, reveal) and starting the workspace over."""
+
+from __future__ import annotations
+
+from flask import abort, g, redirect, render_template, request, url_for
+
+from console.core.errors import ServiceError
+from console.extensions import db
+from console.keys import services as keys
+from console.keys.models import ApiKey
+from console.modes import MODES, base_url
+from console.web.apiclient import api_root
+from console.web.blueprint import bp, is_htmx, render_htmx
+from console.web.exchanges import masked_secret
+from console.web.workspace_session import start_new_workspace
+from console.webhooks.services import reassign_owner
+
+
+def _own_key(key_id: str) -> ApiKey:
+    try:
+        return keys.get_key(key_id, g.console_workspace.id)
+    except ServiceError:
+        abort(404)
+
+
+def _context(revealed: dict | None = None, created_id: str | None = None) -> dict:
+    all_keys = keys.list_keys(g.console_workspace.id)
+    root = api_root()
+    return {
+        "modes": [
+            {
+                "mode": mode,
+                "base_url": base_url(root, mode) + "/v1",
+                "keys": sorted(
+                    (k for k in all_keys if k.mode == mode),
+                    key=lambda k: (k.revoked_at is not None, -k.created_at.timestamp()),
+                ),
+            }
+            for mode in MODES
+        ],
+        "masked": masked_secret,
+        "revealed": revealed or {},
+        "created_id": created_id,
+    }
+
+
+def _answer(created_id: str | None = None):
+    if is_htmx():
+        return render_template("console/_keys.html", **_context(created_id=created_id))
+    return redirect(url_for("console.keys"))
+
+
+@bp.get("/keys", endpoint="keys")
+def keys_page():
+    return render_htmx("console/keys.html", "console/_keys.html", **_context())
+
+
+@bp.post("/keys")
+def create_key():
+    mode = request.form.get("mode", "")
+    if mode not in MODES:
+        abort(400)
+    created = keys.create_key(g.console_workspace.id, mode, request.form.get("label", "").strip())
+    db.session.commit()
+    return _answer(str(created.key.id))
+
+
+@bp.post("/keys/<key_id>/roll")
+def roll_key(key_id: str):
+    old = _own_key(key_id)
+    created = keys.roll_key(old)
+    # Webhooks are signed with their owner's secret: they follow the key to its replacement.
+    reassign_owner(old, created.key)
+    db.session.commit()
+    return _answer(str(created.key.id))
+
+
+@bp.post("/keys/<key_id>/revoke")
+def revoke_key(key_id: str):
+    keys.revoke_key(_own_key(key_id))
+    db.session.commit()
+    return _answer()
+
+
+@bp.post("/keys/<key_id>/reveal")
+def reveal_key(key_id: str):
+    """The secret in clear, only on an explicit (POST, CSRF-checked) request, as a small fragment."""
+    key = _own_key(key_id)
+    return render_template("console/_secret.html", key=key, secret=keys.secret_of(key), revealed=True)
+
+
+@bp.post("/keys/<key_id>/hide")
+def hide_key(key_id: str):
+    key = _own_key(key_id)
+    return render_template("console/_secret.html", key=key, secret=masked_secret(key), revealed=False)
+
+
+@bp.post("/workspace/reset")
+def reset_workspace():
+    """Start over in a brand-new workspace; the old one is simply no longer this visitor's."""
+    start_new_workspace()
+    return redirect(url_for("console.walkthrough"))

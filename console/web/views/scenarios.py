@@ -1,0 +1,65 @@
+"""The scenario gallery (one click per sandbox test-data row) and the Link launcher page."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from flask import abort, g, redirect, render_template, request, url_for
+
+from console.web import scenarios
+from console.web.apiclient import response_json
+from console.web.blueprint import bp
+from console.web.exchanges import view as exchange_view
+from console.web.workspace_session import api_client, link_token_string, remember_link_token
+
+
+@bp.get("/scenarios", endpoint="scenarios")
+def scenarios_page():
+    rows = scenarios.all_scenarios()
+    groups = [(name, list(items)) for name, items in groupby(rows, key=lambda s: s.group)]
+    return render_template("console/scenarios.html", groups=groups)
+
+
+@bp.post("/scenarios/<key>/run")
+def run_scenario(key: str):
+    """Create the row's Link token through the API, then open Link or complete it headlessly."""
+    scenario = scenarios.get(key)
+    if scenario is None:
+        abort(404)
+    workspace = g.console_workspace
+    client = api_client(workspace)
+    created = client.call("POST", "/link_tokens", body=scenario.token_body(), step="scenario")
+    data = (response_json(created) or {}).get("data") or {}
+    if created.status != 200 or not data.get("id"):
+        return render_template(
+            "console/scenario_failed.html", scenario=scenario, exchanges=[exchange_view(created, client.key)]
+        ), 502
+    remember_link_token(data["id"], data["token"])
+    if request.form.get("via") == "browser":
+        return redirect(url_for("console.launch", link_token_id=data["id"], scenario=key))
+    completed = client.call(
+        "POST", f"/sandbox/link_tokens/{data['id']}/complete", body=scenario.completion, step="scenario"
+    )
+    return redirect(
+        url_for(
+            "console.link_token_timeline",
+            link_token_id=data["id"],
+            exchanges=f"{created.id},{completed.id}",
+            scenario=key,
+        )
+    )
+
+
+@bp.get("/launch", endpoint="launch")
+def launch_page():
+    """Open Link with a token this session created, with the SDK's client events streaming beside it."""
+    link_token_id = request.args.get("link_token_id", "")
+    token = link_token_string(link_token_id)
+    scenario = scenarios.get(request.args.get("scenario", ""))
+    return render_template(
+        "console/launch.html",
+        link_token_id=link_token_id if token else None,
+        link_token=token,
+        scenario=scenario,
+        autoopen=bool(token and request.args.get("scenario")),
+    )

@@ -1,0 +1,126 @@
+"""The live event log: newest first, filters, keyset pages, live rows, deliveries and resend."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from html import unescape
+
+from sqlalchemy import select
+
+from console.core.timeutil import utcnow
+from console.events.models import Event
+from console.events.services import record_event
+from console.extensions import db
+from console.webhooks.models import WebhookAttempt, WebhookDelivery
+from tests.web.helpers import run_headless
+
+
+def event_ids(html: str) -> list[str]:
+    return re.findall(r'data-event-id="([0-9a-f-]+)"', html)
+
+
+def seed_events(app, workspace_id, n: int, **fields) -> list[str]:
+    """n events, one second apart, oldest first (no webhook fan-out: the test shapes deliveries itself)."""
+    start = utcnow() - timedelta(seconds=n)
+    with app.app_context():
+        events = [
+            record_event(
+                workspace_id=workspace_id,
+                mode="sandbox",
+                type=fields.get("type", "account.added"),
+                payload={"n": i},
+                at=start + timedelta(seconds=i),
+                end_user_id=fields.get("end_user_id"),
+                fan_out=False,
+            )
+            for i in range(n)
+        ]
+        db.session.commit()
+        return [str(e.id) for e in events]
+
+
+def test_newest_first_with_keyset_pages(app, visitor, rendered):
+    ids = seed_events(app, visitor.workspace_id, 30)
+    html = visitor.get("/events").get_data(as_text=True)
+    first_page = event_ids(html)
+    assert first_page == list(reversed(ids))[:25]
+    older = html.split('hx-get="/events/rows?cursor=', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    rendered.clear()
+    second = visitor.get("/events/rows?cursor=" + older, htmx=True).get_data(as_text=True)
+    assert rendered == ["console/_event_rows.html"]
+    assert event_ids(second) == list(reversed(ids))[25:]
+    assert "Older events" not in second
+
+
+def test_filters(app, visitor):
+    seed_events(app, visitor.workspace_id, 3, end_user_id="user_a")
+    mine = seed_events(app, visitor.workspace_id, 2, end_user_id="user_b")
+    html = visitor.get("/events?end_user_id=user_b").get_data(as_text=True)
+    assert sorted(event_ids(html)) == sorted(mine)
+    assert event_ids(visitor.get("/events?type=income.added").get_data(as_text=True)) == []
+    bad = visitor.get("/events?link_token_id=nope").get_data(as_text=True)
+    assert 'aria-invalid="true"' in bad and "must be a UUID" in bad
+
+
+def test_new_events_appear_through_the_live_poll(app, visitor, rendered):
+    seed_events(app, visitor.workspace_id, 1)
+    html = visitor.get("/events").get_data(as_text=True)
+    poll = html.split('id="event-poller" hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    assert 'hx-trigger="every 1s"' in html
+    assert visitor.get(poll, htmx=True).status_code == 204
+    [fresh] = seed_events(app, visitor.workspace_id, 1)
+    rendered.clear()
+    answer = visitor.get(poll, htmx=True).get_data(as_text=True)
+    assert rendered == ["console/_event_poll.html"]
+    assert event_ids(answer) == [fresh] and 'hx-swap-oob="afterbegin:#event-list"' in answer
+
+
+def test_a_row_expands_to_payload_deliveries_and_attempts(app, visitor, rendered):
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        event = db.session.scalars(
+            select(Event).where(Event.workspace_id == visitor.workspace_id, Event.type == "account.added")
+        ).one()
+        delivery = db.session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)
+        ).one()
+        at = utcnow()
+        for number, status in ((1, 503), (2, 200)):
+            db.session.add(
+                WebhookAttempt(
+                    delivery_id=delivery.id, webhook_id=delivery.webhook_id, event_id=event.id, number=number,
+                    at=at, sent_timestamp=int(at.timestamp()), outcome="retry" if status == 503 else "delivered",
+                    status_code=status, latency_ms=12, response_excerpt="busy" if status == 503 else "ok",
+                    next_attempt_at=at + timedelta(seconds=20) if status == 503 else None,
+                )
+            )  # fmt: skip
+        delivery.status, delivery.attempt_count = "delivered", 2
+        db.session.commit()
+        event_id = str(event.id)
+    assert "badge-delivery-delivered" in visitor.get("/events").get_data(as_text=True)
+    rendered.clear()
+    html = unescape(visitor.get(f"/events/{event_id}", htmx=True).get_data(as_text=True))
+    assert rendered == ["console/_event_detail.html"]
+    assert '"connected": true' in html
+    assert "x-service-signature" in html and "x-service-webhook-id" in html and "service-version" in html
+    assert "503" in html and "busy" in html and "12 ms" in html
+    assert visitor.get(f"/events/{event_id}").status_code == 200  # the same detail as a whole page
+
+
+def test_resend_goes_through_the_api(app, visitor):
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        event_id = str(
+            db.session.scalars(select(Event.id).where(Event.workspace_id == visitor.workspace_id)).first()
+        )
+    html = visitor.post(f"/events/{event_id}/resend", htmx=True).get_data(as_text=True)
+    assert f"/sandbox/v1/events/{event_id}/resend" in html and 'status-2xx">200' in html
+
+
+def test_another_workspaces_event_is_not_found(app, visitor, other_visitor):
+    [theirs] = seed_events(app, other_visitor.workspace_id, 1)
+    assert visitor.get(f"/events/{theirs}").status_code == 404
+    assert visitor.post(f"/events/{theirs}/resend").status_code == 404
+    assert visitor.get(f"/events/{uuid.uuid4()}").status_code == 404

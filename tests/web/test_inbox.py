@@ -1,0 +1,92 @@
+"""The built-in receiver: verifies signatures like a customer's receiver, keeps everything it gets."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import select
+
+from console.extensions import db
+from console.web.models import InboxMessage
+from tests.web.helpers import deliver_to_inbox
+
+EVENT = {
+    "event": "account.added",
+    "event_id": "0b7c4f9e-1d2a-4c1b-9a53-3d8f0f6f2a11",
+    "payload": {"connected": True},
+}
+
+
+def messages(app, workspace_id):
+    with app.app_context():
+        return db.session.scalars(
+            select(InboxMessage)
+            .where(InboxMessage.workspace_id == workspace_id)
+            .order_by(InboxMessage.received_at)
+        ).all()
+
+
+def test_a_signed_delivery_is_verified_and_kept(app, client, visitor):
+    response = deliver_to_inbox(app, client, visitor.workspace_id, EVENT)
+    assert response.status_code == 200
+    assert response.get_json() == {"received": True, "event_id": EVENT["event_id"], "duplicate": False}
+    [message] = messages(app, visitor.workspace_id)
+    assert message.verified and message.event_type == "account.added" and message.key_last4
+    assert set(message.headers) >= {"x-service-signature", "x-timestamp", "service-version"}
+
+
+def test_a_bad_signature_is_refused_with_400_and_kept_with_the_reason(app, client, visitor):
+    response = deliver_to_inbox(app, client, visitor.workspace_id, EVENT, secret="sk_sandbox_someone_else")
+    assert response.status_code == 400
+    [message] = messages(app, visitor.workspace_id)
+    assert not message.verified and message.verify_error == "no matching signature"
+    page = visitor.get("/webhooks").get_data(as_text=True)
+    assert "✗ not verified" in page and "no matching signature" in page
+
+
+def test_a_stale_timestamp_is_refused(app, client, visitor):
+    response = deliver_to_inbox(app, client, visitor.workspace_id, EVENT, timestamp=int(time.time()) - 3600)
+    assert response.status_code == 400
+    assert "too old" in response.get_json()["error"]
+
+
+def test_a_repeated_event_id_is_marked_duplicate(app, client, visitor):
+    deliver_to_inbox(app, client, visitor.workspace_id, EVENT)
+    again = deliver_to_inbox(app, client, visitor.workspace_id, EVENT)
+    assert again.status_code == 200 and again.get_json()["duplicate"] is True
+    assert [m.duplicate for m in messages(app, visitor.workspace_id)] == [False, True]
+
+
+def test_a_forged_inbox_url_is_unknown(client, visitor):
+    assert client.post("/inbox/forged.token", data=b"{}").status_code == 404
+
+
+def test_new_messages_arrive_by_polling(app, client, visitor, rendered):
+    page = visitor.get("/").get_data(as_text=True)
+    poll_url = page.split('id="inbox-poller" hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    assert visitor.get(poll_url, htmx=True).status_code == 204
+    deliver_to_inbox(app, client, visitor.workspace_id, EVENT)
+    rendered.clear()
+    fresh = visitor.get(poll_url, htmx=True)
+    assert fresh.status_code == 200 and rendered == ["console/_inbox_poll.html"]
+    html = fresh.get_data(as_text=True)
+    assert 'hx-swap-oob="afterbegin:#inbox-list"' in html and EVENT["event_id"] in html
+    next_poll = html.split('hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    assert visitor.get(next_poll, htmx=True).status_code == 204
+
+
+def test_the_signature_debugger_explains_the_result(app, client, visitor):
+    deliver_to_inbox(app, client, visitor.workspace_id, EVENT)
+    [message] = messages(app, visitor.workspace_id)
+    headers = "\n".join(f"{k}: {v}" for k, v in message.headers.items())
+    from tests.web.helpers import sandbox_secret
+
+    good = {"secret": sandbox_secret(app, visitor.workspace_id), "headers": headers, "body": message.body}
+    html = visitor.post("/webhooks/debugger", good, htmx=True).get_data(as_text=True)
+    assert "verdict-ok" in html and "Signature valid" in html
+    html = visitor.post("/webhooks/debugger", {**good, "body": message.body + " "}, htmx=True).get_data(
+        as_text=True
+    )
+    assert "verdict-bad" in html and "no matching signature" in html
+    prefilled = visitor.get(f"/inbox/messages/{message.id}/debug", htmx=True).get_data(as_text=True)
+    assert "x-service-signature: v2=" in prefilled

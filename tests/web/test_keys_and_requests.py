@@ -1,0 +1,126 @@
+"""API keys per mode, and the request log's exchanges: masked secrets, curl and Python that run."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import shlex
+import sys
+import types
+from html import unescape
+from unittest import mock
+
+from sqlalchemy import select
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.web import exchanges
+from console.web.models import ConsoleRequest
+from tests.web.helpers import sandbox_secret
+
+
+def keys_of(app, workspace_id) -> list[ApiKey]:
+    with app.app_context():
+        return db.session.scalars(
+            select(ApiKey).where(ApiKey.workspace_id == workspace_id).order_by(ApiKey.created_at)
+        ).all()
+
+
+def test_create_roll_revoke_per_mode(app, visitor):
+    assert visitor.post("/keys", {"mode": "production", "label": "live"}, htmx=True).status_code == 200
+    [sandbox, production] = keys_of(app, visitor.workspace_id)
+    assert production.mode == "production" and production.label == "live"
+    html = visitor.post(f"/keys/{sandbox.id}/roll", htmx=True).get_data(as_text=True)
+    assert "revoked" in html
+    keys = keys_of(app, visitor.workspace_id)
+    assert [k.mode for k in keys if k.revoked_at is None] == ["production", "sandbox"]
+    visitor.post(f"/keys/{production.id}/revoke", htmx=True)
+    assert all(k.revoked_at for k in keys_of(app, visitor.workspace_id) if k.mode == "production")
+    assert visitor.post("/keys", {"mode": "moon"}).status_code == 400
+
+
+def test_the_console_keeps_working_after_a_roll(app, visitor):
+    [old] = keys_of(app, visitor.workspace_id)
+    visitor.post(f"/keys/{old.id}/roll")
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    assert 'status-2xx">200' in html  # called with the new key
+    new = next(k for k in keys_of(app, visitor.workspace_id) if k.revoked_at is None)
+    assert "••••" + new.secret_last4 in html
+
+
+def test_a_secret_is_shown_only_on_request(app, visitor):
+    secret = sandbox_secret(app, visitor.workspace_id)
+    [key] = keys_of(app, visitor.workspace_id)
+    assert secret not in visitor.get("/keys").get_data(as_text=True)
+    revealed = visitor.post(f"/keys/{key.id}/reveal", htmx=True).get_data(as_text=True)
+    assert secret in revealed
+    assert visitor.client.get(f"/keys/{key.id}/reveal").status_code == 405  # never by a plain link
+
+
+def test_the_log_stores_no_secret_and_reveals_it_on_request(app, visitor):
+    secret = sandbox_secret(app, visitor.workspace_id)
+    with app.app_context():
+        rows = db.session.scalars(
+            select(ConsoleRequest).where(ConsoleRequest.workspace_id == visitor.workspace_id)
+        ).all()
+        assert rows and all(secret not in json.dumps(r.request_headers) + r.request_body for r in rows)
+        row_id = str(rows[0].id)
+    masked = visitor.get(f"/requests/{row_id}").get_data(as_text=True)
+    assert secret not in masked and "Reveal secret" in masked
+    revealed = unescape(visitor.post(f"/requests/{row_id}/reveal", htmx=True).get_data(as_text=True))
+    assert f"x-api-secret: {secret}" in revealed and f'"x-api-secret": "{secret}"' in revealed.replace(
+        "'", '"'
+    )
+
+
+def test_curl_and_python_are_faithful(app, visitor):
+    with app.app_context():
+        row = db.session.scalars(
+            select(ConsoleRequest).where(ConsoleRequest.workspace_id == visitor.workspace_id)
+        ).first()
+        curl = exchanges.curl(row, "SECRET")
+        python = exchanges.python(row, "SECRET")
+    words = shlex.split(curl.replace("\\\n", " "))
+    assert words[:4] == ["curl", "-X", "POST", row.url]
+    assert "x-api-secret: SECRET" in words and "Service-Version: 2023-11-22" in words
+    assert json.loads(words[words.index("-d") + 1]) == json.loads(row.request_body)
+    captured: dict = {}
+
+    class Response:
+        status_code, headers = 200, {"x-service-request-id": "rid"}
+
+        def json(self):
+            return {}
+
+    def post(url, **kwargs):
+        captured.update(url=url, **kwargs)
+        return Response()
+
+    fake = types.ModuleType("requests")
+    fake.post = post
+    with mock.patch.dict(sys.modules, {"requests": fake}), contextlib.redirect_stdout(io.StringIO()):
+        exec(python, {})
+    assert captured["url"] == row.url
+    assert captured["headers"] == {"Service-Version": "2023-11-22", "x-api-secret": "SECRET"}
+    assert captured["json"] == json.loads(row.request_body)
+
+
+def test_request_log_pages_newest_first(app, visitor):
+    for _ in range(3):
+        visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True)
+    html = visitor.get("/requests").get_data(as_text=True)
+    paths = re.findall(r"<code>(/sandbox/v1/[a-z_/]+)</code>", html)
+    assert paths == ["/sandbox/v1/jobs"] * 3 + ["/sandbox/v1/webhooks"]
+
+
+def test_webhooks_follow_a_rolled_key(app, visitor):
+    from console.webhooks.models import Webhook
+
+    [old] = keys_of(app, visitor.workspace_id)
+    visitor.post(f"/keys/{old.id}/roll")
+    new = next(k for k in keys_of(app, visitor.workspace_id) if k.revoked_at is None)
+    with app.app_context():
+        [hook] = db.session.scalars(select(Webhook).where(Webhook.workspace_id == visitor.workspace_id)).all()
+        assert hook.api_key_id == new.id

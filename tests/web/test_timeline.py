@@ -1,0 +1,72 @@
+"""Job timelines per Link token and per account, and the clock controls that move them."""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+
+from console.accounts.models import Account
+from console.extensions import db
+from tests.web.helpers import run_headless
+
+
+def outcomes(html: str) -> list[str]:
+    """The `to` outcome of each transition, in order."""
+    return re.findall(r'→ <span class="badge badge-[a-z]+">([a-z]+)</span>', html)
+
+
+def test_a_scenario_lands_on_its_timeline_with_its_calls(visitor):
+    link_token_id = run_headless(visitor, "user_good")
+    landing = visitor.client.get(f"/timeline/link-tokens/{link_token_id}?exchanges=x").get_data(as_text=True)
+    assert outcomes(landing) == ["success"]
+    assert "direct_deposit_switch.added" in landing
+    index = visitor.get("/timeline").get_data(as_text=True)
+    assert link_token_id in index
+
+
+def test_a_pending_job_shows_its_next_retry_then_resolves_when_the_clock_moves(visitor, rendered):
+    link_token_id = run_headless(visitor, "user_pending_success")
+    html = visitor.get(f"/timeline/link-tokens/{link_token_id}").get_data(as_text=True)
+    assert outcomes(html) == ["pending"]
+    assert "Next retry due" in html and "on the workspace clock" in html
+    rendered.clear()
+    form = {"by": "hour", "timeline_kind": "link_token", "timeline_id": link_token_id}
+    html = visitor.post("/clock/advance", form, htmx=True).get_data(as_text=True)
+    assert rendered == ["console/_timeline.html"]
+    assert outcomes(html) == ["pending", "success"]
+    assert "Next retry due" not in html
+    assert "Clock advanced." in html and "/sandbox/v1/sandbox/clock/advance" in html
+
+
+def test_federal_benefits_go_from_processing_to_sent_one_business_day_later(visitor):
+    link_token_id = run_headless(visitor, "federal_federal_sent")
+    html = visitor.get(f"/timeline/link-tokens/{link_token_id}").get_data(as_text=True)
+    assert outcomes(html) == ["processing"] and "Agency review due" in html
+    form = {"by": "business_day", "timeline_kind": "link_token", "timeline_id": link_token_id}
+    html = visitor.post("/clock/advance", form, htmx=True).get_data(as_text=True)
+    assert outcomes(html) == ["processing", "sent"]
+
+
+def test_the_account_timeline_spans_its_tokens(app, visitor):
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        account = db.session.scalars(
+            select(Account).where(Account.workspace_id == visitor.workspace_id)
+        ).one()
+    html = visitor.get(f"/timeline/accounts/{account.id}").get_data(as_text=True)
+    assert "Account timeline" in html and outcomes(html) == ["success"]
+    assert "account.added" in html
+
+
+def test_the_clock_page_advances_through_the_api(visitor):
+    before = visitor.get("/clock").get_data(as_text=True)
+    assert "Nothing scheduled." in before
+    html = visitor.post("/clock/advance", {"by": "month"}, htmx=True).get_data(as_text=True)
+    assert "Clock advanced." in html and "30 d ahead of real time" in html
+    assert visitor.post("/clock/advance", {"by": "year"}).status_code == 400
+
+
+def test_unknown_or_malformed_ids_are_404(visitor):
+    assert visitor.get("/timeline/link-tokens/not-a-uuid").status_code == 404
+    assert visitor.get("/timeline/accounts/6f1c2a8e-5b7d-4c39-9e0a-3d2f4b6a8c10").status_code == 404

@@ -1,0 +1,94 @@
+"""The walkthrough: every step is a real API call, and the checklist ticks itself from real data."""
+
+from __future__ import annotations
+
+import re
+
+from console.web import linkform
+from tests.web.helpers import deliver_workspace_events, run_headless, sandbox_secret
+
+
+def done_steps(html: str) -> list[str]:
+    return re.findall(r'<li class="done[^"]*" data-step="([a-z_]+)"', html)
+
+
+def link_token_form(preset: str = "standard") -> dict:
+    values = linkform.form_values(linkform.preset_body(preset))
+    form = {
+        k: v for k, v in values.items() if k not in ("required_jobs", "pm_enabled") and v not in ("", None)
+    }
+    form["required_jobs"] = values["required_jobs"]
+    if values["pm_enabled"]:
+        form["pm_enabled"] = "1"
+    return form
+
+
+def test_a_new_workspace_has_its_key_and_webhook_ticked(visitor):
+    page = visitor.get("/").get_data(as_text=True)
+    assert done_steps(page) == ["key", "webhook"]
+    assert 'aria-current="step"' in page
+
+
+def test_creating_a_link_token_shows_the_exchange_and_ticks_step_3(app, visitor, rendered):
+    response = visitor.post("/walkthrough/link-token", link_token_form(), htmx=True)
+    html = response.get_data(as_text=True)
+    assert rendered == [
+        "console/_step_link_token.html",
+        "console/_step_link.html",
+        "console/_step_jobs.html",
+        "console/_checklist.html",
+    ]
+    assert 'id="step-link" class="step card" hx-swap-oob="true"' in html
+    assert "POST</span>" in html and "/sandbox/v1/link_tokens" in html
+    assert re.search(r"x-service-request-id <code>[0-9a-f-]{36}</code>", html)
+    assert "curl -X POST" in html and "requests.post(" in html
+    # The secret is masked everywhere until revealed.
+    secret = sandbox_secret(app, visitor.workspace_id)
+    assert secret not in html
+    assert "sk_sandbox_••••" + secret[-4:] in html
+    assert "data-link-open" in html  # step 4 can now open Link with the token
+    assert "link_token" in done_steps(visitor.get("/").get_data(as_text=True))
+
+
+def test_the_api_judges_the_form_and_its_errors_are_shown(visitor):
+    form = link_token_form()
+    form["pm_enabled"] = "1"
+    form["pm_email"] = "not-an-email"
+    html = visitor.post("/walkthrough/link-token", form, htmx=True).get_data(as_text=True)
+    assert 'status-4xx">400' in html
+    assert "end_user.platform_matching.email" in html
+    assert "link_token" not in done_steps(visitor.get("/").get_data(as_text=True))
+
+
+def test_without_javascript_forms_post_and_redirect(visitor):
+    response = visitor.post("/walkthrough/link-token", link_token_form())
+    assert response.status_code == 302
+    assert response.headers["Location"].endswith("/#step-link_token")
+
+
+def test_presets_fill_the_form(visitor, rendered):
+    html = visitor.get("/walkthrough/link-token-form?preset=prime_several", htmx=True).get_data(as_text=True)
+    assert rendered == ["console/_step_link_token.html"]
+    assert 'value="Morgan"' in html and 'name="pm_enabled" value="1" checked' in html
+    html = visitor.get("/walkthrough/link-token-form?preset=direct", htmx=True).get_data(as_text=True)
+    assert re.search(r'<option value="[0-9a-f-]+" selected>Paycrest</option>', html)
+
+
+def test_the_whole_walkthrough_ticks_every_step(app, client, visitor):
+    link_token_id = run_headless(visitor, "user_good")  # steps 3 and 4: a token, and Link used with it
+    assert done_steps(visitor.get("/").get_data(as_text=True)) == ["key", "webhook", "link_token", "link"]
+    assert deliver_workspace_events(app, client, visitor.workspace_id) >= 2  # account.added + switch
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": link_token_id}, htmx=True).get_data(
+        as_text=True
+    )
+    assert 'badge-success">success' in html
+    assert f"/sandbox/v1/jobs?link_token_id={link_token_id}" in html
+    page = visitor.get("/").get_data(as_text=True)
+    assert done_steps(page) == ["key", "webhook", "link_token", "link", "inbox", "jobs"]
+    assert "✓ signature verified" in page
+
+
+def test_the_checklist_partial_polls_itself(visitor, rendered):
+    html = visitor.get("/walkthrough/checklist", htmx=True).get_data(as_text=True)
+    assert rendered == ["console/_checklist.html"]
+    assert 'hx-trigger="every 3s, link-closed from:body"' in html
