@@ -34,7 +34,8 @@ def main() -> None:
 @click.option(
     "--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000"
 )
-@click.option("--threads", default=8, show_default=True, help="Request threads in the one process.")
+# Console actions call the API over HTTP on a second thread, so a classroom needs headroom.
+@click.option("--threads", default=32, show_default=True, help="Request threads in the one process.")
 def run(host: str, port: int, threads: int) -> None:
     """Upgrade the database, then serve the API, Link and the console (waitress, threaded)."""
     from console.serving import serve

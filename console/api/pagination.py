@@ -72,13 +72,18 @@ def page_limit() -> int:
 
 
 def _after(columns: Sequence[Any], values: Sequence[Any], descending: bool):
-    """Rows strictly after `values` in (col1, col2, ...) order, written out for every backend."""
+    """Rows strictly after `values` in (col1, col2, ...) order, written out for every backend.
+
+    The leading plain bound on the first column is redundant logically, but it is what lets
+    SQLite turn the condition into an index range instead of scanning the whole scope.
+    """
     clauses = []
     for i, column in enumerate(columns):
         equal = [columns[j] == values[j] for j in range(i)]
         beyond = column < values[i] if descending else column > values[i]
         clauses.append(and_(*equal, beyond))
-    return or_(*clauses)
+    first = columns[0] <= values[0] if descending else columns[0] >= values[0]
+    return and_(first, or_(*clauses))
 
 
 def paginate(

@@ -19,9 +19,9 @@ class Event(IdMixin, db.Model):
         # Keyset pagination of the event log and its filters (newest first).
         Index("ix_events_scope_created", "workspace_id", "mode", "created_at", "id"),
         Index("ix_events_scope_type_created", "workspace_id", "mode", "type", "created_at", "id"),
-        Index("ix_events_scope_link_token", "workspace_id", "mode", "link_token_id", "created_at"),
-        Index("ix_events_scope_account", "workspace_id", "mode", "account_id", "created_at"),
-        Index("ix_events_scope_end_user", "workspace_id", "mode", "end_user_id", "created_at"),
+        Index("ix_events_scope_link_token", "workspace_id", "mode", "link_token_id", "created_at", "id"),
+        Index("ix_events_scope_account", "workspace_id", "mode", "account_id", "created_at", "id"),
+        Index("ix_events_scope_end_user", "workspace_id", "mode", "end_user_id", "created_at", "id"),
     )
 
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
