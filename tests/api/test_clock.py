@@ -8,7 +8,7 @@ import pytest
 
 from console.core.timeutil import parse_datetime
 from tests.conftest import assert_error
-from tests.unit.test_job_lifecycle import new_switch
+from tests.factories import new_switch
 
 
 def test_get_clock_shows_now_offset_and_what_is_due_next(app, api, workspace):

@@ -9,7 +9,7 @@ import pytest
 from console.extensions import db
 from console.workspaces.services import create_workspace
 from tests.conftest import Api, assert_error
-from tests.unit.test_job_lifecycle import new_switch
+from tests.factories import new_switch
 
 JOB_FIELDS = {"id", "account_id", "link_token_id", "name", "timestamp", "outcome", "params"}
 

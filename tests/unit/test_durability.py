@@ -16,7 +16,7 @@ from console.scheduler.models import ScheduledTask
 from console.worker import start_in_process
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
-from tests.unit.test_job_lifecycle import new_switch
+from tests.factories import new_switch
 
 SCHEDULER_ONLY = ("console.scheduler.worker.SchedulerLoop",)
 FINAL = {

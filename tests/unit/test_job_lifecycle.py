@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import func, select
 
-from console.accounts.models import Account
 from console.clock import services as clock
 from console.core.timeutil import utcnow
 from console.events.models import Event
@@ -17,62 +15,12 @@ from console.jobs import scenarios
 from console.jobs.models import Job, JobTransition
 from console.jobs.scenarios import OUTCOMES
 from console.jobs.services import TRANSITIONS, IllegalTransition, job_payload, start_switch, transition
-from console.link_tokens.models import LinkToken
 from console.scheduler.models import ScheduledTask
 from console.workspaces.models import Workspace
-from console.world.models import Platform
+from tests.factories import PARAMS, make_parties, new_switch, set_clock
 
-PARAMS = {
-    "action": "partial_switch",
-    "allocation": {"type": "amount", "value": 12500, "target": {"account_type": "checking"}},
-}
 LEGAL = [(f, t) for f, targets in TRANSITIONS.items() for t in sorted(targets)]
 ILLEGAL = [(f, t) for f in (None, *OUTCOMES) for t in OUTCOMES if (f, t) not in LEGAL]
-
-
-def make_parties(workspace_id, mode: str = "sandbox", end_user_id: str | None = "user-1"):
-    """A Link token and an account to start switches with (what the Link flow would have made)."""
-    workspace_id = uuid.UUID(str(workspace_id))
-    platform = db.session.scalars(select(Platform).order_by(Platform.slug)).first()
-    token = LinkToken(
-        workspace_id=workspace_id,
-        mode=mode,
-        token_hash=uuid.uuid4().hex,
-        org_name="Acme",
-        end_user_id=end_user_id,
-        required_jobs=["direct_deposit_switch"],
-        targets=[],
-        expires_at=utcnow() + timedelta(hours=1),
-    )
-    db.session.add(token)
-    db.session.flush()
-    account = Account(
-        workspace_id=workspace_id,
-        mode=mode,
-        end_user_id=end_user_id,
-        link_token_id=token.id,
-        platform_id=platform.id,
-        platform_name=platform.name,
-    )
-    db.session.add(account)
-    db.session.flush()
-    return token, account
-
-
-def new_switch(workspace_id, scenario: str, *, mode: str = "sandbox", params=None, **kw) -> Job:
-    """Start a switch and commit it."""
-    token, account = make_parties(workspace_id, mode, **kw)
-    job = start_switch(link_token=token, account=account, params=params or PARAMS, scenario=scenario)
-    db.session.commit()
-    return job
-
-
-def set_clock(workspace_id, moment: datetime) -> Workspace:
-    """Put the workspace clock at `moment` (tests start from a known calendar date)."""
-    workspace = db.session.get(Workspace, uuid.UUID(str(workspace_id)))
-    workspace.clock_offset_seconds = (moment - utcnow()).total_seconds()
-    db.session.commit()
-    return workspace
 
 
 def events_of(job: Job) -> list[Event]:
