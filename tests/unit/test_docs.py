@@ -25,3 +25,11 @@ def test_every_api_error_code_is_documented():
     assert "INVALID_FIELDS" in codes
     missing = sorted(c for c in codes if f"`{c}`" not in README)
     assert not missing, f"error codes raised in code but not listed in README: {missing}"
+
+
+def test_every_error_type_is_documented():
+    code = "\n".join(p.read_text() for p in (ROOT / "console").rglob("*.py"))
+    types = set(re.findall(r"^\s+type = \"([A-Z_]+)\"", code, flags=re.MULTILINE))
+    assert {"INVALID_REQUEST_PARAMETERS", "UNAUTHORIZED_REQUEST", "RECORD_NOT_FOUND"} <= types
+    missing = sorted(t for t in types if f"`{t}`" not in README)
+    assert not missing, f"error types in code but not in README's error table: {missing}"
