@@ -1,3 +1,31 @@
-"""events endpoints (to be written)."""
+"""Event log endpoints: GET /v1/events (filtered, newest first, with delivery status) and resend."""
 
-from console.api import api  # noqa: F401
+from __future__ import annotations
+
+from flask import g, jsonify, request
+
+from console.api import api
+from console.api.conventions import json_body
+from console.api.pagination import paginate
+from console.events import queries
+from console.events.models import Event
+from console.extensions import db
+
+
+@api.get("/events")
+def list_events():
+    filters = {name: request.args[name] for name in queries.FILTERS if name in request.args}
+    query = queries.list_query(g.workspace.id, g.api_mode, filters)
+    page = paginate(query, order_by=[Event.created_at, Event.id], serialize=lambda event: event)
+    deliveries = queries.deliveries_by_event([event.id for event in page["data"]])
+    page["data"] = [queries.serialize_event(event, deliveries[event.id]) for event in page["data"]]
+    return jsonify(page)
+
+
+@api.post("/events/<event_id>/resend")
+def resend_event(event_id: str):
+    event = queries.get_event(g.workspace.id, g.api_mode, event_id)
+    queries.resend(event, g.workspace, json_body().get("webhook_id"))
+    db.session.commit()
+    deliveries = queries.deliveries_by_event([event.id])[event.id]
+    return jsonify({"data": queries.serialize_event(event, deliveries)})

@@ -1,4 +1,7 @@
-"""Writing events to the outbox; delivery is the webhooks package's job."""
+"""Writing events to the outbox, fanned out to subscribed webhooks in the same transaction.
+
+Reading the event log and resending live in `console.events.queries`; sending is the webhooks worker's job.
+"""
 
 from __future__ import annotations
 
@@ -24,11 +27,17 @@ def record_event(
     end_user_id: str | None = None,
     job_id: uuid.UUID | None = None,
     via_platform_matching: bool = False,
+    fan_out: bool = True,
 ) -> Event:
-    """Add an event to the current transaction; it commits (or not) with the change that caused it."""
+    """Add an event and its webhook deliveries to the current transaction; they commit with the change.
+
+    Each active webhook of the workspace and mode subscribed to `type` gets a pending delivery, each
+    paused one a `skipped` delivery (resendable). `fan_out=False` is for the sandbox test event only.
+    """
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
     event = Event(
+        id=uuid.uuid4(),
         workspace_id=workspace_id,
         mode=mode,
         type=type,
@@ -41,5 +50,9 @@ def record_event(
         via_platform_matching=via_platform_matching,
     )
     db.session.add(event)
+    if fan_out:
+        from console.webhooks.services import fan_out as fan_out_to_webhooks  # webhooks import events
+
+        fan_out_to_webhooks(event)
     db.session.flush()
     return event

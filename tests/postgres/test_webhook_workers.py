@@ -46,7 +46,12 @@ def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp
     with app.app_context(), Receiver(respond) as rx:
         ws = db.session.get(Workspace, uuid.UUID(workspace.id))
         key = db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"]))
-        body = {"url": rx.url, "status": "active", "enabled_events": ["account.added"], "version": "2023-11-22"}
+        body = {
+            "url": rx.url,
+            "status": "active",
+            "enabled_events": ["account.added"],
+            "version": "2023-11-22",
+        }
         services.create_webhook(key, body)
         services.create_webhook(key, body)  # two webhooks: 2 deliveries per event
         db.session.commit()
@@ -54,7 +59,9 @@ def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp
         try:
             for _ in range(EVENTS // 50):
                 for _ in range(50):
-                    record_event(workspace_id=ws.id, mode="sandbox", type="account.added", payload={}, at=now(ws))
+                    record_event(
+                        workspace_id=ws.id, mode="sandbox", type="account.added", payload={}, at=now(ws)
+                    )
                 db.session.commit()
             assert wait_for(lambda: len(rx.requests) >= 2 * EVENTS, 40)
             time.sleep(0.5)  # anything sent twice would arrive now
@@ -62,6 +69,8 @@ def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
             assert [worker.wait(15) for worker in workers] == [0, 0, 0]
-    pairs = Counter((r["headers"]["x-service-webhook-id"], json.loads(r["body"])["event_id"]) for r in rx.requests)
+    pairs = Counter(
+        (r["headers"]["x-service-webhook-id"], json.loads(r["body"])["event_id"]) for r in rx.requests
+    )
     assert len(pairs) == 2 * EVENTS and set(pairs.values()) == {1}
     assert overlaps == []

@@ -1,0 +1,341 @@
+"""Registering webhooks (validation, URL policy, quota), fanning events out, pausing and reactivating."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import func, select, update
+
+from console.api.versions import SUPPORTED_VERSIONS
+from console.clock.services import now, real_time_of
+from console.core.errors import FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
+from console.core.timeutil import isoformat, utcnow
+from console.events.models import Event
+from console.events.services import EVENT_TYPES
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.scheduler.services import schedule, task_handler
+from console.webhooks import urls
+from console.webhooks.models import (
+    ACTIVE,
+    PAUSED,
+    PENDING,
+    SKIPPED,
+    WEBHOOK_STATUSES,
+    Webhook,
+    WebhookDelivery,
+)
+from console.workspaces.models import Workspace
+
+MAX_WEBHOOKS_PER_KEY = 10
+PAUSE_AFTER = timedelta(days=30)
+PAUSE_CHECK_TASK = "webhook.pause_check"
+FIELDS = ("url", "status", "enabled_events", "version")
+
+
+# Validation ---------------------------------------------------------------------------------
+
+
+def _validate(body: dict[str, Any], mode: str, *, partial: bool) -> dict[str, Any]:
+    """The cleaned fields of a create (all required) or update (any subset) body."""
+    errors: list[FieldError] = [
+        FieldError(name, "is not a known field") for name in sorted(set(body) - set(FIELDS))
+    ]
+    cleaned: dict[str, Any] = {}
+    for name in FIELDS:
+        if name not in body or body[name] is None:
+            if not partial:
+                errors.append(FieldError(name, "is required"))
+            continue
+        value = body[name]
+        if name == "url":
+            try:
+                cleaned["url"] = urls.check_url(value, mode)
+            except urls.UrlRefused as exc:
+                errors.append(FieldError("url", str(exc)))
+        elif name == "status":
+            if value not in WEBHOOK_STATUSES:
+                errors.append(FieldError("status", f"must be one of {', '.join(WEBHOOK_STATUSES)}"))
+            else:
+                cleaned["status"] = value
+        elif name == "version":
+            if value not in SUPPORTED_VERSIONS:
+                errors.append(FieldError("version", f"must be one of {', '.join(SUPPORTED_VERSIONS)}"))
+            else:
+                cleaned["version"] = value
+        else:
+            events = _validate_events(value, errors)
+            if events is not None:
+                cleaned["enabled_events"] = events
+    if errors:
+        unknown = any(e.name.startswith("enabled_events[") for e in errors)
+        message = None
+        if unknown:
+            message = f"Invalid request parameters. Valid event names: {', '.join(EVENT_TYPES)}."
+        raise ValidationFailed(errors, message)
+    return cleaned
+
+
+def _validate_events(value: Any, errors: list[FieldError]) -> list[str] | None:
+    if not isinstance(value, list) or not value:
+        errors.append(FieldError("enabled_events", "must be a non-empty array of event names"))
+        return None
+    before = len(errors)
+    for i, name in enumerate(value):
+        if name not in EVENT_TYPES:
+            shown = name if isinstance(name, str) else type(name).__name__
+            errors.append(
+                FieldError(
+                    f"enabled_events[{i}]", f"{shown!r} is not an event; valid: {', '.join(EVENT_TYPES)}"
+                )
+            )
+    if len(errors) > before:
+        return None
+    return list(dict.fromkeys(value))  # duplicates collapse, order kept
+
+
+# CRUD ---------------------------------------------------------------------------------------
+
+
+def _scope(workspace_id: uuid.UUID, mode: str):
+    return select(Webhook).where(
+        Webhook.workspace_id == workspace_id, Webhook.mode == mode, Webhook.deleted_at.is_(None)
+    )
+
+
+def list_query(workspace_id: uuid.UUID, mode: str):
+    """Webhooks of a workspace and mode (every key's), for pagination."""
+    return _scope(workspace_id, mode)
+
+
+def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str) -> Webhook:
+    try:
+        ident = uuid.UUID(str(webhook_id))
+    except ValueError as exc:
+        raise NotFound(f"No webhook with id {webhook_id}.") from exc
+    webhook = db.session.scalars(_scope(workspace_id, mode).where(Webhook.id == ident)).first()
+    if webhook is None:
+        raise NotFound(f"No webhook with id {webhook_id}.")
+    return webhook
+
+
+def create_webhook(key: ApiKey, body: dict[str, Any]) -> Webhook:
+    """Register a webhook owned by `key`; the 11th live one of a key is refused."""
+    cleaned = _validate(body, key.mode, partial=False)
+    # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
+    db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
+    count = db.session.scalar(
+        select(func.count())
+        .select_from(Webhook)
+        .where(Webhook.api_key_id == key.id, Webhook.deleted_at.is_(None))
+    )
+    if count >= MAX_WEBHOOKS_PER_KEY:
+        raise Forbidden(
+            f"This API key already has {MAX_WEBHOOKS_PER_KEY} webhooks, the limit per key. "
+            "Delete one (DELETE /v1/webhooks/{id}) before creating another.",
+            code="WEBHOOK_LIMIT_REACHED",
+        )
+    at = now(key.workspace)
+    webhook = Webhook(
+        id=uuid.uuid4(),
+        workspace_id=key.workspace_id,
+        mode=key.mode,
+        api_key_id=key.id,
+        url=cleaned["url"],
+        status=ACTIVE,
+        enabled_events=cleaned["enabled_events"],
+        version=cleaned["version"],
+        created_at=at,
+        updated_at=at,
+    )
+    db.session.add(webhook)
+    if cleaned["status"] == PAUSED:
+        pause(webhook, at, reason="requested")
+    db.session.flush()
+    return webhook
+
+
+def update_webhook(webhook: Webhook, workspace: Workspace, body: dict[str, Any]) -> Webhook:
+    """Change any field; `status: active` on a paused webhook reactivates it."""
+    if not body:
+        raise ServiceError(f"Send at least one of {', '.join(FIELDS)}.")
+    cleaned = _validate(body, webhook.mode, partial=True)
+    at = now(workspace)
+    for name in ("url", "enabled_events", "version"):
+        if name in cleaned:
+            setattr(webhook, name, cleaned[name])
+    status = cleaned.get("status")
+    if status == ACTIVE and webhook.status == PAUSED:
+        reactivate(webhook, at)
+    elif status == PAUSED and webhook.status == ACTIVE:
+        pause(webhook, at, reason="requested")
+    webhook.updated_at = at
+    db.session.flush()
+    return webhook
+
+
+def delete_webhook(webhook: Webhook, workspace: Workspace) -> None:
+    """Soft delete: nothing more is sent, and the event log keeps its history."""
+    at = now(workspace)
+    webhook.deleted_at = at
+    webhook.updated_at = at
+    skip_pending(webhook, "webhook deleted")
+    db.session.flush()
+
+
+def reassign_owner(old_key: ApiKey, new_key: ApiKey) -> int:
+    """Move webhooks to a rolled key, so they are signed with the secret the customer now holds."""
+    result = db.session.execute(
+        update(Webhook)
+        .where(Webhook.api_key_id == old_key.id, Webhook.deleted_at.is_(None))
+        .values(api_key_id=new_key.id)
+    )
+    return result.rowcount or 0
+
+
+def serialize(webhook: Webhook) -> dict[str, Any]:
+    return {
+        "id": str(webhook.id),
+        "url": webhook.url,
+        "status": webhook.status,
+        "enabled_events": list(webhook.enabled_events),
+        "version": webhook.version,
+        "mode": webhook.mode,
+        "api_key_id": str(webhook.api_key_id),
+        "created_at": isoformat(webhook.created_at),
+        "updated_at": isoformat(webhook.updated_at),
+        "paused_at": isoformat(webhook.paused_at),
+        "pause_reason": webhook.pause_reason,
+        "failing_since": isoformat(webhook.failing_since),
+        "last_success_at": isoformat(webhook.last_success_at),
+    }
+
+
+# Fan-out ------------------------------------------------------------------------------------
+
+
+def new_delivery(
+    event: Event, webhook: Webhook, workspace: Workspace, *, is_test: bool = False
+) -> WebhookDelivery:
+    """A delivery of `event` to `webhook`: pending, or skipped while the webhook is paused."""
+    skipped = webhook.status == PAUSED and not is_test
+    return WebhookDelivery(
+        id=uuid.uuid4(),
+        workspace_id=event.workspace_id,
+        mode=event.mode,
+        event_id=event.id,
+        webhook_id=webhook.id,
+        status=SKIPPED if skipped else PENDING,
+        skip_reason="webhook paused" if skipped else None,
+        is_test=is_test,
+        due_at=event.created_at,
+        # Never later than now: an event stamped ahead of real time would otherwise wait.
+        run_after=min(real_time_of(workspace, event.created_at), utcnow()),
+        created_at=event.created_at,
+    )
+
+
+def fan_out(event: Event) -> list[WebhookDelivery]:
+    """One delivery per live webhook of the event's workspace and mode subscribed to its type."""
+    # No autoflush: the reads run before the event's INSERT, so on SQLite the write lock is taken
+    # only by record_event's one flush of the event and its deliveries together.
+    with db.session.no_autoflush:
+        hooks = db.session.scalars(_scope(event.workspace_id, event.mode)).all()
+        subscribed = [h for h in hooks if event.type in (h.enabled_events or [])]
+        if not subscribed:
+            return []
+        workspace = db.session.get(Workspace, event.workspace_id)
+    deliveries = [new_delivery(event, hook, workspace) for hook in subscribed]
+    db.session.add_all(deliveries)
+    return deliveries
+
+
+# Pausing ------------------------------------------------------------------------------------
+
+
+def skip_pending(webhook: Webhook, reason: str) -> None:
+    """Mark the webhook's pending deliveries skipped (resendable later)."""
+    # Pending rows only: an attempt in flight finishes and is recorded as usual.
+    db.session.execute(
+        update(WebhookDelivery)
+        .where(
+            WebhookDelivery.webhook_id == webhook.id,
+            WebhookDelivery.status == PENDING,
+            WebhookDelivery.is_test.is_(False),
+        )
+        .values(status=SKIPPED, skip_reason=reason, claim_token=None, claimed_until=None)
+    )
+
+
+def pause(webhook: Webhook, at: datetime, *, reason: str) -> None:
+    """Pause: later events are recorded as skipped (resendable); pending ones are skipped too."""
+    webhook.status = PAUSED
+    webhook.paused_at = at
+    webhook.pause_reason = reason
+    webhook.updated_at = at
+    skip_pending(webhook, "webhook paused")
+
+
+def reactivate(webhook: Webhook, at: datetime) -> None:
+    """Make a paused webhook active again; its 30-day failure count starts over."""
+    webhook.status = ACTIVE
+    webhook.paused_at = None
+    webhook.pause_reason = None
+    webhook.failing_since = None
+    webhook.pause_check_at = None
+    webhook.updated_at = at
+
+
+def note_attempt(webhook: Webhook, workspace: Workspace, at: datetime, status_code: int | None) -> None:
+    """Track the run without a 200 OK; 30 days of it pause the webhook."""
+    if status_code == 200:
+        # At most one write a second while all is well: a busy webhook would otherwise update its row
+        # on every batch, and nothing needs last_success_at more precisely than that.
+        if webhook.last_success_at is None or at - webhook.last_success_at >= timedelta(seconds=1):
+            webhook.last_success_at = at
+        if webhook.failing_since is not None or webhook.pause_check_at is not None:
+            webhook.failing_since = None
+            webhook.pause_check_at = None
+        return
+    if webhook.failing_since is None:
+        webhook.failing_since = at
+    if webhook.status == ACTIVE and at - webhook.failing_since >= PAUSE_AFTER:
+        pause(webhook, at, reason="failing")
+    elif webhook.status == ACTIVE:
+        _schedule_pause_check(webhook, workspace)
+
+
+def _schedule_pause_check(webhook: Webhook, workspace: Workspace) -> None:
+    """So advancing the clock 30 days pauses a failing webhook even when no new event arrives."""
+    due = webhook.failing_since + PAUSE_AFTER
+    if webhook.pause_check_at is not None and webhook.pause_check_at <= due:
+        return
+    schedule(workspace, PAUSE_CHECK_TASK, due, {"webhook_id": str(webhook.id)})
+    webhook.pause_check_at = due
+
+
+def check_pause(webhook_id: uuid.UUID | str, workspace: Workspace) -> bool:
+    """The scheduled check: pause if still without a 200 OK for 30 days; True when it paused."""
+    webhook = db.session.get(Webhook, uuid.UUID(str(webhook_id)))
+    if webhook is None or webhook.deleted_at is not None or webhook.status != ACTIVE:
+        return False
+    at = now(workspace)
+    if webhook.pause_check_at is not None and webhook.pause_check_at > at:
+        return False  # a later failing run already has its own check
+    webhook.pause_check_at = None
+    if webhook.failing_since is None:
+        return False
+    if at - webhook.failing_since >= PAUSE_AFTER:
+        pause(webhook, at, reason="failing")
+        db.session.flush()
+        return True
+    _schedule_pause_check(webhook, workspace)  # a newer failing run: check again at its 30 days
+    return False
+
+
+@task_handler(PAUSE_CHECK_TASK)
+def _pause_check(task, workspace: Workspace) -> str:
+    paused = check_pause(task.payload["webhook_id"], workspace)
+    return f"webhook {task.payload['webhook_id']} {'paused' if paused else 'still active'}"

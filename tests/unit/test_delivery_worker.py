@@ -1,0 +1,132 @@
+"""The delivery loop: concurrent sends, isolation from a hanging endpoint, clean stop, expired leases."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from bench.webhooks import Receiver
+from console.clock.services import now
+from console.events.services import record_event
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.webhooks import services
+from console.webhooks.models import WebhookDelivery
+from console.webhooks.worker import Claimer, DeliveryLoop, deliver_due
+from console.workspaces.models import Workspace
+
+
+@pytest.fixture
+def ctx(app, workspace):
+    app.config.update(WEBHOOK_TIMEOUT_SECONDS=3, WEBHOOK_POLL_INTERVAL_SECONDS=0.01)
+    with app.app_context():
+        ws = db.session.get(Workspace, uuid.UUID(workspace.id))
+        key = db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"]))
+        yield ws, key
+
+
+def make_hook(key, url, events=("account.added",)):
+    hook = services.create_webhook(
+        key, {"url": url, "status": "active", "enabled_events": list(events), "version": "2023-11-22"}
+    )
+    db.session.commit()
+    return hook.id
+
+
+def emit(ws, type_="account.added"):
+    event = record_event(workspace_id=ws.id, mode="sandbox", type=type_, payload={}, at=now(ws))
+    db.session.commit()
+    return str(event.id)
+
+
+class Running:
+    """A DeliveryLoop on a thread, stopped (and joined) on exit."""
+
+    def __init__(self, app) -> None:
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=DeliveryLoop(app).run_forever, args=(self.stop,))
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+        assert not self.thread.is_alive()
+
+
+def wait_for(predicate, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.01)
+    raise AssertionError("condition not met in time")
+
+
+def statuses():
+    db.session.expire_all()
+    return sorted(db.session.scalars(select(WebhookDelivery.status)))
+
+
+def test_loop_delivers_what_is_written(app, ctx):
+    ws, key = ctx
+    with Receiver() as rx, Running(app):
+        make_hook(key, rx.url)
+        ids = [emit(ws) for _ in range(50)]
+        wait_for(lambda: len(rx.requests) >= 50)
+        wait_for(lambda: statuses() == ["delivered"] * 50)
+    assert sorted(rx.event_ids()) == sorted(ids)
+
+
+def test_a_hanging_endpoint_does_not_delay_the_others(app, ctx):
+    ws, key = ctx
+    with Receiver(lambda r: (hang.released.wait(10), (200, b""))[1]) as hang, Receiver() as fine:
+        make_hook(key, hang.url, events=["income.added"])
+        make_hook(key, fine.url, events=["account.added"])
+        with Running(app):
+            for _ in range(80):  # more hanging deliveries than one webhook may hold threads
+                emit(ws, "income.added")
+            wait_for(lambda: len(hang.requests) >= 64)
+            written = {}
+            for _ in range(30):
+                written[emit(ws)] = time.time()
+                time.sleep(0.01)
+            wait_for(lambda: len(fine.requests) >= 30, timeout=5)
+            hang.release()
+        delays = [r["at"] - written[eid] for r, eid in zip(fine.requests, fine.event_ids(), strict=True)]
+        assert max(delays) < 1.0, delays
+        assert len(hang.requests) == 64  # capped per webhook: half of the 128 sender threads
+
+
+def test_stop_finishes_the_attempt_in_flight(app, ctx):
+    ws, key = ctx
+    with Receiver(lambda r: (time.sleep(0.5), (200, b"ok"))[1]) as rx:
+        make_hook(key, rx.url)
+        running = Running(app).__enter__()
+        event_id = emit(ws)
+        wait_for(lambda: rx.requests)
+        running.stop.set()
+        running.thread.join(5)
+        assert not running.thread.is_alive()
+    assert statuses() == ["delivered"] and rx.event_ids() == [event_id]
+
+
+def test_an_expired_lease_is_sent_again_with_the_same_event_id(app, ctx):
+    ws, key = ctx
+    with Receiver() as rx:
+        make_hook(key, rx.url)
+        event_id = emit(ws)
+        (job,) = Claimer(lease_seconds=0.3).claim(10)  # a worker that claims, then dies
+        db.session.commit()
+        assert statuses() == ["delivering"]
+        assert deliver_due(app) == 0  # the lease still holds: nobody sends it twice at once
+        time.sleep(0.35)
+        assert deliver_due(app) == 1
+    assert rx.event_ids() == [event_id] and statuses() == ["delivered"]
+    assert job.event_id == uuid.UUID(event_id)
