@@ -1,8 +1,8 @@
 """initial schema
 
-Revision ID: 466aadb5cd41
+Revision ID: 4eea1c8e369e
 Revises: 
-Create Date: 2026-11-21 16:56:27.885491
+Create Date: 2026-11-21 18:24:24.033412
 
 """
 from alembic import op
@@ -12,7 +12,7 @@ import console.core.base
 
 
 # revision identifiers, used by Alembic.
-revision = '466aadb5cd41'
+revision = '4eea1c8e369e'
 down_revision = None
 branch_labels = None
 depends_on = None
@@ -84,6 +84,26 @@ def upgrade():
     with op.batch_alter_table('api_keys', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_api_keys_workspace_id'), ['workspace_id'], unique=False)
 
+    op.create_table('console_inbox_messages',
+    sa.Column('workspace_id', sa.Uuid(), nullable=False),
+    sa.Column('received_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('headers', sa.JSON(), nullable=False),
+    sa.Column('body', sa.Text(), nullable=False),
+    sa.Column('event_id', sa.String(length=64), nullable=True),
+    sa.Column('event_type', sa.String(length=64), nullable=True),
+    sa.Column('webhook_id', sa.String(length=64), nullable=True),
+    sa.Column('verified', sa.Boolean(), nullable=False),
+    sa.Column('verify_error', sa.String(length=255), nullable=True),
+    sa.Column('key_last4', sa.String(length=4), nullable=True),
+    sa.Column('duplicate', sa.Boolean(), nullable=False),
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_console_inbox_messages_workspace_id_workspaces'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_console_inbox_messages'))
+    )
+    with op.batch_alter_table('console_inbox_messages', schema=None) as batch_op:
+        batch_op.create_index('ix_console_inbox_scope_event', ['workspace_id', 'event_id'], unique=False)
+        batch_op.create_index('ix_console_inbox_scope_received', ['workspace_id', 'received_at', 'id'], unique=False)
+
     op.create_table('events',
     sa.Column('workspace_id', sa.Uuid(), nullable=False),
     sa.Column('mode', sa.String(length=16), nullable=False),
@@ -100,10 +120,10 @@ def upgrade():
     sa.PrimaryKeyConstraint('id', name=op.f('pk_events'))
     )
     with op.batch_alter_table('events', schema=None) as batch_op:
-        batch_op.create_index('ix_events_scope_account', ['workspace_id', 'mode', 'account_id', 'created_at'], unique=False)
+        batch_op.create_index('ix_events_scope_account', ['workspace_id', 'mode', 'account_id', 'created_at', 'id'], unique=False)
         batch_op.create_index('ix_events_scope_created', ['workspace_id', 'mode', 'created_at', 'id'], unique=False)
-        batch_op.create_index('ix_events_scope_end_user', ['workspace_id', 'mode', 'end_user_id', 'created_at'], unique=False)
-        batch_op.create_index('ix_events_scope_link_token', ['workspace_id', 'mode', 'link_token_id', 'created_at'], unique=False)
+        batch_op.create_index('ix_events_scope_end_user', ['workspace_id', 'mode', 'end_user_id', 'created_at', 'id'], unique=False)
+        batch_op.create_index('ix_events_scope_link_token', ['workspace_id', 'mode', 'link_token_id', 'created_at', 'id'], unique=False)
         batch_op.create_index('ix_events_scope_type_created', ['workspace_id', 'mode', 'type', 'created_at', 'id'], unique=False)
 
     op.create_table('scheduled_tasks',
@@ -116,6 +136,7 @@ def upgrade():
     sa.Column('attempts', sa.Integer(), nullable=False),
     sa.Column('finished_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
     sa.Column('last_error', sa.String(length=500), nullable=True),
+    sa.Column('result', sa.JSON(), nullable=True),
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_scheduled_tasks_workspace_id_workspaces'), ondelete='CASCADE'),
@@ -174,6 +195,57 @@ def upgrade():
         batch_op.create_index(batch_op.f('ix_world_employers_name'), ['name'], unique=False)
         batch_op.create_index(batch_op.f('ix_world_employers_platform_id'), ['platform_id'], unique=False)
 
+    op.create_table('console_requests',
+    sa.Column('workspace_id', sa.Uuid(), nullable=False),
+    sa.Column('mode', sa.String(length=16), nullable=False),
+    sa.Column('step', sa.String(length=64), nullable=False),
+    sa.Column('api_key_id', sa.Uuid(), nullable=True),
+    sa.Column('method', sa.String(length=8), nullable=False),
+    sa.Column('url', sa.String(length=2000), nullable=False),
+    sa.Column('path', sa.String(length=1000), nullable=False),
+    sa.Column('request_headers', sa.JSON(), nullable=False),
+    sa.Column('request_body', sa.Text(), nullable=False),
+    sa.Column('status', sa.Integer(), nullable=True),
+    sa.Column('response_headers', sa.JSON(), nullable=False),
+    sa.Column('response_body', sa.Text(), nullable=False),
+    sa.Column('request_id', sa.String(length=64), nullable=True),
+    sa.Column('duration_ms', sa.Double(), nullable=False),
+    sa.Column('error', sa.String(length=500), nullable=True),
+    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.ForeignKeyConstraint(['api_key_id'], ['api_keys.id'], name=op.f('fk_console_requests_api_key_id_api_keys'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_console_requests_workspace_id_workspaces'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_console_requests'))
+    )
+    with op.batch_alter_table('console_requests', schema=None) as batch_op:
+        batch_op.create_index('ix_console_requests_scope_created', ['workspace_id', 'created_at', 'id'], unique=False)
+        batch_op.create_index('ix_console_requests_scope_step', ['workspace_id', 'step', 'created_at'], unique=False)
+
+    op.create_table('webhooks',
+    sa.Column('workspace_id', sa.Uuid(), nullable=False),
+    sa.Column('mode', sa.String(length=16), nullable=False),
+    sa.Column('api_key_id', sa.Uuid(), nullable=False),
+    sa.Column('url', sa.String(length=2048), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('enabled_events', sa.JSON(), nullable=False),
+    sa.Column('version', sa.String(length=16), nullable=False),
+    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('paused_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('pause_reason', sa.String(length=16), nullable=True),
+    sa.Column('failing_since', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('pause_check_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('last_success_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('deleted_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.ForeignKeyConstraint(['api_key_id'], ['api_keys.id'], name=op.f('fk_webhooks_api_key_id_api_keys'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_webhooks_workspace_id_workspaces'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_webhooks'))
+    )
+    with op.batch_alter_table('webhooks', schema=None) as batch_op:
+        batch_op.create_index('ix_webhooks_key', ['api_key_id', 'deleted_at'], unique=False)
+        batch_op.create_index('ix_webhooks_scope', ['workspace_id', 'mode', 'deleted_at', 'created_at'], unique=False)
+
     op.create_table('world_employments',
     sa.Column('person_id', sa.Uuid(), nullable=False),
     sa.Column('employer_id', sa.Uuid(), nullable=False),
@@ -219,6 +291,40 @@ def upgrade():
     with op.batch_alter_table('accounts', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_accounts_link_token_id'), ['link_token_id'], unique=False)
         batch_op.create_index('ix_accounts_scope_end_user', ['workspace_id', 'mode', 'end_user_id'], unique=False)
+
+    op.create_table('webhook_deliveries',
+    sa.Column('workspace_id', sa.Uuid(), nullable=False),
+    sa.Column('mode', sa.String(length=16), nullable=False),
+    sa.Column('event_id', sa.Uuid(), nullable=False),
+    sa.Column('webhook_id', sa.Uuid(), nullable=False),
+    sa.Column('status', sa.String(length=16), nullable=False),
+    sa.Column('skip_reason', sa.String(length=64), nullable=True),
+    sa.Column('is_test', sa.Boolean(), nullable=False),
+    sa.Column('attempt_count', sa.Integer(), nullable=False),
+    sa.Column('round_attempts', sa.Integer(), nullable=False),
+    sa.Column('first_attempt_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('last_attempt_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('last_status_code', sa.Integer(), nullable=True),
+    sa.Column('last_error', sa.String(length=500), nullable=True),
+    sa.Column('warning', sa.String(length=500), nullable=True),
+    sa.Column('delivered_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('due_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('run_after', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('claimed_until', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('claim_token', sa.Uuid(), nullable=True),
+    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.ForeignKeyConstraint(['event_id'], ['events.id'], name=op.f('fk_webhook_deliveries_event_id_events'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['webhook_id'], ['webhooks.id'], name=op.f('fk_webhook_deliveries_webhook_id_webhooks'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_webhook_deliveries_workspace_id_workspaces'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_webhook_deliveries')),
+    sa.UniqueConstraint('event_id', 'webhook_id', name='uq_webhook_deliveries_event_webhook')
+    )
+    with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
+        batch_op.create_index('ix_webhook_deliveries_due', ['status', 'run_after'], unique=False)
+        batch_op.create_index('ix_webhook_deliveries_lease', ['status', 'claimed_until'], unique=False)
+        batch_op.create_index('ix_webhook_deliveries_webhook_status', ['webhook_id', 'status'], unique=False)
+        batch_op.create_index('ix_webhook_deliveries_workspace_status', ['workspace_id', 'status'], unique=False)
 
     op.create_table('world_deposit_allocations',
     sa.Column('employment_id', sa.Uuid(), nullable=False),
@@ -272,6 +378,29 @@ def upgrade():
         batch_op.create_index(batch_op.f('ix_link_tokens_end_user_id'), ['end_user_id'], unique=False)
         batch_op.create_index('ix_link_tokens_scope_created', ['workspace_id', 'mode', 'created_at'], unique=False)
 
+    op.create_table('webhook_attempts',
+    sa.Column('delivery_id', sa.Uuid(), nullable=False),
+    sa.Column('webhook_id', sa.Uuid(), nullable=False),
+    sa.Column('event_id', sa.Uuid(), nullable=False),
+    sa.Column('number', sa.Integer(), nullable=False),
+    sa.Column('at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('sent_timestamp', sa.Integer(), nullable=False),
+    sa.Column('outcome', sa.String(length=16), nullable=False),
+    sa.Column('status_code', sa.Integer(), nullable=True),
+    sa.Column('latency_ms', sa.Integer(), nullable=False),
+    sa.Column('response_excerpt', sa.Text(), nullable=True),
+    sa.Column('error', sa.String(length=500), nullable=True),
+    sa.Column('warning', sa.String(length=500), nullable=True),
+    sa.Column('next_attempt_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.ForeignKeyConstraint(['delivery_id'], ['webhook_deliveries.id'], name=op.f('fk_webhook_attempts_delivery_id_webhook_deliveries'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['webhook_id'], ['webhooks.id'], name=op.f('fk_webhook_attempts_webhook_id_webhooks'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_webhook_attempts'))
+    )
+    with op.batch_alter_table('webhook_attempts', schema=None) as batch_op:
+        batch_op.create_index('ix_webhook_attempts_delivery', ['delivery_id', 'number'], unique=False)
+        batch_op.create_index('ix_webhook_attempts_webhook_at', ['webhook_id', 'at'], unique=False)
+
     op.create_table('jobs',
     sa.Column('workspace_id', sa.Uuid(), nullable=False),
     sa.Column('mode', sa.String(length=16), nullable=False),
@@ -314,11 +443,60 @@ def upgrade():
     with op.batch_alter_table('job_transitions', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_job_transitions_job_id'), ['job_id'], unique=False)
 
+    op.create_table('link_sessions',
+    sa.Column('workspace_id', sa.Uuid(), nullable=False),
+    sa.Column('mode', sa.String(length=16), nullable=False),
+    sa.Column('link_token_id', sa.Uuid(), nullable=False),
+    sa.Column('route', sa.String(length=16), nullable=False),
+    sa.Column('state', sa.String(length=16), nullable=False),
+    sa.Column('platform_id', sa.Uuid(), nullable=True),
+    sa.Column('employer_id', sa.Uuid(), nullable=True),
+    sa.Column('account_id', sa.Uuid(), nullable=True),
+    sa.Column('job_id', sa.Uuid(), nullable=True),
+    sa.Column('person_id', sa.Uuid(), nullable=True),
+    sa.Column('employment_id', sa.Uuid(), nullable=True),
+    sa.Column('sandbox_username', sa.String(length=120), nullable=True),
+    sa.Column('scenario', sa.String(length=64), nullable=True),
+    sa.Column('mfa_method', sa.String(length=16), nullable=True),
+    sa.Column('login_attempts', sa.Integer(), nullable=False),
+    sa.Column('mfa_attempts', sa.Integer(), nullable=False),
+    sa.Column('matched_platforms', sa.JSON(), nullable=True),
+    sa.Column('allocation', sa.JSON(), nullable=True),
+    sa.Column('federal_ssn_last_four', sa.String(length=4), nullable=True),
+    sa.Column('error_code', sa.String(length=64), nullable=True),
+    sa.Column('error_message', sa.String(length=400), nullable=True),
+    sa.Column('allocations_before', sa.JSON(), nullable=True),
+    sa.Column('allocations_after', sa.JSON(), nullable=True),
+    sa.Column('via_platform_matching', sa.Boolean(), nullable=False),
+    sa.Column('started_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('completed_at', console.core.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('version', sa.Integer(), nullable=False),
+    sa.Column('id', sa.Uuid(), nullable=False),
+    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.ForeignKeyConstraint(['account_id'], ['accounts.id'], name=op.f('fk_link_sessions_account_id_accounts'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['employer_id'], ['world_employers.id'], name=op.f('fk_link_sessions_employer_id_world_employers')),
+    sa.ForeignKeyConstraint(['employment_id'], ['world_employments.id'], name=op.f('fk_link_sessions_employment_id_world_employments')),
+    sa.ForeignKeyConstraint(['job_id'], ['jobs.id'], name=op.f('fk_link_sessions_job_id_jobs'), ondelete='SET NULL'),
+    sa.ForeignKeyConstraint(['link_token_id'], ['link_tokens.id'], name=op.f('fk_link_sessions_link_token_id_link_tokens'), ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['person_id'], ['world_people.id'], name=op.f('fk_link_sessions_person_id_world_people')),
+    sa.ForeignKeyConstraint(['platform_id'], ['world_platforms.id'], name=op.f('fk_link_sessions_platform_id_world_platforms')),
+    sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_link_sessions_workspace_id_workspaces'), ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_link_sessions')),
+    sa.UniqueConstraint('link_token_id', name=op.f('uq_link_sessions_link_token_id'))
+    )
+    with op.batch_alter_table('link_sessions', schema=None) as batch_op:
+        batch_op.create_index('ix_link_sessions_scope_created', ['workspace_id', 'mode', 'created_at'], unique=False)
+
     # ### end Alembic commands ###
 
 
 def downgrade():
     # ### commands auto generated by Alembic - please adjust! ###
+    with op.batch_alter_table('link_sessions', schema=None) as batch_op:
+        batch_op.drop_index('ix_link_sessions_scope_created')
+
+    op.drop_table('link_sessions')
     with op.batch_alter_table('job_transitions', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_job_transitions_job_id'))
 
@@ -330,6 +508,11 @@ def downgrade():
         batch_op.drop_index(batch_op.f('ix_jobs_end_user_id'))
 
     op.drop_table('jobs')
+    with op.batch_alter_table('webhook_attempts', schema=None) as batch_op:
+        batch_op.drop_index('ix_webhook_attempts_webhook_at')
+        batch_op.drop_index('ix_webhook_attempts_delivery')
+
+    op.drop_table('webhook_attempts')
     with op.batch_alter_table('link_tokens', schema=None) as batch_op:
         batch_op.drop_index('ix_link_tokens_scope_created')
         batch_op.drop_index(batch_op.f('ix_link_tokens_end_user_id'))
@@ -340,6 +523,13 @@ def downgrade():
         batch_op.drop_index(batch_op.f('ix_world_deposit_allocations_employment_id'))
 
     op.drop_table('world_deposit_allocations')
+    with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
+        batch_op.drop_index('ix_webhook_deliveries_workspace_status')
+        batch_op.drop_index('ix_webhook_deliveries_webhook_status')
+        batch_op.drop_index('ix_webhook_deliveries_lease')
+        batch_op.drop_index('ix_webhook_deliveries_due')
+
+    op.drop_table('webhook_deliveries')
     with op.batch_alter_table('accounts', schema=None) as batch_op:
         batch_op.drop_index('ix_accounts_scope_end_user')
         batch_op.drop_index(batch_op.f('ix_accounts_link_token_id'))
@@ -350,6 +540,16 @@ def downgrade():
         batch_op.drop_index(batch_op.f('ix_world_employments_employer_id'))
 
     op.drop_table('world_employments')
+    with op.batch_alter_table('webhooks', schema=None) as batch_op:
+        batch_op.drop_index('ix_webhooks_scope')
+        batch_op.drop_index('ix_webhooks_key')
+
+    op.drop_table('webhooks')
+    with op.batch_alter_table('console_requests', schema=None) as batch_op:
+        batch_op.drop_index('ix_console_requests_scope_step')
+        batch_op.drop_index('ix_console_requests_scope_created')
+
+    op.drop_table('console_requests')
     with op.batch_alter_table('world_employers', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_world_employers_platform_id'))
         batch_op.drop_index(batch_op.f('ix_world_employers_name'))
@@ -377,6 +577,11 @@ def downgrade():
         batch_op.drop_index('ix_events_scope_account')
 
     op.drop_table('events')
+    with op.batch_alter_table('console_inbox_messages', schema=None) as batch_op:
+        batch_op.drop_index('ix_console_inbox_scope_received')
+        batch_op.drop_index('ix_console_inbox_scope_event')
+
+    op.drop_table('console_inbox_messages')
     with op.batch_alter_table('api_keys', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_api_keys_workspace_id'))
 
