@@ -14,7 +14,7 @@ from flask import Blueprint, current_app, g, request
 
 from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
-from console.core.errors import RateLimited, ServiceError
+from console.core.errors import Forbidden, RateLimited, ServiceError
 from console.keys.services import authenticate
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -98,10 +98,9 @@ def sandbox_only(view: Callable) -> Callable:
     @functools.wraps(view)
     def wrapper(*args: Any, **kwargs: Any):
         if g.api_mode != "sandbox":
-            raise ServiceError(
+            raise Forbidden(
                 f"{request.path} exists only in sandbox mode; call it at the sandbox base URL.",
                 code="SANDBOX_ONLY",
-                status_code=403,
             )
         return view(*args, **kwargs)
 

@@ -89,9 +89,17 @@ def revoke_key(key: ApiKey) -> ApiKey:
 
 
 def roll_key(key: ApiKey) -> CreatedKey:
-    """Revoke `key` and create its replacement in the same workspace and mode."""
+    """Revoke `key` and create its replacement; its webhooks move to the replacement.
+
+    Webhooks are signed with their owner's secret, so they must follow the key the
+    customer now holds, or every delivery would carry a signature they cannot verify.
+    """
+    from console.webhooks.services import reassign_owner  # webhooks import keys: import here
+
     revoke_key(key)
-    return create_key(key.workspace_id, key.mode, key.label)
+    created = create_key(key.workspace_id, key.mode, key.label)
+    reassign_owner(key, created.key)
+    return created
 
 
 def secret_of(key: ApiKey) -> str:

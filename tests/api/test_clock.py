@@ -101,7 +101,7 @@ def test_non_finite_numbers_are_refused(api):
 @pytest.mark.parametrize(("method", "path"), [("GET", "/sandbox/clock"), ("POST", "/sandbox/clock/advance")])
 def test_clock_is_sandbox_only(api_for, mode, method, path):
     response = api_for(mode).request(method, path, json={"hours": 1} if method == "POST" else None)
-    assert_error(response, 403, code="SANDBOX_ONLY", type_="INVALID_REQUEST_PARAMETERS")
+    assert_error(response, 403, code="SANDBOX_ONLY", type_="FORBIDDEN")
 
 
 def test_each_workspace_has_its_own_clock(app, api, workspace):

@@ -258,7 +258,7 @@ def test_request_errors(api, api_for):
     assert_error(
         dev.post(f"/sandbox/link_tokens/{dev_token['id']}/complete", json={}),
         403,
-        "INVALID_REQUEST_PARAMETERS",
+        "FORBIDDEN",
         "SANDBOX_ONLY",
     )
 
@@ -277,5 +277,5 @@ def test_test_data_lists_every_row(api, api_for):
         "federal_rejected",
     }
     assert_error(
-        api_for("production").get("/sandbox/test_data"), 403, "INVALID_REQUEST_PARAMETERS", "SANDBOX_ONLY"
+        api_for("production").get("/sandbox/test_data"), 403, "FORBIDDEN", "SANDBOX_ONLY"
     )
