@@ -29,3 +29,11 @@ def resend_event(event_id: str):
     db.session.commit()
     deliveries = queries.deliveries_by_event([event.id])[event.id]
     return jsonify({"data": queries.serialize_event(event, deliveries)})
+
+
+@api.get("/events/<event_id>")
+def get_event(event_id: str):
+    """One event with every delivery attempt (status, latency, response excerpt, error)."""
+    event = queries.get_event(g.workspace.id, g.api_mode, event_id)
+    deliveries = queries.deliveries_by_event([event.id])[event.id]
+    return jsonify({"data": queries.serialize_event(event, deliveries, with_attempts=True)})

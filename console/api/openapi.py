@@ -149,6 +149,11 @@ OPERATIONS: dict[tuple[str, str], dict] = {
             *PAGE,
         ],
     },
+    ("GET", "/events/{event_id}"): {
+        "summary": "Get an event with every delivery attempt",
+        "tag": "Events",
+        "response": "object",
+    },
     ("POST", "/events/{event_id}/resend"): {
         "summary": "Resend an event to one webhook or all subscribed ones",
         "tag": "Events",

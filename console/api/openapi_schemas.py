@@ -213,6 +213,48 @@ SCHEMAS: dict[str, dict] = {
         },
         ["id", "url", "status", "enabled_events", "version"],
     ),
+    "WebhookRequest": obj(
+        {
+            "url": {
+                "type": "string",
+                "description": "https://; the sandbox also accepts http://localhost, 127.0.0.1, [::1].",
+            },
+            "status": {"type": "string", "enum": ["active", "paused"]},
+            "enabled_events": {
+                "type": "array",
+                "items": {
+                    "type": "string",
+                    "enum": [
+                        "account.added",
+                        "direct_deposit_switch.added",
+                        "employment.added",
+                        "income.added",
+                    ],
+                },
+            },
+            "version": {"type": "string", "enum": ["2023-04-18", "2023-11-22"]},
+        },
+        ["url", "status", "enabled_events", "version"],
+    ),
+    "SandboxComplete": obj(
+        {
+            "platform_id": UUID,
+            "employer_id": UUID,
+            "program_id": UUID,
+            "matched_platform_id": UUID,
+            "credentials": obj({"username": STR, "password": STR}),
+            "mfa": obj({"method": {"type": "string", "enum": ["sms", "email", "totp"]}, "code": STR}),
+            "allocation": obj(
+                {
+                    "type": {"type": "string", "enum": ["full", "amount", "percent"]},
+                    "value": INT,
+                    "target_index": INT,
+                }
+            ),
+            "federal": obj({"first_name": STR, "last_name": STR, "social_security_number": STR}),
+        },
+        description="Only the parts a step needs are read; see the sandbox test data.",
+    ),
     "Event": obj(
         {"event": STR, "event_id": UUID, "payload": {"type": "object"}}, ["event", "event_id", "payload"]
     ),

@@ -214,3 +214,18 @@ def test_resend_errors(app, api, workspace):
         api.post(f"/events/{event_id}/resend", json={"webhook_id": 5}), 400, "INVALID_REQUEST_PARAMETERS"
     )
     assert_error(api.post(f"/events/{uuid.uuid4()}/resend"), 404, "RECORD_NOT_FOUND")
+
+
+def test_get_event_shows_every_attempt(app, api, api_for, workspace):
+    with Receiver(lambda record: (500, b"busy")) as rx:
+        hook(api, rx.url)
+        event_id = emit(app, workspace)
+        with app.app_context():
+            deliver_due(app)
+        first = api.get(f"/events/{event_id}").get_json()["data"]
+        assert first["id"] == event_id
+        [delivery] = first["deliveries"]
+        assert [a["status_code"] for a in delivery["attempts"]] == [500]
+        assert delivery["status"] == "pending" and delivery["next_attempt_at"]
+    assert_error(api_for("development").get(f"/events/{event_id}"), 404, "RECORD_NOT_FOUND")
+    assert_error(api.get(f"/events/{uuid.uuid4()}"), 404, "RECORD_NOT_FOUND")
