@@ -112,7 +112,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/webhooks"): {
         "summary": "Create a webhook (at most 10 per API key)",
         "tag": "Webhooks",
-        "body": "Webhook",
+        "body": "WebhookRequest",
         "response": "single:Webhook",
     },
     ("GET", "/webhooks"): {
@@ -129,7 +129,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("PUT", "/webhooks/{webhook_id}"): {
         "summary": "Update a webhook (status active reactivates a paused one)",
         "tag": "Webhooks",
-        "body": "Webhook",
+        "body": "WebhookRequest",
         "response": "single:Webhook",
     },
     ("DELETE", "/webhooks/{webhook_id}"): {
