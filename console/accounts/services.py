@@ -41,7 +41,8 @@ def create_account(
     sandbox_username: str | None = None,
     via_platform_matching: bool = False,
 ) -> Account:
-    """Write the account and its `account.added` event (and `employment.added` when one is known)."""
+    """Write the account and its `account.added` event, plus `employment.added` and `income.added`
+    when the platform provides them."""
     benefits = platform.type == BENEFITS
     account = Account(
         workspace_id=link_token.workspace_id,
@@ -80,6 +81,11 @@ def create_account(
         extra = {"end_user_id": account.end_user_id, "link_token_id": str(link_token.id)}
         _record(account, "employment.added", serialize_employment(account, employment) | extra, at,
                 via_platform_matching)  # fmt: skip
+    if employment is not None and platform.supports_jobs(["income"]):
+        extra = {"end_user_id": account.end_user_id, "link_token_id": str(link_token.id)}
+        _record(
+            account, "income.added", serialize_income(account, employment) | extra, at, via_platform_matching
+        )
     return account
 
 
@@ -220,6 +226,11 @@ def get_income(account: Account) -> dict[str, Any]:
     data = employment_data(account)
     if data is None:
         raise NotFound(f"No income is known for account {account.id}.")
+    return serialize_income(account, data)
+
+
+def serialize_income(account: Account, data: dict[str, Any]) -> dict[str, Any]:
+    """The Income object: pay figures in cents (USD)."""
     periods = PERIODS_PER_YEAR.get(data["pay_frequency"], 26)
     return {
         "id": _resource_id(account, "income"),

@@ -95,8 +95,18 @@ def test_writes_the_same_events_as_link(api, app):
     with app.app_context():
         events = db.session.scalars(select(Event).order_by(Event.created_at, Event.type)).all()
         by_type = {e.type: e for e in events}
-        assert set(by_type) == {"account.added", "employment.added", "direct_deposit_switch.added"}
+        # Paycrest provides employment and income, so both are announced with the account.
+        assert set(by_type) == {
+            "account.added",
+            "employment.added",
+            "income.added",
+            "direct_deposit_switch.added",
+        }
         assert by_type["account.added"].payload["account_id"] == data["account_id"]
+        income = by_type["income.added"].payload
+        assert income["account_id"] == data["account_id"] and income["currency"] == "USD"
+        assert income["end_user_id"] == by_type["account.added"].payload["end_user_id"]
+        assert isinstance(income["annual_income"], int) and income["pay_period_income"] > 0
         assert set(by_type["account.added"].payload) == {
             "account_id", "end_user_id", "link_token_id", "platform_id", "created_at", "connected",
         }  # fmt: skip
@@ -276,6 +286,4 @@ def test_test_data_lists_every_row(api, api_for):
         "federal_failure",
         "federal_rejected",
     }
-    assert_error(
-        api_for("production").get("/sandbox/test_data"), 403, "FORBIDDEN", "SANDBOX_ONLY"
-    )
+    assert_error(api_for("production").get("/sandbox/test_data"), 403, "FORBIDDEN", "SANDBOX_ONLY")

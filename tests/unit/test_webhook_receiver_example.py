@@ -1,4 +1,4 @@
-"""The documented 15-line Flask receiver (docs/webhooks.md) runs: it verifies, refuses forgeries and dedupes."""
+"""The README's 15-line Flask receiver runs: it verifies, refuses forgeries and dedupes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from console.webhooks import sign
 from console.webhooks.shaping import body_bytes
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "webhooks.md"
+DOC = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def receiver_source() -> str:
