@@ -176,31 +176,46 @@ def measure(client, url: str, runs: int) -> tuple[float, float]:
     return statistics.median(times), times[min(len(times) - 1, int(len(times) * 0.95))]
 
 
+def _workspace(app, events: int):
+    """A fresh visitor's workspace seeded with `events` events: (client, ids, live-poll cursor)."""
+    client = app.test_client()
+    client.get("/")  # the first visit creates the workspace, its key and the inbox webhook
+    with client.session_transaction() as session:
+        workspace_id = uuid.UUID(session["workspace_id"])
+    ids = seed(app, workspace_id, events)
+    html = client.get("/events").get_data(as_text=True)
+    poll_cursor = html.split("/events/rows?after=", 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    return client, ids, poll_cursor
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--baseline-events", type=int, default=1_000)
     parser.add_argument("--runs", type=int, default=30)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         url = os.environ.get("BENCH_DATABASE_URL") or f"sqlite:///{Path(tmp) / 'console_pages.db'}"
         app = build_app(url)
-        client = app.test_client()
-        client.get("/")  # the first visit creates the workspace, its key and the inbox webhook
-        with client.session_transaction() as session:
-            workspace_id = uuid.UUID(session["workspace_id"])
         started = time.perf_counter()
-        ids = seed(app, workspace_id, args.events)
+        client, ids, poll_cursor = _workspace(app, args.events)
         print(
             f"Seeded {args.events:,} events (+ deliveries, attempts) in {time.perf_counter() - started:.1f} s"
         )
-        html = client.get("/events").get_data(as_text=True)
-        poll_cursor = html.split("/events/rows?after=", 1)[1].split('"', 1)[0].replace("&amp;", "&")
-        print("\n| Page | median ms | p95 ms |\n|---|---:|---:|")
+        # Baseline, same run and database: a workspace 100x smaller. A ratio near 1 means the
+        # page's cost does not grow with the workspace (keyset pagination and indexes at work).
+        small, small_ids, small_cursor = _workspace(app, args.baseline_events)
+        baseline = {name: path for name, _, path in pages(small_ids, small_cursor)}
+        print(
+            f"\n| Page | median ms | p95 ms | baseline median ms ({args.baseline_events:,} events) | ratio |"
+            "\n|---|---:|---:|---:|---:|"
+        )
         worst = 0.0
         for name, pattern, path in pages(ids, poll_cursor):
             median, p95 = measure(client, path, args.runs)
+            base, _ = measure(small, baseline[name], args.runs)
             worst = max(worst, median)
-            print(f"| {name} (`{pattern}`) | {median:.1f} | {p95:.1f} |")
+            print(f"| {name} (`{pattern}`) | {median:.1f} | {p95:.1f} | {base:.1f} | {median / base:.2f} |")
         verdict = "PASS" if worst < TARGET_MS else "FAIL"
         print(f"\nSlowest median {worst:.1f} ms; target < {TARGET_MS:.0f} ms: {verdict}")
         return 0 if worst < TARGET_MS else 1
