@@ -14,6 +14,7 @@ from sqlalchemy import Select, select
 
 from console.accounts.models import Account
 from console.core.errors import NotFound, ServiceError
+from console.core.lookup import get_scoped
 from console.core.timeutil import isodate, isoformat
 from console.events.services import record_event
 from console.extensions import db
@@ -120,14 +121,7 @@ def accounts_query(
 
 
 def get_account(workspace_id: uuid.UUID, mode: str, account_id: uuid.UUID | str) -> Account:
-    try:
-        ident = uuid.UUID(str(account_id))
-    except ValueError as exc:
-        raise NotFound(f"No account with id {account_id}.") from exc
-    account = db.session.get(Account, ident)
-    if account is None or account.workspace_id != workspace_id or account.mode != mode:
-        raise NotFound(f"No account with id {account_id}.")
-    return account
+    return get_scoped(Account, workspace_id, mode, account_id, "account")
 
 
 def serialize_account(account: Account) -> dict[str, Any]:

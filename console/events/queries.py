@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import Select, select
 
 from console.clock.services import now
-from console.core.errors import Conflict, FieldError, NotFound, ServiceError, ValidationFailed
+from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
+from console.core.lookup import get_scoped
 from console.core.timeutil import isoformat, parse_datetime, utcnow
 from console.events.models import Event
 from console.events.services import EVENT_TYPES, record_event
@@ -116,14 +117,7 @@ def serialize_event(
 
 
 def get_event(workspace_id: uuid.UUID, mode: str, event_id: uuid.UUID | str) -> Event:
-    try:
-        ident = uuid.UUID(str(event_id))
-    except ValueError as exc:
-        raise NotFound(f"No event with id {event_id}.") from exc
-    event = db.session.get(Event, ident)
-    if event is None or event.workspace_id != workspace_id or event.mode != mode:
-        raise NotFound(f"No event with id {event_id}.")
-    return event
+    return get_scoped(Event, workspace_id, mode, event_id, "event")
 
 
 def _requeue(delivery: WebhookDelivery, at: datetime) -> None:

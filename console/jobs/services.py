@@ -16,7 +16,8 @@ from sqlalchemy import Select, select
 from console.accounts.models import Account
 from console.clock.business_days import add_business_days
 from console.clock.services import now
-from console.core.errors import Conflict, FieldError, NotFound, ValidationFailed
+from console.core.errors import Conflict, FieldError, ValidationFailed
+from console.core.lookup import get_scoped
 from console.events.services import record_event
 from console.extensions import db
 from console.jobs import scenarios
@@ -171,14 +172,7 @@ def run_federal_review(task: ScheduledTask, workspace: Workspace) -> dict[str, A
 
 def get_job(workspace_id: uuid.UUID, mode: str, job_id: str) -> Job:
     """One job of a workspace and mode (NotFound for anything else, including malformed ids)."""
-    try:
-        key = uuid.UUID(job_id)
-    except ValueError:
-        key = None
-    job = db.session.get(Job, key) if key else None
-    if job is None or job.workspace_id != workspace_id or job.mode != mode:
-        raise NotFound(f"No job with id {job_id}.")
-    return job
+    return get_scoped(Job, workspace_id, mode, job_id, "job")
 
 
 JOB_FILTERS = ("link_token_id", "account_id", "end_user_id", "outcome")

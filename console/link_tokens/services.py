@@ -12,7 +12,8 @@ from sqlalchemy import select
 
 from console.accounts.models import Account
 from console.clock.services import now
-from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.errors import FieldError, ValidationFailed
+from console.core.lookup import get_scoped
 from console.core.timeutil import isoformat
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -107,14 +108,7 @@ def find_by_token(token: str) -> LinkToken | None:
 
 
 def get_link_token(workspace_id: uuid.UUID, mode: str, link_token_id: uuid.UUID | str) -> LinkToken:
-    try:
-        ident = uuid.UUID(str(link_token_id))
-    except ValueError as exc:
-        raise NotFound(f"No Link token with id {link_token_id}.") from exc
-    link_token = db.session.get(LinkToken, ident)
-    if link_token is None or link_token.workspace_id != workspace_id or link_token.mode != mode:
-        raise NotFound(f"No Link token with id {link_token_id}.")
-    return link_token
+    return get_scoped(LinkToken, workspace_id, mode, link_token_id, "Link token")
 
 
 def serialize(link_token: LinkToken, token: str) -> dict:
