@@ -49,6 +49,7 @@ def from_environment() -> dict:
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
         "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
+        "CONSOLE_API_TRANSPORT": os.environ.get("CONSOLE_API_TRANSPORT"),
     }
 
 
