@@ -38,7 +38,9 @@ def _count(task, workspace):
 @pytest.fixture
 def pg_app(app, database_url):
     if not database_url.startswith("postgresql"):
-        pytest.skip("needs PostgreSQL (set TEST_DATABASE_URL)")
+        pytest.skip(
+            "PostgreSQL only: this is the SQLite variant (the postgres one runs when TEST_DATABASE_URL is set)"
+        )
     RUNS.clear()
     RUNNERS.clear()
     return app

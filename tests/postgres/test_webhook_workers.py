@@ -27,7 +27,9 @@ EVENTS = 400
 @pytest.mark.slow
 def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp_path):
     if not database_url.startswith("postgresql"):
-        pytest.skip("needs PostgreSQL (set TEST_DATABASE_URL)")
+        pytest.skip(
+            "PostgreSQL only: this is the SQLite variant (the postgres one runs when TEST_DATABASE_URL is set)"
+        )
     active: Counter = Counter()
     overlaps: list[str] = []
     lock = threading.Lock()
