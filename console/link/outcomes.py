@@ -17,7 +17,7 @@ from console.jobs.serializers import serialize_job
 from console.jobs.services import start_switch
 from console.link_tokens.models import LinkToken
 from console.link_tokens.validation import MAX_AMOUNT_CENTS
-from console.world import services as world
+from console.world import allocations
 from console.world.models import BENEFITS, PAYROLL
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def submit_switch(flow: Flow) -> Job:
         change = (
             None if allocation["type"] == FULL else {"type": allocation["type"], "value": allocation["value"]}
         )
-        before, after = world.apply_switch(
+        before, after = allocations.apply_switch(
             token.workspace_id, token.mode, row.employment_id, target(token, allocation), change, now=flow.at
         )
         row.allocations_before, row.allocations_after = before, after

@@ -1,4 +1,6 @@
-"""Queries and the one write over the simulated world: search, lookups, logins, deposit allocations, benefits.
+"""Queries over the simulated world: search, lookups, logins, benefits, person summaries.
+
+Deposit allocations (the payroll record a switch changes) are in `console.world.allocations`.
 
 Every function takes an optional `session`; without one it uses the Flask-SQLAlchemy session of the current
 app context. Nothing here commits: the caller owns the transaction.
@@ -7,44 +9,31 @@ app context. Nothing here commits: the caller owns the transaction.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, func, select
+from sqlalchemy import ColumnElement, Select, func, select
 from sqlalchemy.orm import Session, selectinload
 
-from console.core.errors import FieldError, ValidationFailed
-from console.core.timeutil import isodate, utcnow
-from console.extensions import db
+from console.core.timeutil import isodate
+from console.world.allocations import allocation_rows
+from console.world.common import session_of, strict_uuid
 from console.world.models import (
     ACTIVE,
-    AMOUNT,
     PAYROLL,
-    PERCENT,
-    REMAINDER,
     Beneficiary,
     Credential,
-    DepositAllocation,
     Employer,
     Employment,
     Person,
     Platform,
 )
 
-SANDBOX = "sandbox"  # mirrors console.modes.SANDBOX; the world does not import the service layer
-
 LOGIN_OK = "ok"
 LOGIN_UNKNOWN_USER = "unknown_user"
 LOGIN_WRONG_PASSWORD = "wrong_password"
 LOGIN_LOCKED = "locked"
-
-_FULL_SWITCH_TYPES = (None, REMAINDER, "total", "full")
-
-
-def _session(session: Session | None) -> Session:
-    return session if session is not None else db.session
 
 
 def _uuid(value: uuid.UUID | str | None) -> uuid.UUID | None:
@@ -54,11 +43,6 @@ def _uuid(value: uuid.UUID | str | None) -> uuid.UUID | None:
         return uuid.UUID(str(value))
     except ValueError:
         return None
-
-
-def _strict_uuid(value: uuid.UUID | str) -> uuid.UUID:
-    """Parse an id a caller must get right (workspace, employment); a bad one is a ValueError."""
-    return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
 
 
 def _name_contains(column: Any, q: str) -> ColumnElement[bool]:
@@ -84,7 +68,7 @@ def list_platforms(
     jobs = list(supported_jobs or ())
     if jobs:
         # JSON containment differs between SQLite and PostgreSQL; the platform table is tiny: filter ids here.
-        platforms = _session(session).scalars(select(Platform))
+        platforms = session_of(session).scalars(select(Platform))
         stmt = stmt.where(Platform.id.in_([p.id for p in platforms if p.supports_jobs(jobs)]))
     return stmt.order_by(Platform.name, Platform.id)
 
@@ -110,7 +94,7 @@ def list_people(q: str | None = None) -> Select[tuple[Person]]:
 
 def _get(model: type[Any], key: uuid.UUID | str, session: Session | None) -> Any:
     parsed = _uuid(key)
-    return _session(session).get(model, parsed) if parsed else None
+    return session_of(session).get(model, parsed) if parsed else None
 
 
 def get_platform(platform_id: uuid.UUID | str, *, session: Session | None = None) -> Platform | None:
@@ -129,7 +113,7 @@ def get_person(person_id: uuid.UUID | str, *, session: Session | None = None) ->
     """A person by id or by slug (e.g. "jordan-avery")."""
     if _uuid(person_id) is not None:
         return _get(Person, person_id, session)
-    return _session(session).scalar(select(Person).where(Person.slug == str(person_id)))
+    return session_of(session).scalar(select(Person).where(Person.slug == str(person_id)))
 
 
 @dataclass(frozen=True)
@@ -156,7 +140,7 @@ def search(
     `required_jobs` hides platforms (and their employers) lacking any of the jobs; `types` limits platform
     types (`payroll`, `benefits`); employers count as `payroll`.
     """
-    s = _session(session)
+    s = session_of(session)
     jobs, kinds = list(required_jobs or ()), set(types or (PAYROLL, "benefits"))
     text = (q or "").strip().lower()
     platforms = [p for p in s.scalars(select(Platform)) if p.type in kinds and p.supports_jobs(jobs)]
@@ -204,7 +188,7 @@ def employments_on_platform(
         .where(Employment.person_id == person_id, Employer.platform_id == platform_id)
         .options(selectinload(Employment.employer))
     )
-    rows = list(_session(session).scalars(stmt))
+    rows = list(session_of(session).scalars(stmt))
     return sorted(rows, key=lambda e: (e.status != ACTIVE, -e.start_date.toordinal(), e.id))
 
 
@@ -212,7 +196,7 @@ def find_person_by_credentials(
     platform_id: uuid.UUID | str, username: str, password: str, *, session: Session | None = None
 ) -> LoginResult:
     """Check a login; usernames are case-insensitive, passwords exact, and a locked account stays locked."""
-    s = _session(session)
+    s = session_of(session)
     key = _uuid(platform_id)
     name = (username or "").strip().lower()
     if key is None or not name:
@@ -232,149 +216,6 @@ def find_person_by_credentials(
     return LoginResult(LOGIN_OK, person, credential, tuple(employments))
 
 
-def _scope(workspace_id: uuid.UUID | None, mode: str | None) -> list[ColumnElement[bool]]:
-    if workspace_id is None:
-        return [DepositAllocation.workspace_id.is_(None)]
-    mode_clause = DepositAllocation.mode.is_(None) if mode is None else DepositAllocation.mode == mode
-    return [DepositAllocation.workspace_id == workspace_id, mode_clause]
-
-
-def _rows(
-    s: Session, workspace_id: uuid.UUID | None, mode: str | None, employment_id: uuid.UUID
-) -> list[Any]:
-    stmt = (
-        select(DepositAllocation)
-        .where(DepositAllocation.employment_id == employment_id, *_scope(workspace_id, mode))
-        .order_by(DepositAllocation.priority)
-    )
-    return list(s.scalars(stmt))
-
-
-def current_allocations(
-    workspace_id: uuid.UUID | str | None,
-    mode: str | None,
-    employment_id: uuid.UUID | str,
-    *,
-    session: Session | None = None,
-) -> list[dict[str, Any]]:
-    """The deposit split a workspace sees for an employment: its switched copy, else the seeded baseline."""
-    s = _session(session)
-    employment_id = _strict_uuid(employment_id)
-    workspace_id = None if workspace_id is None else _strict_uuid(workspace_id)
-    rows = _rows(s, workspace_id, mode, employment_id) if workspace_id is not None else []
-    if not rows:
-        rows = _rows(s, None, None, employment_id)
-    return [row.as_dict() for row in rows]
-
-
-def _target_line(target: Mapping[str, Any]) -> dict[str, Any]:
-    account_type = target.get("account_type") or target.get("type") or "checking"
-    routing, account = str(target.get("routing_number") or ""), str(target.get("account_number") or "")
-    if not routing or not account:
-        raise ValidationFailed(
-            [FieldError("target", "a switch target needs routing_number and account_number")]
-        )
-    return {"account_type": account_type, "routing_number": routing, "account_number": account}
-
-
-def _parse_allocation(allocation: Mapping[str, Any] | None) -> tuple[str, int | None]:
-    kind = (allocation or {}).get("type")
-    if kind in _FULL_SWITCH_TYPES:
-        return REMAINDER, None
-    value = (allocation or {}).get("value")
-    if kind not in (AMOUNT, PERCENT):
-        raise ValidationFailed([FieldError("allocation.type", f"unknown allocation type {kind!r}")])
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or value <= 0
-        or (kind == PERCENT and value > 100)
-    ):
-        raise ValidationFailed([FieldError("allocation.value", f"invalid {kind} allocation value {value!r}")])
-    return kind, value
-
-
-def _same_account(line: Mapping[str, Any], target: Mapping[str, Any]) -> bool:
-    return (line["routing_number"], line["account_number"]) == (
-        target["routing_number"],
-        target["account_number"],
-    )
-
-
-def switched_allocations(
-    before: Sequence[Mapping[str, Any]], target: Mapping[str, Any], allocation: Mapping[str, Any] | None
-) -> list[dict[str, Any]]:
-    """The split after a switch, as pure data (see `apply_switch`)."""
-    line = _target_line(target)
-    kind, value = _parse_allocation(allocation)
-    if kind == REMAINDER:
-        return [{"priority": 1, "allocation_type": REMAINDER, "value": None, **line}]
-    # A partial switch replaces any fixed line to the same account; the remainder line always stays last.
-    kept = [dict(r) for r in before if not (_same_account(r, line) and r["allocation_type"] != REMAINDER)]
-    if not any(_same_account(r, line) for r in kept):
-        # The new fixed amount is paid first, ahead of the existing lines.
-        kept.insert(0, {"priority": 0, "allocation_type": kind, "value": value, **line})
-    # If the target already receives the remainder it gets everything left over anyway; nothing to add.
-    kept.sort(key=lambda r: (r["allocation_type"] == REMAINDER, r["priority"]))
-    return [{**r, "priority": i} for i, r in enumerate(kept, start=1)]
-
-
-def apply_switch(
-    workspace_id: uuid.UUID | str,
-    mode: str,
-    employment_id: uuid.UUID | str,
-    target: Mapping[str, Any],
-    allocation: Mapping[str, Any] | None = None,
-    *,
-    now: datetime | None = None,
-    session: Session | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Switch an employment's deposits for one workspace and mode; return (before, after) splits.
-
-    `target` holds `routing_number`, `account_number` and `account_type` (or `type`, as in Link tokens).
-    `allocation` None or of type remainder/total/full is a full switch: one remainder line to the target.
-    `{"type": "amount", "value": cents}` or `{"type": "percent", "value": 1..100}` is a partial switch: that
-    line goes first, existing lines keep their order after it. The baseline is never modified; the
-    workspace's copy is replaced. Raises ValidationFailed for a bad target or allocation, ValueError for a
-    missing workspace or the sandbox mode (sandbox changes no payroll record).
-    """
-    if workspace_id is None:
-        raise ValueError("the seeded baseline is never switched; pass a workspace id")
-    if mode == SANDBOX:
-        raise ValueError("sandbox switches change no payroll record")
-    s = _session(session)
-    workspace_id, employment_id = _strict_uuid(workspace_id), _strict_uuid(employment_id)
-    before = current_allocations(workspace_id, mode, employment_id, session=s)
-    after = switched_allocations(before, target, allocation)
-    # Delete first with an immediate statement: the unit of work would otherwise insert before deleting
-    # and trip the (employment, workspace, mode, priority) unique constraint.
-    s.execute(
-        delete(DepositAllocation).where(
-            DepositAllocation.employment_id == employment_id, *_scope(workspace_id, mode)
-        )
-    )
-    stamp = now or utcnow()
-    s.add_all(
-        DepositAllocation(
-            employment_id=employment_id, workspace_id=workspace_id, mode=mode, updated_at=stamp, **r
-        )
-        for r in after
-    )
-    s.flush()
-    return before, after
-
-
-def reset_allocations(
-    workspace_id: uuid.UUID | str, mode: str | None = None, *, session: Session | None = None
-) -> int:
-    """Drop a workspace's switched copies (all modes unless `mode`); returns the number of rows removed."""
-    stmt = delete(DepositAllocation).where(DepositAllocation.workspace_id == _strict_uuid(workspace_id))
-    if mode is not None:
-        stmt = stmt.where(DepositAllocation.mode == mode)
-    result = _session(session).execute(stmt)
-    return int(getattr(result, "rowcount", 0) or 0)
-
-
 def find_beneficiary(
     program_id: uuid.UUID | str, first_name: str, last_name: str, ssn: str, *, session: Session | None = None
 ) -> Beneficiary | None:
@@ -388,7 +229,7 @@ def find_beneficiary(
         return None
     stmt = select(Beneficiary).where(Beneficiary.platform_id == key, Beneficiary.ssn == digits)
     first, last = (first_name or "").strip().lower(), (last_name or "").strip().lower()
-    for row in _session(session).scalars(stmt):
+    for row in session_of(session).scalars(stmt):
         if row.first_name.lower() == first and row.last_name.lower() == last:
             return row
     return None
@@ -408,14 +249,14 @@ def person_summary(
     Allocations are those `workspace_id`/`mode` see (the baseline when no workspace is given).
     Raises LookupError for an unknown person and ValueError for a malformed workspace id.
     """
-    s = _session(session)
+    s = session_of(session)
     person = get_person(person_id, session=s)
     if person is None:
         raise LookupError(f"no world person {person_id!r}")
-    workspace_id = None if workspace_id is None else _strict_uuid(workspace_id)
+    workspace_id = None if workspace_id is None else strict_uuid(workspace_id)
     employments = []
     for job in person.employments:
-        rows = _rows(s, workspace_id, mode, job.id) if workspace_id is not None else []
+        rows = allocation_rows(s, workspace_id, mode, job.id) if workspace_id is not None else []
         employments.append(
             {
                 "id": str(job.id),
@@ -430,7 +271,7 @@ def person_summary(
                 "annual_income_cents": job.annual_income_cents,
                 "pay_frequency": job.pay_frequency,
                 "allocations_source": "workspace" if rows else "baseline",
-                "allocations": [r.as_dict() for r in rows or _rows(s, None, None, job.id)],
+                "allocations": [r.as_dict() for r in rows or allocation_rows(s, None, None, job.id)],
             }
         )
     credentials = [

@@ -20,7 +20,7 @@ from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
 from console.link_tokens.services import create_link_token
 from console.workspaces.models import Workspace
-from console.world import services as world
+from console.world import allocations
 from console.world.seed_data import (
     DEMO_BENEFICIARIES,
     DEMO_PEOPLE,
@@ -388,7 +388,7 @@ def test_development_switch_changes_the_world(ctx):
     step(t, "choose_allocation", "full", None, 0)
     done = step(t, "confirm")
     assert done.row.allocations_before != done.row.allocations_after
-    now = world.current_allocations(t.workspace_id, "development", done.row.employment_id)
+    now = allocations.current_allocations(t.workspace_id, "development", done.row.employment_id)
     assert now == done.row.allocations_after and now[0]["account_number"] == TARGET["account_number"]
 
 

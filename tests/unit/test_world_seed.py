@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from console.core.base import Base
 from console.core.errors import ValidationFailed
 from console.extensions import db
-from console.world import services
+from console.world import allocations, services
 from console.world.models import (
     WORLD_MODELS,
     Beneficiary,
@@ -354,19 +354,19 @@ def employment_of(session: Session, person_slug: str, employer_slug: str) -> Emp
 def test_full_switch_replaces_every_line(world_session):
     job = employment_of(world_session, "casey-nguyen", "lumen-labs")
     workspace = uuid.uuid4()
-    before, after = services.apply_switch(workspace, "development", job.id, TARGET, session=world_session)
-    assert before == services.current_allocations(None, None, job.id, session=world_session)
+    before, after = allocations.apply_switch(workspace, "development", job.id, TARGET, session=world_session)
+    assert before == allocations.current_allocations(None, None, job.id, session=world_session)
     assert after == [
         {"priority": 1, "allocation_type": "remainder", "value": None, "account_type": "checking",
          "routing_number": "110000000", "account_number": "1234567890"}
     ]  # fmt: skip
-    assert services.current_allocations(workspace, "development", job.id, session=world_session) == after
+    assert allocations.current_allocations(workspace, "development", job.id, session=world_session) == after
 
 
 def test_partial_switch_goes_first_and_keeps_the_rest(world_session):
     job = employment_of(world_session, "taylor-brooks", "northgate-schools")
     workspace = uuid.uuid4()
-    before, after = services.apply_switch(
+    before, after = allocations.apply_switch(
         workspace, "production", job.id, TARGET, {"type": "amount", "value": 25_000}, session=world_session
     )
     assert after[0] == {**after[0], "priority": 1, "allocation_type": "amount", "value": 25_000}
@@ -374,7 +374,7 @@ def test_partial_switch_goes_first_and_keeps_the_rest(world_session):
     assert [{**r, "priority": 0} for r in after[1:]] == [{**r, "priority": 0} for r in before]
     assert [r["priority"] for r in after] == list(range(1, len(after) + 1))
     # A second partial switch to the same account replaces the first rather than stacking.
-    before2, after2 = services.apply_switch(
+    before2, after2 = allocations.apply_switch(
         workspace, "production", job.id, TARGET, {"type": "percent", "value": 10}, session=world_session
     )
     assert before2 == after
@@ -384,12 +384,12 @@ def test_partial_switch_goes_first_and_keeps_the_rest(world_session):
 
 def test_switches_are_isolated_per_workspace_and_mode(world_session):
     job = employment_of(world_session, "sam-patel", "starlight-cinemas")
-    baseline = services.current_allocations(None, None, job.id, session=world_session)
+    baseline = allocations.current_allocations(None, None, job.id, session=world_session)
     mine, theirs = uuid.uuid4(), uuid.uuid4()
-    services.apply_switch(mine, "development", job.id, TARGET, session=world_session)
-    assert services.current_allocations(theirs, "development", job.id, session=world_session) == baseline
-    assert services.current_allocations(mine, "production", job.id, session=world_session) == baseline
-    assert services.current_allocations(None, None, job.id, session=world_session) == baseline
+    allocations.apply_switch(mine, "development", job.id, TARGET, session=world_session)
+    assert allocations.current_allocations(theirs, "development", job.id, session=world_session) == baseline
+    assert allocations.current_allocations(mine, "production", job.id, session=world_session) == baseline
+    assert allocations.current_allocations(None, None, job.id, session=world_session) == baseline
     baseline_rows = world_session.scalar(
         select(func.count()).where(
             DepositAllocation.employment_id == job.id, DepositAllocation.workspace_id.is_(None)
@@ -399,8 +399,8 @@ def test_switches_are_isolated_per_workspace_and_mode(world_session):
     summary = services.person_summary(job.person_id, mine, "development", session=world_session)
     assert summary["employments"][0]["allocations_source"] == "workspace"
     assert summary["credentials"][0]["password"] == "Bright-Demo-4"
-    assert services.reset_allocations(mine, session=world_session) == 1
-    assert services.current_allocations(mine, "development", job.id, session=world_session) == baseline
+    assert allocations.reset_allocations(mine, session=world_session) == 1
+    assert allocations.current_allocations(mine, "development", job.id, session=world_session) == baseline
 
 
 def test_switch_refuses_bad_input(world_session):
@@ -414,7 +414,7 @@ def test_switch_refuses_bad_input(world_session):
         ("development", TARGET, {"type": "shares", "value": 1}),
     ]:
         with pytest.raises((ValueError, ValidationFailed)):
-            services.apply_switch(workspace, mode, job.id, target, allocation, session=world_session)
+            allocations.apply_switch(workspace, mode, job.id, target, allocation, session=world_session)
 
 
 def test_person_summary(world_session):
