@@ -43,7 +43,10 @@ def wait_until_done(page, step: str) -> None:
 
 def create_token(page, preset: str) -> str:
     """Pick a preset, send the form, and return the new Link token id shown in step 4."""
-    page.get_by_role("link", name=preset, exact=True).click()
+    # Wait for the preset's own swap: the default preset is already marked selected, so waiting for the
+    # mark alone lets the next click race the in-flight swap, which then detaches the form it posted from.
+    with page.expect_response(lambda r: "/walkthrough/link-token-form" in r.url):
+        page.get_by_role("link", name=preset, exact=True).click()
     page.locator("#step-link_token a.preset.selected", has_text=preset).wait_for()
     page.get_by_role("button", name="Create Link token").click()
     exchange = page.locator("#step-link_token .exchange")
@@ -81,9 +84,10 @@ def client_events(page) -> list[str]:
 
 
 def timeline_outcomes(page) -> list[str]:
-    return page.locator(
-        "#timeline .transition:not(.next) .transition-move .badge:last-child"
-    ).all_inner_texts()
+    """The outcomes on the timeline; waits for it first (reading all texts does not auto-wait)."""
+    moves = page.locator("#timeline .transition:not(.next) .transition-move .badge:last-child")
+    moves.first.wait_for()
+    return moves.all_inner_texts()
 
 
 def test_walkthrough_standard_switch(page, console_live):
