@@ -12,6 +12,8 @@ from sqlalchemy.orm import selectinload
 
 from console.accounts.models import Account
 from console.clock.services import now as clock_now
+from console.core.errors import NotFound
+from console.core.lookup import get_scoped
 from console.events.models import Event
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
@@ -56,13 +58,6 @@ class Timeline:
     account_events: list[Event]
     jobs: list[JobTimeline]
     now: datetime
-
-
-def _uuid(value: str) -> uuid.UUID | None:
-    try:
-        return uuid.UUID(str(value))
-    except ValueError:
-        return None
 
 
 def _next_steps(workspace: Workspace, job_ids: list[uuid.UUID]) -> dict[str, ScheduledTask]:
@@ -125,9 +120,9 @@ def _other_events(workspace: Workspace, mode: str, column, value: uuid.UUID) -> 
 
 def for_link_token(workspace: Workspace, mode: str, link_token_id: str) -> Timeline | None:
     """Everything that happened through one Link token (None if it is not this workspace's)."""
-    ident = _uuid(link_token_id)
-    link_token = db.session.get(LinkToken, ident) if ident else None
-    if link_token is None or link_token.workspace_id != workspace.id or link_token.mode != mode:
+    try:
+        link_token = get_scoped(LinkToken, workspace.id, mode, link_token_id, "Link token")
+    except NotFound:
         return None
     jobs = list(
         db.session.scalars(
@@ -160,9 +155,9 @@ def for_link_token(workspace: Workspace, mode: str, link_token_id: str) -> Timel
 
 def for_account(workspace: Workspace, mode: str, account_id: str) -> Timeline | None:
     """Every job of one account, across the Link tokens that used it (on-demand updates included)."""
-    ident = _uuid(account_id)
-    account = db.session.get(Account, ident) if ident else None
-    if account is None or account.workspace_id != workspace.id or account.mode != mode:
+    try:
+        account = get_scoped(Account, workspace.id, mode, account_id, "account")
+    except NotFound:
         return None
     jobs = list(
         db.session.scalars(
