@@ -10,6 +10,8 @@ import re
 
 import pytest
 
+from tests.browser.linkui import search_and_choose
+
 LINK_FRAME = "iframe[title^='Link']"
 
 
@@ -99,8 +101,7 @@ def test_walkthrough_standard_switch(page, console_live):
 
     frame = open_link(page)
     frame.get_by_role("button", name="Continue").click()
-    frame.get_by_label(re.compile("Employer, payroll provider")).fill("Lumen")
-    frame.locator("button.choice", has_text="Lumen Labs").click()
+    search_and_choose(frame, "Lumen", "Lumen Labs")
     login(frame)
     confirm_and_close(frame, page)
     events = client_events(page)
@@ -149,8 +150,7 @@ def test_walkthrough_federal_benefits_sent_after_one_business_day(page, console_
     create_token(page, "Federal benefits")
     frame = open_link(page)
     frame.get_by_role("button", name="Continue").click()
-    frame.get_by_label(re.compile("Employer, payroll provider")).fill("Social Security Ret")
-    frame.locator("button.choice", has_text="Social Security Retirement").click()
+    search_and_choose(frame, "Social Security Ret", "Social Security Retirement")
     frame.get_by_label("Legal first name").fill("Ada")
     frame.get_by_label("Legal last name").fill("Lovelace")
     frame.get_by_label("Social Security number").fill("900000001")

@@ -12,6 +12,7 @@ import requests
 
 from console.extensions import db
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
+from tests.browser.linkui import search_and_choose
 
 expect = pytest.importorskip("playwright.sync_api").expect
 EXAMPLE = Path(__file__).resolve().parents[2] / "static" / "examples" / "customer.html"
@@ -125,8 +126,7 @@ def test_standard_success(customer, live):
     token = new_token(live)
     frame = open_link(customer, token["token"])
     frame.get_by_role("button", name="Continue").click()
-    frame.get_by_label(re.compile("Employer, payroll provider")).fill("Lumen")
-    frame.locator("button.choice", has_text="Lumen Labs").click()
+    search_and_choose(frame, "Lumen", "Lumen Labs")
     login(frame, "user_good")
     frame.get_by_label("A fixed amount").check()
     frame.get_by_label("Amount per paycheck ($)").fill("75.50")
@@ -212,8 +212,7 @@ def test_platform_matching_without_match_falls_back_to_search(customer, live):
     frame = open_link(customer, token["token"])
     frame.get_by_role("button", name="Continue").click()
     frame.get_by_text("couldn't find your payroll account automatically").wait_for()
-    frame.get_by_label(re.compile("Employer, payroll provider")).fill("Paycrest")
-    frame.locator("button.choice", has_text="Paycrest").first.click()
+    search_and_choose(frame, "Paycrest", "Paycrest")
     login(frame, "user_good")
     allocate_and_confirm(frame, customer)
     assert callbacks(customer) == ["onLoginAttempt", "onLogin", "onSuccess"]
@@ -234,8 +233,7 @@ def test_direct_employer_routing_skips_search(customer, live):
 def test_federal_benefits(customer, live):
     frame = open_link(customer, new_token(live, amount=5000)["token"])
     frame.get_by_role("button", name="Continue").click()
-    frame.get_by_label(re.compile("Employer, payroll provider")).fill("Social Security Ret")
-    frame.locator("button.choice", has_text="Social Security Retirement").click()
+    search_and_choose(frame, "Social Security Ret", "Social Security Retirement")
     expect(frame.locator("#link-screen")).to_contain_text("can only be switched in full")
     expect(frame.locator("#link-screen")).to_contain_text("Checking ••••5678")
     frame.get_by_label("Legal first name").fill("Ada")
