@@ -93,21 +93,23 @@ def engine_options(config) -> dict:
     instead of queueing behind a stalled pool; on PostgreSQL, `DB_CONNECT_TIMEOUT` bounds reaching the
     server and `DB_STATEMENT_TIMEOUT` (milliseconds, 0 = none) bounds each statement.
     """
-    options = {"pool_pre_ping": True, **(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})}
+    options = dict(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
     url = config["SQLALCHEMY_DATABASE_URI"]
     in_memory = url.startswith("sqlite") and (
         url in ("sqlite://", "sqlite:///:memory:") or "mode=memory" in url
     )
     if not in_memory:
         options.setdefault("pool_size", config["DB_POOL_SIZE"])
-        # The pool is the whole budget: an overflow would only move the queue to the database.
+        # Sized to the threads, the pool is the whole budget: past it a request waits at most
+        # DB_POOL_TIMEOUT for a connection, then gets a 503, instead of piling onto the database.
         options.setdefault("max_overflow", 0)
         options.setdefault("pool_timeout", config["DB_POOL_TIMEOUT"])
     if url.startswith("postgresql"):
         connect_args = dict(options.get("connect_args") or {})
         connect_args.setdefault("connect_timeout", config["DB_CONNECT_TIMEOUT"])
         if config["DB_STATEMENT_TIMEOUT"]:
-            connect_args.setdefault("options", f"-c statement_timeout={int(config['DB_STATEMENT_TIMEOUT'])}")
+            timeout = f"-c statement_timeout={int(config['DB_STATEMENT_TIMEOUT'])}"
+            connect_args["options"] = f"{connect_args.get('options', '')} {timeout}".strip()
         options["connect_args"] = connect_args
     return options
 
