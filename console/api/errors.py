@@ -61,9 +61,11 @@ UNAVAILABLE_RETRY_AFTER = 2
 def _database_unavailable(exc: Exception):
     """503 with Retry-After, in the API's error shape or as a console page; never a hang or a bare 500."""
     busy = isinstance(exc, sa_exc.TimeoutError)
-    # The class name only: a driver's message can carry the connection string.
+    # The driver's own message, first line: SQLAlchemy's wrapper would add the statement's parameters.
+    cause = getattr(exc, "orig", None) or exc
+    summary = (str(cause).strip().splitlines() or [""])[0][:300]
     log.warning(
-        "Database unavailable (request %s): %s", g.get("request_id"), type(getattr(exc, "orig", exc)).__name__
+        "Database unavailable (request %s): %s: %s", g.get("request_id"), type(cause).__name__, summary
     )
     if busy:
         message = "The service is busy right now. Try again in a few seconds."

@@ -21,8 +21,11 @@ FORGED = "http://10.0.0.5:8080"
 
 
 @pytest.fixture
-def connects(monkeypatch) -> list:
-    """Every outgoing connection attempted from Python during the test; each one is refused."""
+def connects(app, monkeypatch) -> list:
+    """Every outgoing connection attempted from Python during the test; each one is refused.
+
+    The app runs as in production (not TESTING), so nothing test-only can pick how the console calls."""
+    app.testing = False
     attempts: list = []
 
     def refuse(_self, address, *args, **kwargs):
