@@ -41,6 +41,15 @@ def secret_key() -> str:
     return value
 
 
+def _number(value: str | None, default, kind=int):
+    return kind(value) if value not in (None, "") else default
+
+
+def serving_threads() -> int:
+    """Request threads per serving process: `THREADS` (set by `console run --threads`), else the default."""
+    return _number(os.environ.get("THREADS"), DEFAULT_THREADS)
+
+
 def from_environment() -> dict:
     """The settings `create_app` uses when no explicit config is given."""
     return {
@@ -49,12 +58,77 @@ def from_environment() -> dict:
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
         "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
-        "CONSOLE_API_TRANSPORT": os.environ.get("CONSOLE_API_TRANSPORT"),
+        "LISTEN_HOST": os.environ.get("HOST") or DEFAULTS["LISTEN_HOST"],
+        "LISTEN_PORT": _number(os.environ.get("PORT"), DEFAULTS["LISTEN_PORT"]),
+        "DB_POOL_SIZE": _number(os.environ.get("DB_POOL_SIZE"), serving_threads() + POOL_HEADROOM),
+        "DB_POOL_TIMEOUT": _number(os.environ.get("DB_POOL_TIMEOUT"), DEFAULTS["DB_POOL_TIMEOUT"], float),
+        "DB_CONNECT_TIMEOUT": _number(os.environ.get("DB_CONNECT_TIMEOUT"), DEFAULTS["DB_CONNECT_TIMEOUT"]),
+        "DB_STATEMENT_TIMEOUT": _number(
+            os.environ.get("DB_STATEMENT_TIMEOUT"), DEFAULTS["DB_STATEMENT_TIMEOUT"]
+        ),
     }
 
 
+def local_root(host: str, port: int) -> str:
+    """`http://host:port` for a listen address; a wildcard address is reached (and shown) as loopback."""
+    host = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"
+    return f"http://{host}:{port}"
+
+
+def public_root(config) -> str:
+    """The root URL shown to people (curl and Python snippets, the inbox URL): `PUBLIC_URL`, else where
+    the server listens. Never derived from a request: a visitor's `Host` header must not steer it."""
+    configured = config.get("PUBLIC_URL")
+    if configured:
+        return configured.rstrip("/")
+    return local_root(config["LISTEN_HOST"], config["LISTEN_PORT"])
+
+
+def engine_options(config) -> dict:
+    """SQLAlchemy engine options: the pool sized to the serving threads, and every wait bounded.
+
+    A request that cannot get a connection within `DB_POOL_TIMEOUT` fails fast (the API answers 503)
+    instead of queueing behind a stalled pool; on PostgreSQL, `DB_CONNECT_TIMEOUT` bounds reaching the
+    server and `DB_STATEMENT_TIMEOUT` (milliseconds, 0 = none) bounds each statement.
+    """
+    options = dict(config.get("SQLALCHEMY_ENGINE_OPTIONS") or {})
+    url = config["SQLALCHEMY_DATABASE_URI"]
+    in_memory = url.startswith("sqlite") and (
+        url in ("sqlite://", "sqlite:///:memory:") or "mode=memory" in url
+    )
+    if not in_memory:
+        options.setdefault("pool_size", config["DB_POOL_SIZE"])
+        # Sized to the threads, the pool is the whole budget: past it a request waits at most
+        # DB_POOL_TIMEOUT for a connection, then gets a 503, instead of piling onto the database.
+        options.setdefault("max_overflow", 0)
+        options.setdefault("pool_timeout", config["DB_POOL_TIMEOUT"])
+    if url.startswith("postgresql"):
+        connect_args = dict(options.get("connect_args") or {})
+        connect_args.setdefault("connect_timeout", config["DB_CONNECT_TIMEOUT"])
+        if config["DB_STATEMENT_TIMEOUT"]:
+            timeout = f"-c statement_timeout={int(config['DB_STATEMENT_TIMEOUT'])}"
+            connect_args["options"] = f"{connect_args.get('options', '')} {timeout}".strip()
+        options["connect_args"] = connect_args
+    return options
+
+
+# The request threads of one serving process when `THREADS` is not set (`console run --threads`).
+DEFAULT_THREADS = 32
+# Connections beyond one per request thread: the in-process worker threads and the CLI.
+POOL_HEADROOM = 4
+
 DEFAULTS = {
     "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+    # Where `console run` listens (env `HOST`/`PORT`); the displayed root when `PUBLIC_URL` is unset.
+    "LISTEN_HOST": "127.0.0.1",
+    "LISTEN_PORT": 5000,
+    "PUBLIC_URL": None,
+    "DB_POOL_SIZE": DEFAULT_THREADS + POOL_HEADROOM,
+    "DB_POOL_TIMEOUT": 3.0,
+    "DB_CONNECT_TIMEOUT": 3,
+    "DB_STATEMENT_TIMEOUT": 5000,
     # Per-key request rates (spec, Limits). Strings in the `limits` library's notation.
     "RATE_LIMITS": {"sandbox": "10/second", "development": "10/second", "production": "50/second"},
     "RATELIMIT_STORAGE_URI": "memory://",

@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 import uuid
 
-from flask import Flask, g, jsonify, request
+from flask import Flask, g, jsonify, render_template, request
+from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
 from console.api import is_api_path
 from console.api.versions import LATEST_VERSION
-from console.core.errors import RateLimited, ServiceError
+from console.core.errors import RateLimited, ServiceError, ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -45,9 +46,35 @@ def _service_error(exc: ServiceError):
     response, status = error_response(
         exc.status_code, exc.type, exc.code, exc.message, [f.as_dict() for f in exc.fields]
     )
-    if isinstance(exc, RateLimited):
+    if isinstance(exc, RateLimited | ServiceUnavailable):
         response.headers["Retry-After"] = str(exc.retry_after)
     return response, status
+
+
+# Database failures that say "not now" rather than "wrong": no free pooled connection within
+# DB_POOL_TIMEOUT, a server that cannot be reached in DB_CONNECT_TIMEOUT, a statement cancelled by
+# DB_STATEMENT_TIMEOUT, a lost connection, SQLite busy beyond its busy_timeout.
+DATABASE_UNAVAILABLE = (sa_exc.TimeoutError, sa_exc.OperationalError, sa_exc.DisconnectionError)
+UNAVAILABLE_RETRY_AFTER = 2
+
+
+def _database_unavailable(exc: Exception):
+    """503 with Retry-After, in the API's error shape or as a console page; never a hang or a bare 500."""
+    busy = isinstance(exc, sa_exc.TimeoutError)
+    # The driver's own message, first line: SQLAlchemy's wrapper would add the statement's parameters.
+    cause = getattr(exc, "orig", None) or exc
+    summary = (str(cause).strip().splitlines() or [""])[0][:300]
+    log.warning(
+        "Database unavailable (request %s): %s: %s", g.get("request_id"), type(cause).__name__, summary
+    )
+    if busy:
+        message = "The service is busy right now. Try again in a few seconds."
+    else:
+        message = "The database did not answer in time. Try again in a few seconds."
+    if is_api_path(request.path):
+        return _service_error(ServiceUnavailable(message, retry_after=UNAVAILABLE_RETRY_AFTER))
+    page = render_template("unavailable.html", message=message, retry_after=UNAVAILABLE_RETRY_AFTER)
+    return page, 503, {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)}
 
 
 def _http_error(exc: HTTPException):
@@ -100,4 +127,6 @@ def init_app(app: Flask) -> None:
     app.after_request(_response_headers)
     app.register_error_handler(ServiceError, _service_error)
     app.register_error_handler(HTTPException, _http_error)
+    for failure in DATABASE_UNAVAILABLE:
+        app.register_error_handler(failure, _database_unavailable)
     app.register_error_handler(Exception, _unexpected)

@@ -82,3 +82,15 @@ class RateLimited(ServiceError):
     def __init__(self, message: str, *, retry_after: int) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class ServiceUnavailable(ServiceError):
+    """A dependency (the database) is saturated or not answering in time; the caller should retry."""
+
+    status_code = 503
+    type = "SERVICE_UNAVAILABLE"
+    code = "SERVICE_UNAVAILABLE"
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -101,6 +101,10 @@ def run_migrations_online():
         )
 
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                # DB_STATEMENT_TIMEOUT bounds requests; a schema change on a large table may
+                # rightly take longer. LOCAL: the pooled connection keeps its timeout afterwards.
+                connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
             context.run_migrations()
 
 

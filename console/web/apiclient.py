@@ -1,94 +1,108 @@
-"""The console's client for the `/v1` API: real HTTP requests with the workspace's key, each one logged.
+"""The console's client for the `/v1` API: requests with the workspace's key, each one logged.
 
-The console is an honest client: what it shows is what the API answered. In production the
-requests go over the network to `PUBLIC_URL` (or the host the visitor used); under the Flask
-test client a small `requests` adapter hands them to the same WSGI app in-process instead, so
-tests need no server yet exercise the identical request path.
+The console is an honest client: what it shows is what the API answered. Its requests are handed to
+this same WSGI app in-process: they go through the same authentication, version, rate limit and view
+code as a customer's, but open no socket, take no serving thread, and so can neither be steered to
+another host nor stall the server they run in. The URL logged (and shown in curl and Python
+snippets) is the configured public root (`console.config.public_root`), never a visitor's `Host`.
 """
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 import time
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import unquote_to_bytes, urlencode, urlsplit
 
-import requests
-from flask import Flask, current_app, has_request_context, request
-from requests.adapters import BaseAdapter
-from requests.structures import CaseInsensitiveDict
-from werkzeug.test import Client
+from flask import Flask, current_app
 
 from console.api.versions import LATEST_VERSION
+from console.config import public_root
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
-from console.modes import base_url
+from console.modes import URL_PREFIXES
 from console.web import requestlog
 from console.web.models import ConsoleRequest
 
-TIMEOUT = 30
 MAX_BODY_CHARS = 64_000
 # An honest client backs off on 429; one short wait keeps a demo from failing on a burst of clicks.
 MAX_RATE_LIMIT_WAIT = 2.0
 
 
-class WSGIAdapter(BaseAdapter):
-    """A `requests` transport that dispatches to a WSGI app in-process (werkzeug's test client)."""
-
-    def __init__(self, app: Flask) -> None:
-        super().__init__()
-        self.app = app
-
-    def send(self, prepared, stream=False, timeout=None, verify=True, cert=None, proxies=None):
-        parts = urlsplit(prepared.url)
-        headers = {k: v for k, v in prepared.headers.items() if k.lower() != "content-length"}
-        body = prepared.body.encode() if isinstance(prepared.body, str) else (prepared.body or b"")
-        client = Client(self.app, use_cookies=False)
-        answer = client.open(
-            parts.path,
-            base_url=f"{parts.scheme}://{parts.netloc}",
-            query_string=parts.query,
-            method=prepared.method,
-            headers=headers,
-            data=body,
-        )
-        response = requests.Response()
-        response.status_code = answer.status_code
-        response.reason = answer.status.partition(" ")[2]
-        response.headers = CaseInsensitiveDict(answer.headers.items())
-        response._content = answer.get_data()
-        response.encoding = answer.mimetype_params.get("charset", "utf-8")
-        response.url = prepared.url
-        response.request = prepared
-        answer.close()
-        return response
-
-    def close(self) -> None:
-        """Nothing to release: no sockets are opened."""
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
 
 
-def transport(app: Flask) -> requests.Session:
-    """A requests session for the configured transport: `wsgi` (in-process) or `http`."""
-    kind = app.config.get("CONSOLE_API_TRANSPORT") or ("wsgi" if app.testing else "http")
-    session = requests.Session()
-    # The API is this very server: proxies from the environment must not intercept it.
-    session.trust_env = False
-    if kind == "wsgi":
-        adapter = WSGIAdapter(app)
-        session.mount("http://", adapter)
-        session.mount("https://", adapter)
-    return session
+def _environ(method: str, root: str, path: str, query: str, headers: dict, body: bytes) -> dict:
+    """The WSGI environ of one request to `root` + `path`, as a front server would build it."""
+    parts = urlsplit(root)
+    secure = parts.scheme == "https"
+    environ = {
+        "REQUEST_METHOD": method,
+        # A root with a path (behind a proxy that strips it) is where the app is mounted.
+        "SCRIPT_NAME": parts.path.rstrip("/"),
+        "PATH_INFO": unquote_to_bytes(path).decode("latin-1"),
+        "QUERY_STRING": query,
+        "SERVER_NAME": parts.hostname or "127.0.0.1",
+        "SERVER_PORT": str(parts.port or (443 if secure else 80)),
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": parts.netloc,
+        "wsgi.version": (1, 0),
+        "wsgi.url_scheme": parts.scheme or "http",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.input_terminated": True,
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": False,
+        "wsgi.run_once": False,
+    }
+    for name, value in headers.items():
+        key = name.upper().replace("-", "_")
+        environ[key if key in ("CONTENT_TYPE", "CONTENT_LENGTH") else f"HTTP_{key}"] = value
+    if body:
+        environ["CONTENT_LENGTH"] = str(len(body))
+    return environ
+
+
+def dispatch(app: Flask, method: str, root: str, path: str, query: str, headers: dict, body: bytes) -> Answer:
+    """Run one API request through the app in-process and return its answer.
+
+    A fresh application context gives the request its own `g` and its own database session, whose
+    connection goes back to the pool when the context ends; without it Flask would reuse the
+    console request's context, and the API would share (and commit) the console's session.
+    """
+    environ = _environ(method, root, path, query, headers, body)
+    started: list = []
+
+    def start_response(status, response_headers, exc_info=None):
+        started[:] = [status, response_headers]
+        return lambda data: None
+
+    with app.app_context():
+        chunks = app(environ, start_response)
+        try:
+            content = b"".join(chunks)
+        finally:
+            if hasattr(chunks, "close"):
+                chunks.close()
+    status, response_headers = started
+    merged: dict[str, str] = {}
+    for name, value in response_headers:
+        merged[name] = f"{merged[name]}, {value}" if name in merged else value
+    return Answer(int(status.split(" ", 1)[0]), merged, content)
 
 
 def api_root() -> str:
-    """The server root the console calls (and shows in curl): PUBLIC_URL, else the visitor's host."""
-    configured = current_app.config.get("PUBLIC_URL")
-    if configured:
-        return configured.rstrip("/")
-    if has_request_context():
-        return request.host_url.rstrip("/")
-    return "http://127.0.0.1:5000"
+    """The server root shown in curl and Python snippets and used for the inbox URL."""
+    return public_root(current_app.config)
 
 
 def response_json(row: ConsoleRequest) -> Any:
@@ -102,68 +116,77 @@ def response_json(row: ConsoleRequest) -> Any:
 class ApiClient:
     """Calls one mode's API with one key and records every exchange in the request log."""
 
-    def __init__(self, workspace_id, mode: str, key: ApiKey | None, *, root: str | None = None) -> None:
+    def __init__(self, workspace_id, mode: str, key: ApiKey | None) -> None:
         self.workspace_id = workspace_id
         self.mode = mode
         self.key = key
-        self.root = root or api_root()
 
-    def url(self, path: str, params: dict | None = None) -> str:
-        query = {k: v for k, v in (params or {}).items() if v not in (None, "")}
-        url = f"{base_url(self.root, self.mode)}/v1{path}"
-        return f"{url}?{urlencode(query)}" if query else url
+    def path(self, path: str) -> str:
+        return f"{URL_PREFIXES[self.mode]}/v1{path}"
 
     def call(
         self, method: str, path: str, *, body: Any = None, params: dict | None = None, step: str = ""
     ) -> ConsoleRequest:
-        """Send one request, log it (committed), and return the exchange (status None on network failure)."""
-        # End our transaction first: the API commits on its own connection, and on SQLite a
-        # transaction held open here would either block it or hide its writes from us afterwards.
-        db.session.commit()
-        url = self.url(path, params)
+        """Send one request, log it (committed), and return the exchange."""
         headers = {"Service-Version": LATEST_VERSION}
+        key_id = None
         if self.key is not None:
             headers["x-api-secret"] = secret_of(self.key)
+            key_id = self.key.id
         data = None
         if body is not None:
             headers["Content-Type"] = "application/json"
             data = json.dumps(body)
-        row = self._send(method, url, headers, data, step)
+        # End our transaction, and so give our connection back to the pool, before the API runs: it
+        # commits with its own session, and on SQLite a transaction held open here would block it or
+        # hide its writes from us afterwards. Everything read from the key is read above, since the
+        # commit expires it and reading it again would take a connection while the API waits for one.
+        db.session.commit()
+        request = (method, path, _query(params), headers, data, step, key_id)
+        row = self._send(*request)
         if row.status == 429:
             wait = min(float(row.response_headers.get("Retry-After", "1") or 1), MAX_RATE_LIMIT_WAIT)
             time.sleep(wait)
-            row = self._send(method, url, headers, data, step)
+            row = self._send(*request)
         return row
 
-    def _send(self, method: str, url: str, headers: dict, data: str | None, step: str) -> ConsoleRequest:
-        session = transport(current_app._get_current_object())
+    def _send(
+        self, method: str, path: str, query: str, headers: dict, data: str | None, step: str, key_id
+    ) -> ConsoleRequest:
+        root = api_root()
         started = time.perf_counter()
-        try:
-            response = session.request(method, url, headers=headers, data=data, timeout=TIMEOUT)
-        except requests.RequestException as exc:
-            response, error = None, f"{type(exc).__name__}: {exc}"[:500]
-        else:
-            error = None
-        finally:
-            session.close()
+        answer = dispatch(
+            current_app._get_current_object(),
+            method,
+            root,
+            self.path(path),
+            query,
+            headers,
+            data.encode() if data else b"",
+        )
         elapsed = (time.perf_counter() - started) * 1000
+        url = root + self.path(path) + (f"?{query}" if query else "")
         row = requestlog.record(
             workspace_id=self.workspace_id,
             mode=self.mode,
             step=step,
-            api_key_id=self.key.id if self.key is not None else None,
+            api_key_id=key_id,
             method=method,
             url=url,
-            path=urlsplit(url).path,
+            path=self.path(path),
             request_headers=headers,
             request_body=data or "",
-            status=response.status_code if response is not None else None,
-            response_headers=dict(response.headers) if response is not None else {},
-            response_body=response.text[:MAX_BODY_CHARS] if response is not None else "",
+            status=answer.status,
+            response_headers=answer.headers,
+            response_body=answer.body.decode("utf-8", errors="replace")[:MAX_BODY_CHARS],
             duration_ms=round(elapsed, 1),
-            error=error,
+            error=None,
         )
         # Committed at once: the log keeps the exchange whatever follows, and the next call finds
         # no transaction of ours open.
         db.session.commit()
         return row
+
+
+def _query(params: dict | None) -> str:
+    return urlencode({k: v for k, v in (params or {}).items() if v not in (None, "")})

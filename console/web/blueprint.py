@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, render_template, request
 from flask_wtf.csrf import CSRFError
 
+from console.web.apiclient import api_root
 from console.web.exchanges import pretty
 from console.web.workspace_session import ensure_workspace
 
@@ -47,7 +48,8 @@ def _load_workspace() -> None:
 def _shared_context() -> dict:
     from flask import g
 
-    return {"workspace": g.get("console_workspace"), "nav": NAV}
+    # Snippets name the configured root (PUBLIC_URL), never the host this visitor happened to use.
+    return {"workspace": g.get("console_workspace"), "nav": NAV, "public_root": api_root()}
 
 
 @bp.errorhandler(404)

@@ -20,7 +20,8 @@ def test_first_visit_creates_a_ready_workspace(app, visitor):
         assert [(k.mode, k.revoked_at) for k in keys] == [("sandbox", None)]
         hooks = db.session.scalars(select(Webhook).where(Webhook.workspace_id == workspace.id)).all()
         assert len(hooks) == 1
-        assert hooks[0].url.startswith("http://localhost/inbox/")
+        # The configured root (LISTEN_HOST:LISTEN_PORT without PUBLIC_URL), not the test client's host.
+        assert hooks[0].url.startswith("http://127.0.0.1:5000/inbox/")
         assert inbox.workspace_id_of(hooks[0].url.rsplit("/", 1)[1]) == workspace.id
         assert hooks[0].api_key_id == keys[0].id and hooks[0].version == "2023-11-22"
         # The webhook was registered through the real API, and the exchange is in the request log.

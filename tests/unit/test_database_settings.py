@@ -1,0 +1,102 @@
+"""Settings of the database pool and timeouts, and the root URL the console shows."""
+
+from __future__ import annotations
+
+import os
+import uuid
+
+import pytest
+from flask_migrate import upgrade
+from sqlalchemy import event, text
+
+from console import config, create_app
+from console.extensions import db
+from tests.conftest import base_config
+
+
+@pytest.fixture
+def environment(monkeypatch):
+    for name in ("THREADS", "DB_POOL_SIZE", "DB_POOL_TIMEOUT", "HOST", "PORT", "PUBLIC_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SECRET_KEY", "test-secret")
+    return monkeypatch
+
+
+def test_the_pool_follows_the_serving_threads(environment):
+    assert config.from_environment()["DB_POOL_SIZE"] == config.DEFAULT_THREADS + config.POOL_HEADROOM
+    environment.setenv("THREADS", "12")
+    assert config.from_environment()["DB_POOL_SIZE"] == 12 + config.POOL_HEADROOM
+    environment.setenv("DB_POOL_SIZE", "7")
+    environment.setenv("DB_POOL_TIMEOUT", "1.5")
+    settings = config.from_environment()
+    assert (settings["DB_POOL_SIZE"], settings["DB_POOL_TIMEOUT"]) == (7, 1.5)
+
+
+def test_the_engine_gets_the_pool_settings(tmp_path):
+    app = create_app({**base_config(f"sqlite:///{tmp_path / 'pool.db'}"), "DB_POOL_SIZE": 7})
+    with app.app_context():
+        pool = db.engine.pool
+        assert (pool.size(), pool._max_overflow, pool._timeout) == (7, 0, 3.0)
+        db.engine.dispose()
+
+
+def test_postgres_connections_get_both_timeouts():
+    options = config.engine_options(
+        {
+            **config.DEFAULTS,
+            "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://u@127.0.0.1/x",
+            "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"options": "-c search_path=s"}},
+        }
+    )
+    assert options["connect_args"] == {
+        "connect_timeout": 3,
+        "options": "-c search_path=s -c statement_timeout=5000",
+    }
+
+
+def test_listen_address_and_public_url(environment):
+    environment.setenv("HOST", "0.0.0.0")
+    environment.setenv("PORT", "8080")
+    settings = config.from_environment()
+    assert (settings["LISTEN_HOST"], settings["LISTEN_PORT"]) == ("0.0.0.0", 8080)
+    assert config.public_root(settings) == "http://127.0.0.1:8080"
+    assert config.public_root({**settings, "LISTEN_HOST": "::"}) == "http://[::1]:8080"
+    assert config.public_root({**settings, "LISTEN_HOST": "192.168.1.4"}) == "http://192.168.1.4:8080"
+    environment.setenv("PUBLIC_URL", "https://console.example.com/")
+    assert config.public_root(config.from_environment()) == "https://console.example.com"
+
+
+@pytest.mark.skipif(not os.environ.get("TEST_DATABASE_URL"), reason="PostgreSQL only (TEST_DATABASE_URL)")
+def test_migrations_are_not_cut_short_by_the_statement_timeout():
+    """A schema change on a big table may take longer than a request may: migrations lift the timeout."""
+    from tests.conftest import _postgres_url
+
+    schema = f"migrations_{uuid.uuid4().hex[:12]}"
+    settings = {
+        **base_config(_postgres_url()),
+        "DB_STATEMENT_TIMEOUT": 1000,
+        "SQLALCHEMY_ENGINE_OPTIONS": {"connect_args": {"options": f"-c search_path={schema}"}},
+    }
+    app = create_app(settings)
+    seen: list[str] = []
+    with app.app_context():
+        with db.engine.begin() as connection:
+            connection.execute(text(f"CREATE SCHEMA {schema}"))
+            assert connection.execute(text("SHOW statement_timeout")).scalar() == "1s"
+
+        @event.listens_for(db.engine, "before_cursor_execute")
+        def _timeout_during_ddl(connection, cursor, statement, *args):
+            if statement.lstrip().upper().startswith("CREATE TABLE") and not seen:
+                cursor.execute("SHOW statement_timeout")
+                seen.append(cursor.fetchone()[0])
+
+        try:
+            upgrade(directory=app.extensions["migrate"].directory)
+        finally:
+            event.remove(db.engine, "before_cursor_execute", _timeout_during_ddl)
+            with db.engine.begin() as connection:
+                connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+                # The pooled connection is back to the configured timeout.
+                assert connection.execute(text("SHOW statement_timeout")).scalar() == "1s"
+            db.engine.dispose()
+    assert seen == ["0"]
