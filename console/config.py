@@ -46,7 +46,8 @@ def from_environment() -> dict:
     return {
         "SQLALCHEMY_DATABASE_URI": database_url(),
         "SECRET_KEY": secret_key(),
-        "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
+        # Unset: counters in a memory-mapped file in the instance folder, shared by this machine's processes.
+        "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI") or "mmap://",
         "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "CONSOLE_API_TRANSPORT": os.environ.get("CONSOLE_API_TRANSPORT"),
