@@ -171,8 +171,9 @@ class SharedFileCounters:
     SLOT = struct.Struct("<QIId")  # key hash, ring head, amount, expiry
     PROBES = 8
 
-    def __init__(self, path: Path, capacity: int, slots: int = 8192) -> None:
+    def __init__(self, path: Path, capacity: int, slots: int = 8192, clock=time.monotonic) -> None:
         self.path = path
+        self.clock = clock
         self.capacity = capacity
         self.slots = slots
         self.slot_size = self.SLOT.size + 8 * capacity
@@ -215,7 +216,7 @@ class SharedFileCounters:
         key = int.from_bytes(digest, "little") or 1  # 0 marks an empty slot
         ring_format = f"<{amount}d"
         with self._locked():
-            now = time.monotonic()
+            now = self.clock()
             offset, head = self._slot(key, amount, expiry, now)
             ring_at = offset + self.SLOT.size
             ring = list(struct.unpack_from(ring_format, self._map, ring_at))
