@@ -180,19 +180,49 @@ class SharedFileCounters:
         self.size = self.HEADER_SIZE + slots * self.slot_size
         self._thread_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        with self._locked():
-            self._initialise()
+        self._fd = self._open()
         self._map = mmap.mmap(self._fd, self.size)
 
-    def _initialise(self) -> None:
-        """Make the file this table's shape (a file of another shape is started afresh)."""
-        expected = self.HEADER.pack(self.MAGIC, self.slots, self.capacity)
-        if os.fstat(self._fd).st_size == self.size and os.pread(self._fd, len(expected), 0) == expected:
-            return
-        os.ftruncate(self._fd, 0)
-        os.ftruncate(self._fd, self.size)  # sparse: pages cost memory only once a key lands on them
-        os.pwrite(self._fd, expected, 0)
+    def _open(self) -> int:
+        """Open the file, making it this table's shape first if it is new or of another shape.
+
+        A file of another shape (other limits, an older version) is replaced, never resized: another
+        process may still have it mapped, and touching a mapping beyond a file's end kills the process.
+        """
+        header = self.HEADER.pack(self.MAGIC, self.slots, self.capacity)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                ready = self._ready(fd, header)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            if ready:
+                return fd
+            os.close(fd)  # the path now names another file: open that one
+
+    def _ready(self, fd: int, header: bytes) -> bool:
+        """True when `fd` (locked) is the table; False when the path was (or has just been) replaced."""
+        if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+            return False
+        size = os.fstat(fd).st_size
+        if size == self.size and os.pread(fd, len(header), 0) == header:
+            return True
+        if size == 0:  # new: nobody has mapped it yet
+            self._shape(fd, header)
+            return True
+        fresh = self.path.with_name(f"{self.path.name}.{os.getpid()}.new")
+        fresh_fd = os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            self._shape(fresh_fd, header)
+        finally:
+            os.close(fresh_fd)
+        os.replace(fresh, self.path)
+        return False
+
+    def _shape(self, fd: int, header: bytes) -> None:
+        os.ftruncate(fd, self.size)  # sparse: pages cost memory only once a key lands on them
+        os.pwrite(fd, header, 0)
 
     def _locked(self):
         table = self

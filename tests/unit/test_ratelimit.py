@@ -14,8 +14,9 @@ from limits import parse
 from limits.errors import StorageError
 from limits.storage import MemoryStorage
 
+from console import config
 from console.api.ratelimit import FallbackCounters, LimitsCounters, RateLimiter, SharedFileCounters
-from console.config import INSTANCE_DIR, from_environment
+from console.config import from_environment
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
 
@@ -59,12 +60,14 @@ def _table(tmp_path, capacity=10, slots=8192, clock=None):
     return SharedFileCounters(tmp_path / "rl.mmap", capacity, slots=slots, clock=clock or FakeClock())
 
 
-def test_the_default_storage_is_the_shared_file_in_the_instance_folder(monkeypatch):
+def test_the_default_storage_is_the_shared_file_in_the_instance_folder(monkeypatch, tmp_path):
     monkeypatch.delenv("RATELIMIT_STORAGE_URI", raising=False)
+    monkeypatch.setenv("SECRET_KEY", "not-written-to-the-instance-folder")
     assert from_environment()["RATELIMIT_STORAGE_URI"] == "mmap://"
+    monkeypatch.setattr(config, "INSTANCE_DIR", tmp_path)
     limiter = RateLimiter("mmap://", {"sandbox": "10/second"})
     assert isinstance(limiter.counters, SharedFileCounters)
-    assert limiter.counters.path == INSTANCE_DIR / "ratelimits.mmap"
+    assert limiter.counters.path == tmp_path / "ratelimits.mmap"
     assert limiter.health() == {"ok": True, "storage": "mmap", "shared": True, "fallback": False}
 
 
@@ -127,6 +130,10 @@ def test_a_file_from_before_a_reboot_or_of_another_shape_starts_afresh(tmp_path)
     bigger = _table(tmp_path, capacity=20)
     assert bigger.path.stat().st_size == bigger.size != table.size
     assert [bigger.hit(parse("20/second"), "k").allowed for _ in range(21)] == [True] * 20 + [False]
+    # The file was replaced, not resized under the first table's mapping, which keeps working.
+    clock.now += 1.0
+    assert table.hit(item, "k").allowed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rl.mmap"]
 
 
 def _hammer(path: str, key: str, start: float, hits: int) -> int:
