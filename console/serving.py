@@ -90,7 +90,7 @@ class WorkerSupervisor:
         self._start_after = time.monotonic() + self._backoff
         how = f"signal {-code}" if code < 0 else f"status {code}"
         log.warning(
-            "The worker process (pid %s) exited with %s; restarting it in %.0f s", pid, how, self._backoff
+            "The worker process (pid %s) exited with %s; restarting it in %g s", pid, how, self._backoff
         )
         self._backoff = min(self._backoff * 2, self.max_backoff)
 
