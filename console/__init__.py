@@ -36,7 +36,10 @@ def create_app(config: dict | None = None) -> Flask:
     api_errors.init_app(app)
     init_api(app)
     from console import web
+    from console.health import views as health_views
     from console.link import views as link_views
+
+    health_views.init_app(app)
 
     link_views.init_app(app)
     web.init_app(app)

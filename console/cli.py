@@ -9,6 +9,7 @@ import sys
 import click
 from flask import Flask
 
+from console.config import DEFAULT_THREADS
 from console.modes import MODES, base_url
 
 
@@ -34,23 +35,42 @@ def main() -> None:
 @click.option(
     "--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000"
 )
-# Console actions call the API over HTTP on a second thread, so a classroom needs headroom.
-@click.option("--threads", default=32, show_default=True, help="Request threads in the one process.")
-def run(host: str, port: int, threads: int) -> None:
-    """Upgrade the database, then serve the API, Link and the console (waitress, threaded)."""
-    from console.serving import serve
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Serving processes.  [default: one per core]",
+)
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=DEFAULT_THREADS,
+    show_default=True,
+    help="Request threads per serving process.",
+)
+def run(host: str, port: int, workers: int | None, threads: int) -> None:
+    """Upgrade the database, then serve the API, Link and the console on every core, plus the worker."""
+    from console.serving import default_workers, serve
 
+    # The app reads where it listens from the environment (each serving process builds its own app).
+    os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
     app = _app()
     with app.app_context():
+        from console.extensions import db
         from console.setup import prepare_database, startup_banner
 
         prepare_database()
         click.echo(startup_banner(f"http://{host}:{port}"))
-    if app.config["RUN_WORKER"]:
-        from console.worker import start_in_process
-
-        start_in_process(app)
-    serve(app, host=host, port=port, threads=threads)
+        # Nothing opened here may be shared with the processes forked next.
+        db.session.remove()
+        db.engine.dispose()
+    serve(
+        host=host,
+        port=port,
+        workers=workers or default_workers(),
+        threads=threads,
+        run_worker=app.config["RUN_WORKER"],
+    )
 
 
 @main.command()
@@ -58,7 +78,7 @@ def worker() -> None:
     """Run the scheduler and webhook delivery worker in the foreground (SIGTERM stops it cleanly)."""
     from console.worker import run_forever
 
-    run_forever(_app())
+    sys.exit(run_forever(_app()))
 
 
 @main.group()

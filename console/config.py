@@ -55,7 +55,8 @@ def from_environment() -> dict:
     return {
         "SQLALCHEMY_DATABASE_URI": database_url(),
         "SECRET_KEY": secret_key(),
-        "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI", "memory://"),
+        # Unset: counters in a memory-mapped file in the instance folder, shared by this machine's processes.
+        "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI") or "mmap://",
         "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "LISTEN_HOST": os.environ.get("HOST") or DEFAULTS["LISTEN_HOST"],
@@ -115,7 +116,10 @@ def engine_options(config) -> dict:
 
 
 # The request threads of one serving process when `THREADS` is not set (`console run --threads`).
-DEFAULT_THREADS = 32
+# A request spends most of its time in Python holding the GIL, so threads beyond a handful add
+# queueing inside the process rather than throughput; 8 still covers requests that wait (a slow
+# client, a database lock) and keeps the pool each process needs small.
+DEFAULT_THREADS = 8
 # Connections beyond one per request thread: the in-process worker threads and the CLI.
 POOL_HEADROOM = 4
 

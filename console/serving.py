@@ -1,13 +1,189 @@
-"""Serving the app in one process with threads (waitress), for `console run`."""
+"""`console run`: the app on every core (gunicorn, `gthread` workers) and one supervised worker process.
+
+One master process (gunicorn's arbiter, extended here) owns everything:
+- `workers` serving processes, each forked from the master and building its own app with
+  `create_app()` after the fork (no engine, connection or lock is shared across a fork), each
+  serving requests on `threads` threads. They never run worker loops.
+- one `console worker` process (a fresh interpreter) for the scheduler and webhook delivery loops,
+  started with the server, restarted with a backoff if it dies, stopped with the server.
+
+SIGTERM stops gracefully (requests in flight finish, the worker finishes its task in flight);
+SIGINT is gunicorn's quick stop for the serving processes and still a graceful one for the worker.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
+import time
+from typing import Any
 
-from flask import Flask
-from waitress import serve as waitress_serve
+from gunicorn.app.base import BaseApplication
+from gunicorn.arbiter import Arbiter
+
+log = logging.getLogger(__name__)
+
+WORKER_COMMAND = (sys.executable, "-m", "console.cli", "worker")
+WORKER_STOP_SECONDS = 35  # the worker waits up to 30 s for its loops' in-flight work
 
 
-def serve(app: Flask, *, host: str, port: int, threads: int = 8) -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    waitress_serve(app, host=host, port=port, threads=threads, ident="payroll-console")
+def default_workers() -> int:
+    """One serving process per core this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class WorkerSupervisor:
+    """Keeps one worker process running: start, notice its exit, restart it after a backoff, stop it.
+
+    The backoff doubles from `min_backoff` to `max_backoff` while the worker keeps dying soon after its
+    start, and goes back to `min_backoff` once a run lasted `stable_after` seconds.
+    """
+
+    def __init__(
+        self,
+        command: tuple[str, ...] | list[str] = WORKER_COMMAND,
+        *,
+        min_backoff: float = 1.0,
+        max_backoff: float = 30.0,
+        stable_after: float = 60.0,
+    ) -> None:
+        self.command = list(command)
+        self.min_backoff = min_backoff
+        self.max_backoff = max_backoff
+        self.stable_after = stable_after
+        self.process: subprocess.Popen | None = None
+        self.restarts = 0
+        self._backoff = min_backoff
+        self._started_at = 0.0
+        self._start_after = 0.0
+        self._stopping = False
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command)
+        self._started_at = time.monotonic()
+        log.info("Started the worker process (pid %s)", self.process.pid)
+
+    def poll(self) -> None:
+        """Notice that the worker exited (and reap it) and schedule its restart."""
+        if self.process is None or self.process.poll() is None:
+            return
+        code, pid = self.process.returncode, self.process.pid
+        self.process = None
+        if self._stopping:
+            return
+        ran = time.monotonic() - self._started_at
+        self._backoff = self.min_backoff if ran >= self.stable_after else self._backoff
+        self._start_after = time.monotonic() + self._backoff
+        how = f"signal {-code}" if code < 0 else f"status {code}"
+        log.warning(
+            "The worker process (pid %s) exited with %s; restarting it in %g s", pid, how, self._backoff
+        )
+        self._backoff = min(self._backoff * 2, self.max_backoff)
+
+    def keep_running(self) -> None:
+        """Called often by the master: restart the worker once its backoff has passed."""
+        self.poll()
+        if self.process is None and not self._stopping and time.monotonic() >= self._start_after:
+            if self._started_at:
+                self.restarts += 1
+            self.start()
+
+    def terminate(self) -> None:
+        """Ask the worker to stop (SIGTERM: it finishes its in-flight work); no restart after this."""
+        self._stopping = True
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+
+    def stop(self, timeout: float = WORKER_STOP_SECONDS) -> None:
+        """Stop the worker and reap it, killing it if it does not stop within `timeout` seconds."""
+        self.terminate()
+        if self.process is None:
+            return
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log.warning(
+                "The worker process (pid %s) did not stop in %s s; killing it", self.process.pid, timeout
+            )
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+class ConsoleArbiter(Arbiter):
+    """Gunicorn's master, also supervising the worker process."""
+
+    def __init__(self, app: BaseApplication, supervisor: WorkerSupervisor | None) -> None:
+        self.supervisor = supervisor
+        super().__init__(app)
+
+    def handle_chld(self) -> None:
+        # Reap our worker first: gunicorn's reaping (waitpid(-1)) would take its exit status too.
+        if self.supervisor:
+            self.supervisor.poll()
+        super().handle_chld()
+
+    # gunicorn dispatches SIGCHLD as "chld" or "cld" (aliases); both must reach the override.
+    handle_cld = handle_chld
+
+    def manage_workers(self) -> None:
+        super().manage_workers()
+        if self.supervisor:
+            self.supervisor.keep_running()
+
+    def stop(self, graceful: bool = True) -> None:
+        # Both stop at once: the worker finishes its task while the serving processes finish requests.
+        if self.supervisor:
+            self.supervisor.terminate()
+        super().stop(graceful)
+        if self.supervisor:
+            self.supervisor.stop()
+
+
+class ConsoleServer(BaseApplication):
+    """The app under gunicorn, configured in code (no config file, no command-line parsing)."""
+
+    def __init__(self, options: dict[str, Any], supervisor: WorkerSupervisor | None) -> None:
+        self.options = options
+        self.supervisor = supervisor
+        super().__init__()
+
+    def load_config(self) -> None:
+        for name, value in self.options.items():
+            self.cfg.set(name, value)
+
+    def load(self):
+        # Runs in each serving process after the fork: its own app, engine and limiter.
+        from console import create_app
+
+        return create_app()
+
+    def run(self) -> None:
+        ConsoleArbiter(self, self.supervisor).run()
+
+
+def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool) -> None:
+    """Serve until SIGTERM/SIGINT; with `run_worker`, also keep one worker process running."""
+    # force: the migrations that just ran configured logging their own way.
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
+    )
+    options = {
+        "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+        "workers": workers,
+        "threads": threads,
+        "worker_class": "gthread",
+        "proc_name": "console",
+        # Each `console run` is self-contained: no control socket file shared between instances.
+        "control_socket_disable": True,
+    }
+    ConsoleServer(options, WorkerSupervisor() if run_worker else None).run()

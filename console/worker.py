@@ -3,14 +3,20 @@
 Each loop is a class built with the app (`Loop(app)`) whose `run_forever(stop)` returns once the
 `stop` event is set and its in-flight work is done. Loops build their own app contexts and pass
 ids, not ORM objects, between transactions.
+
+`console worker` (and the worker process `console run` supervises) runs `run_forever`: the loops as
+threads, plus a heartbeat in the database every few seconds while all of them are alive (`/healthz`
+reads it). `start_in_process` runs the loops as threads of the caller (tests, screenshots).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import os
 import signal
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -81,12 +87,44 @@ def start(
 
 
 def start_in_process(app: Flask, loops: Iterable[str] = LOOPS) -> Worker:
-    """Start the worker loops as daemon threads of this process (used by `console run`)."""
+    """Start the worker loops as daemon threads of this process (tests and screenshots)."""
     return start(app, loops)
 
 
-def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> None:
-    """Run the worker loops in the foreground until SIGTERM/SIGINT (used by `console worker`)."""
+class Heartbeat:
+    """Writes this process's heartbeat row every `HEARTBEAT_SECONDS` (a failed write is logged, not fatal)."""
+
+    def __init__(self, app: Flask) -> None:
+        from console.health.services import new_worker_id
+
+        self.app = app
+        self.worker_id = new_worker_id()
+        self._next = 0.0
+
+    def maybe_beat(self) -> None:
+        from console.extensions import db
+        from console.health.services import HEARTBEAT_SECONDS, beat
+
+        if time.monotonic() < self._next:
+            return
+        self._next = time.monotonic() + HEARTBEAT_SECONDS
+        with self.app.app_context():
+            try:
+                beat(self.worker_id)
+                db.session.commit()
+            except Exception:
+                db.session.rollback()
+                log.exception("Could not write the worker heartbeat; trying again in %s s", HEARTBEAT_SECONDS)
+            finally:
+                db.session.remove()
+
+
+def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> int:
+    """Run the worker loops in the foreground until SIGTERM/SIGINT (used by `console worker`).
+
+    Returns the exit status: 0 after a requested stop, 1 when a loop died on its own (so a supervisor
+    restarts the whole worker rather than keep a half-working one).
+    """
     # A foreground process logs to stderr unless the host configured logging already (no-op then).
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     worker = Worker()
@@ -98,11 +136,19 @@ def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> None:
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
     start(app, loops, daemon=False, worker=worker)
-    log.info("Worker running: %s", ", ".join(t.name for t in worker.threads))
+    heartbeat = Heartbeat(app)
+    log.info("Worker running (pid %s): %s", os.getpid(), ", ".join(t.name for t in worker.threads))
+    status = 0
     # Waiting on the event (not join) keeps the main thread responsive to signals.
-    while not worker.stop_event.wait(1.0):
-        if not any(t.is_alive() for t in worker.threads):
-            log.error("Every worker loop has exited; stopping")
+    while True:
+        if not all(t.is_alive() for t in worker.threads):
+            dead = [t.name for t in worker.threads if not t.is_alive()]
+            log.error("Worker loop %s exited on its own; stopping the worker", ", ".join(dead))
+            status = 1
+            break
+        heartbeat.maybe_beat()
+        if worker.stop_event.wait(1.0):
             break
     worker.stop()
     log.info("Worker stopped")
+    return status

@@ -1,19 +1,44 @@
-"""Per-key request rate limits, on the `limits` library.
+"""Per-key request rate limits: a moving window per key, counted where `RATELIMIT_STORAGE_URI` says.
 
-Counters live in memory by default and in Redis when `RATELIMIT_STORAGE_URI`
-names it, so several API processes share one budget per key.
+- `mmap://` (the default): a fixed-size table in a memory-mapped file in the instance folder, under an
+  `fcntl` lock, so every serving process of `console run` on this machine shares one budget per key
+  with no extra service. `mmap:///some/path` puts the file elsewhere.
+- `redis://…`: counters in Redis (the `limits` library), shared by every machine. Redis protects, it is
+  not a dependency: while it does not answer (connect and socket timeouts of 100 ms) this process counts
+  in its own memory, warns at most once per `REDIS_RETRY_SECONDS`, and tries Redis again after that.
+- `memory://`: this process only (tests).
+
+Every storage applies the same rule, `limits`' moving window: a request is allowed when fewer than
+`amount` requests of this key were allowed in the last `expiry` seconds.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import logging
 import math
+import mmap
+import os
+import struct
+import threading
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from flask import Flask, current_app
-from limits import parse
-from limits.storage import storage_from_string
+from limits import RateLimitItem, parse
+from limits.errors import StorageError
+from limits.storage import MemoryStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = "api-key"
+REDIS_TIMEOUT_SECONDS = 0.1
+REDIS_RETRY_SECONDS = 60.0
+SHARED_FILE_NAME = "ratelimits.mmap"
 
 
 @dataclass(frozen=True)
@@ -24,18 +49,278 @@ class Verdict:
     reset_after: int  # seconds until a request would be allowed again
 
 
+def _reset_after(window_start: float, expiry: float, now: float) -> int:
+    return max(1, math.ceil(window_start + expiry - now))
+
+
+class LimitsCounters:
+    """Counters in a `limits` storage (memory, Redis, …), with its moving-window strategy."""
+
+    def __init__(self, storage: Any, name: str) -> None:
+        self.storage = storage
+        self.name = name
+        self.strategy = MovingWindowRateLimiter(storage)
+
+    def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
+        allowed = self.strategy.hit(item, NAMESPACE, key_id)
+        stats = self.strategy.get_window_stats(item, NAMESPACE, key_id)
+        return Verdict(allowed, item.amount, stats.remaining, _reset_after(stats.reset_time, 0, time.time()))
+
+    def health(self) -> dict[str, Any]:
+        return {"ok": True, "storage": self.name, "shared": False, "fallback": False}
+
+
+class FallbackCounters:
+    """A networked storage (Redis) that falls back to per-process counters while it does not answer."""
+
+    def __init__(self, primary: LimitsCounters, *, retry_seconds: float = REDIS_RETRY_SECONDS) -> None:
+        self.primary = primary
+        self.fallback = LimitsCounters(MemoryStorage(), "memory")
+        self.retry_seconds = retry_seconds
+        self._lock = threading.Lock()
+        self._down_since: float | None = None  # wall time, for /healthz
+        self._retry_at = 0.0  # monotonic; while down, the first request after it tries the storage again
+
+    @property
+    def falling_back(self) -> bool:
+        return self._down_since is not None
+
+    def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
+        if self.falling_back and not self._claim_retry():
+            return self.fallback.hit(item, key_id)
+        try:
+            verdict = self.primary.hit(item, key_id)
+        except StorageError as exc:
+            self._failed(exc)
+            return self.fallback.hit(item, key_id)
+        self._answered()
+        return verdict
+
+    def health(self) -> dict[str, Any]:
+        # Cheap: a ping only while the storage is believed up (or its retry is due), never more than one
+        # connect timeout.
+        if not self.falling_back or self._claim_retry():
+            if self.primary.storage.check():
+                self._answered()
+            else:
+                self._failed(None)
+        # Falling back is still "ok": every request is limited, only per process instead of shared.
+        state: dict[str, Any] = {
+            "ok": True,
+            "storage": self.primary.name,
+            "shared": not self.falling_back,
+            "fallback": self.falling_back,
+        }
+        if self._down_since is not None:
+            state["unreachable_since"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._down_since))
+            state["note"] = f"counting per process until {self.primary.name} answers again"
+        return state
+
+    def _claim_retry(self) -> bool:
+        """True for exactly one caller once the retry interval has passed (the others keep falling back)."""
+        with self._lock:
+            now = time.monotonic()
+            if now < self._retry_at:
+                return False
+            self._retry_at = now + self.retry_seconds
+            return True
+
+    def _failed(self, exc: Exception | None) -> None:
+        with self._lock:
+            first = self._down_since is None
+            if first:
+                self._down_since = time.time()
+            self._retry_at = time.monotonic() + self.retry_seconds
+        # At most one warning per interval: on the first failure, then once per failed retry.
+        log.warning(
+            "Rate-limit storage %s %s (%s); counting per process, next try in %.0f s",
+            self.primary.name,
+            "is unreachable" if first else "is still unreachable",
+            type(exc.__cause__ or exc).__name__ if exc else "no answer to ping",
+            self.retry_seconds,
+        )
+
+    def _answered(self) -> None:
+        if self._down_since is None:  # the common case: no lock taken
+            return
+        with self._lock:
+            was_down, self._down_since = self._down_since is not None, None
+        if was_down:
+            log.warning("Rate-limit storage %s answers again; counters are shared again", self.primary.name)
+
+
+class SharedFileCounters:
+    """Moving-window counters in a memory-mapped file shared by the processes of one machine.
+
+    The file is a header and a fixed number of slots. A slot holds one key (a 64-bit hash of the key
+    and its limit), its limit, and a ring of the times of its last `amount` allowed requests; a
+    request is allowed when the oldest of them is at least `expiry` seconds old. A key's slot is found
+    by open addressing over `PROBES` neighbours; a slot whose newest request is older than its expiry
+    is free. When every neighbour is busy the least recently used one is taken over, which can only
+    forget a key that has thousands of others active within the same second.
+
+    One `flock` on the file serialises processes (a thread lock serialises this process's threads,
+    since `flock` is per open file): a hit is a few struct reads and writes, microseconds. Times are
+    `time.monotonic()` (system-wide on Linux); a time in the future (a file from before a reboot)
+    counts as free.
+    """
+
+    MAGIC = b"PCCRLv01"
+    HEADER = struct.Struct("<8sII")  # magic, slot count, ring capacity
+    HEADER_SIZE = 64
+    SLOT = struct.Struct("<QIId")  # key hash, ring head, amount, expiry
+    PROBES = 8
+
+    def __init__(self, path: Path, capacity: int, slots: int = 8192, clock=time.monotonic) -> None:
+        self.path = path
+        self.clock = clock
+        self.capacity = capacity
+        self.slots = slots
+        self.slot_size = self.SLOT.size + 8 * capacity
+        self.size = self.HEADER_SIZE + slots * self.slot_size
+        self._thread_lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = self._open()
+        self._map = mmap.mmap(self._fd, self.size)
+
+    def _open(self) -> int:
+        """Open the file, making it this table's shape first if it is new or of another shape.
+
+        A file of another shape (other limits, an older version) is replaced, never resized: another
+        process may still have it mapped, and touching a mapping beyond a file's end kills the process.
+        """
+        header = self.HEADER.pack(self.MAGIC, self.slots, self.capacity)
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                ready = self._ready(fd, header)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            if ready:
+                return fd
+            os.close(fd)  # the path now names another file: open that one
+
+    def _ready(self, fd: int, header: bytes) -> bool:
+        """True when `fd` (locked) is the table; False when the path was (or has just been) replaced."""
+        if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+            return False
+        size = os.fstat(fd).st_size
+        if size == self.size and os.pread(fd, len(header), 0) == header:
+            return True
+        if size == 0:  # new: nobody has mapped it yet
+            self._shape(fd, header)
+            return True
+        fresh = self.path.with_name(f"{self.path.name}.{os.getpid()}.new")
+        fresh_fd = os.open(fresh, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            self._shape(fresh_fd, header)
+        finally:
+            os.close(fresh_fd)
+        os.replace(fresh, self.path)
+        return False
+
+    def _shape(self, fd: int, header: bytes) -> None:
+        os.ftruncate(fd, self.size)  # sparse: pages cost memory only once a key lands on them
+        os.pwrite(fd, header, 0)
+
+    def _locked(self):
+        table = self
+
+        class _Lock:
+            def __enter__(self) -> None:
+                table._thread_lock.acquire()
+                fcntl.flock(table._fd, fcntl.LOCK_EX)
+
+            def __exit__(self, *_exc: object) -> None:
+                fcntl.flock(table._fd, fcntl.LOCK_UN)
+                table._thread_lock.release()
+
+        return _Lock()
+
+    def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
+        amount, expiry = item.amount, float(item.get_expiry())
+        if amount > self.capacity:
+            raise ValueError(f"limit {item} exceeds the table's capacity of {self.capacity}")
+        digest = hashlib.blake2b(f"{NAMESPACE}/{key_id}/{item}".encode(), digest_size=8).digest()
+        key = int.from_bytes(digest, "little") or 1  # 0 marks an empty slot
+        ring_format = f"<{amount}d"
+        with self._locked():
+            now = self.clock()
+            offset, head = self._slot(key, amount, expiry, now)
+            ring_at = offset + self.SLOT.size
+            ring = list(struct.unpack_from(ring_format, self._map, ring_at))
+            oldest = ring[head] if ring[head] <= now else 0.0
+            allowed = oldest <= now - expiry
+            if allowed:
+                ring[head] = now
+                struct.pack_into("<d", self._map, ring_at + 8 * head, now)
+                struct.pack_into("<I", self._map, offset + 8, (head + 1) % amount)
+        window = [t for t in ring if now - expiry < t <= now]
+        start = min(window) if window else now
+        return Verdict(allowed, amount, amount - len(window), _reset_after(start, expiry, now))
+
+    def _slot(self, key: int, amount: int, expiry: float, now: float) -> tuple[int, int]:
+        """The offset and ring head of `key`'s slot, claiming one (emptied) if it has none."""
+        first = key % self.slots
+        claim, claim_newest = None, math.inf
+        for probe in range(self.PROBES):
+            offset = self.HEADER_SIZE + ((first + probe) % self.slots) * self.slot_size
+            slot_key, head, slot_amount, slot_expiry = self.SLOT.unpack_from(self._map, offset)
+            if slot_key == key:
+                return offset, head
+            if slot_key == 0:
+                newest = -math.inf
+            else:
+                newest_at = offset + self.SLOT.size + 8 * ((head - 1) % slot_amount)
+                (newest,) = struct.unpack_from("<d", self._map, newest_at)
+                if newest > now or newest <= now - slot_expiry:
+                    newest = -math.inf  # expired (or from before a reboot): free
+            if newest < claim_newest:
+                claim, claim_newest = offset, newest
+        assert claim is not None
+        self.SLOT.pack_into(self._map, claim, key, 0, amount, expiry)
+        self._map[claim + self.SLOT.size : claim + self.SLOT.size + 8 * amount] = bytes(8 * amount)
+        return claim, 0
+
+    def health(self) -> dict[str, Any]:
+        return {"ok": True, "storage": "mmap", "shared": True, "fallback": False}
+
+
 class RateLimiter:
     def __init__(self, storage_uri: str, limits_by_mode: dict[str, str]) -> None:
-        self.storage = storage_from_string(storage_uri)
-        self.strategy = MovingWindowRateLimiter(self.storage)
         self.limits = {mode: parse(text) for mode, text in limits_by_mode.items()}
+        self.counters = counters_for(storage_uri, max(item.amount for item in self.limits.values()))
 
     def hit(self, mode: str, key_id: str) -> Verdict:
-        item = self.limits[mode]
-        allowed = self.strategy.hit(item, "api-key", key_id)
-        stats = self.strategy.get_window_stats(item, "api-key", key_id)
-        reset_after = max(1, math.ceil(stats.reset_time - time.time()))
-        return Verdict(allowed, item.amount, stats.remaining, reset_after)
+        return self.counters.hit(self.limits[mode], key_id)
+
+    def health(self) -> dict[str, Any]:
+        return self.counters.health()
+
+
+def counters_for(storage_uri: str, capacity: int) -> LimitsCounters | FallbackCounters | SharedFileCounters:
+    scheme = storage_uri.partition("://")[0]
+    if scheme == "mmap":
+        from console.config import INSTANCE_DIR
+
+        path = storage_uri[len("mmap://") :]
+        return SharedFileCounters(Path(path) if path else INSTANCE_DIR / SHARED_FILE_NAME, capacity)
+    if scheme == "memory":
+        return LimitsCounters(MemoryStorage(), "memory")
+    options: dict[str, Any] = {}
+    if scheme.startswith(("redis", "valkey")):
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        # A limiter that waits on Redis slows every request: fail fast, once, and fall back.
+        options = {
+            "socket_connect_timeout": REDIS_TIMEOUT_SECONDS,
+            "socket_timeout": REDIS_TIMEOUT_SECONDS,
+            "retry": Retry(NoBackoff(), 0),
+        }
+    storage = storage_from_string(storage_uri, wrap_exceptions=True, **options)
+    return FallbackCounters(LimitsCounters(storage, scheme))
 
 
 def init_app(app: Flask) -> None:

@@ -1,13 +1,22 @@
-"""Rate-limit counters: per key and mode, and shared across processes through Redis."""
+"""Rate-limit counters: per key and mode, shared across processes (an mmap file, Redis), and Redis outages."""
 
 from __future__ import annotations
 
+import logging
+import multiprocessing
 import os
+import socket
+import time
 import uuid
 
 import pytest
+from limits import parse
+from limits.errors import StorageError
+from limits.storage import MemoryStorage
 
-from console.api.ratelimit import RateLimiter
+from console import config
+from console.api.ratelimit import FallbackCounters, LimitsCounters, RateLimiter, SharedFileCounters
+from console.config import from_environment
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
 
@@ -34,3 +43,210 @@ def test_two_limiters_on_redis_share_one_budget():
     assert results == [True, True, True]
     assert not second.hit("sandbox", key).allowed
     assert not first.hit("sandbox", key).allowed
+
+
+# --- mmap:// (the default): one budget per key for every process of this machine ---
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _table(tmp_path, capacity=10, slots=8192, clock=None):
+    return SharedFileCounters(tmp_path / "rl.mmap", capacity, slots=slots, clock=clock or FakeClock())
+
+
+def test_the_default_storage_is_the_shared_file_in_the_instance_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv("RATELIMIT_STORAGE_URI", raising=False)
+    monkeypatch.setenv("SECRET_KEY", "not-written-to-the-instance-folder")
+    assert from_environment()["RATELIMIT_STORAGE_URI"] == "mmap://"
+    monkeypatch.setattr(config, "INSTANCE_DIR", tmp_path)
+    limiter = RateLimiter("mmap://", {"sandbox": "10/second"})
+    assert isinstance(limiter.counters, SharedFileCounters)
+    assert limiter.counters.path == tmp_path / "ratelimits.mmap"
+    assert limiter.health() == {"ok": True, "storage": "mmap", "shared": True, "fallback": False}
+
+
+def test_shared_file_is_a_moving_window(tmp_path):
+    clock = FakeClock()
+    table = _table(tmp_path, clock=clock)
+    item = parse("3/second")
+    verdicts = []
+    for step in (0.0, 0.25, 0.25, 0.25):  # t = 0, 0.25, 0.5, 0.75 (binary fractions: exact sums)
+        clock.now += step
+        verdicts.append(table.hit(item, "a"))
+    assert [v.allowed for v in verdicts] == [True, True, True, False]
+    assert [v.remaining for v in verdicts] == [2, 1, 0, 0]
+    assert all(v.limit == 3 and v.reset_after == 1 for v in verdicts)
+    clock.now += 0.125  # t = 0.875: the request at t = 0 is still inside the window
+    assert not table.hit(item, "a").allowed
+    clock.now += 0.125  # t = 1.0: it has left the window; one request is allowed again
+    verdict = table.hit(item, "a")
+    assert verdict.allowed and verdict.remaining == 0
+    assert not table.hit(item, "a").allowed
+    assert table.hit(item, "b").allowed  # another key has its own budget
+    clock.now += 1.0
+    assert table.hit(item, "a").remaining == 2  # a whole window later the budget is full again
+
+
+def test_shared_file_counts_per_limit(tmp_path):
+    table = _table(tmp_path, capacity=50)
+    sandbox, production = parse("10/second"), parse("50/second")
+    assert sum(table.hit(sandbox, "k").allowed for _ in range(60)) == 10
+    assert sum(table.hit(production, "k").allowed for _ in range(60)) == 50
+    with pytest.raises(ValueError, match="capacity"):
+        table.hit(parse("51/second"), "k")
+
+
+def test_two_openings_of_the_file_share_one_budget(tmp_path):
+    first, second = _table(tmp_path), _table(tmp_path)
+    item = parse("4/second")
+    results = [(first if i % 2 else second).hit(item, "k").allowed for i in range(6)]
+    assert results == [True] * 4 + [False] * 2
+
+
+def test_many_keys_fit_and_old_ones_make_room(tmp_path):
+    """More keys than slots: expired slots are reused, busy ones are kept or least-recently-used taken over."""
+    clock = FakeClock()
+    table = _table(tmp_path, slots=64, clock=clock)
+    item = parse("2/second")
+    for round_ in range(3):
+        assert all(table.hit(item, f"key-{round_}-{i}").allowed for i in range(500))
+        clock.now += 1.0
+    assert [table.hit(item, "hot").allowed for _ in range(3)] == [True, True, False]
+
+
+def test_a_file_from_before_a_reboot_or_of_another_shape_starts_afresh(tmp_path):
+    clock = FakeClock(now=5000.0)
+    table = _table(tmp_path, clock=clock)
+    item = parse("2/second")
+    assert [table.hit(item, "k").allowed for _ in range(3)] == [True, True, False]
+    clock.now = 10.0  # monotonic time restarts at boot: times "in the future" do not count
+    assert table.hit(item, "k").allowed
+    bigger = _table(tmp_path, capacity=20)
+    assert bigger.path.stat().st_size == bigger.size != table.size
+    assert [bigger.hit(parse("20/second"), "k").allowed for _ in range(21)] == [True] * 20 + [False]
+    # The file was replaced, not resized under the first table's mapping, which keeps working.
+    clock.now += 1.0
+    assert table.hit(item, "k").allowed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rl.mmap"]
+
+
+def _hammer(path: str, key: str, start: float, hits: int) -> int:
+    limiter = RateLimiter(f"mmap://{path}", {"sandbox": "25/minute"})
+    while time.time() < start:
+        time.sleep(0.001)
+    return sum(limiter.hit("sandbox", key).allowed for _ in range(hits))
+
+
+def test_processes_hitting_one_key_at_once_share_one_budget(tmp_path):
+    """Four processes race on one key: exactly the limit is allowed in total, not four times it."""
+    context = multiprocessing.get_context("spawn")
+    start = time.time() + 1.5
+    with context.Pool(4) as pool:
+        allowed = pool.starmap(_hammer, [(str(tmp_path / "rl.mmap"), "race", start, 40)] * 4)
+    assert sum(allowed) == 25, allowed
+    assert _hammer(str(tmp_path / "rl.mmap"), "race", 0, 1) == 0
+
+
+def test_a_shared_file_hit_costs_microseconds(tmp_path):
+    limiter = RateLimiter(f"mmap://{tmp_path / 'rl.mmap'}", {"production": "50/second"})
+    keys = [f"key-{i}" for i in range(300)]
+    for key in keys:
+        limiter.hit("production", key)
+    started = time.perf_counter()
+    for i in range(5000):
+        limiter.hit("production", keys[i % 300])
+    per_hit = (time.perf_counter() - started) / 5000
+    print(f"\nshared-file rate limit: {per_hit * 1e6:.1f} us per hit")
+    assert per_hit < 0.0005  # microseconds (about 15 us here); a shared machine gets generous headroom
+
+
+# --- Redis: the limiter protects, it is not a dependency ---
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_redis_falls_back_to_per_process_counters(caplog):
+    limiter = RateLimiter(f"redis://127.0.0.1:{_closed_port()}/0", {"sandbox": "3/minute"})
+    assert isinstance(limiter.counters, FallbackCounters)
+    started = time.perf_counter()
+    with caplog.at_level(logging.WARNING, logger="console.api.ratelimit"):
+        results = [limiter.hit("sandbox", "k").allowed for _ in range(20)]
+    elapsed = time.perf_counter() - started
+    assert results == [True] * 3 + [False] * 17  # still limited, per process
+    assert elapsed < 1.0, elapsed  # one failed connect, then memory; no timeout per request
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "unreachable" in warnings[0].getMessage()
+    health = limiter.health()
+    assert health["fallback"] is True and health["shared"] is False and health["ok"] is True
+    assert "unreachable_since" in health
+
+
+class FlakyStorage(MemoryStorage):
+    """Memory counters that fail (as wrapped Redis errors do) while `down` is set, counting its calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.calls = 0
+
+    def _answer(self) -> None:
+        self.calls += 1
+        if self.down:
+            raise StorageError(ConnectionError("refused"))
+
+    def acquire_entry(self, *args, **kwargs):
+        self._answer()
+        return super().acquire_entry(*args, **kwargs)
+
+    def get_moving_window(self, *args, **kwargs):
+        self._answer()
+        return super().get_moving_window(*args, **kwargs)
+
+    def check(self) -> bool:
+        self.calls += 1
+        return not self.down
+
+
+def test_fallback_warns_once_per_interval_and_retries_after_it(caplog):
+    storage = FlakyStorage()
+    counters = FallbackCounters(LimitsCounters(storage, "redis"), retry_seconds=0.3)
+    item = parse("1000/second")
+    assert counters.hit(item, "k").allowed and not counters.falling_back
+    storage.down = True
+    with caplog.at_level(logging.WARNING, logger="console.api.ratelimit"):
+        started = time.monotonic()
+        while time.monotonic() - started < 1.0:
+            assert counters.hit(item, "k").allowed
+            time.sleep(0.005)
+        attempts_while_down = storage.calls
+        warnings = [r.getMessage() for r in caplog.records]
+    # About one try (and one warning) per interval over one second, not one per request.
+    assert 2 <= len(warnings) <= 5, warnings
+    assert attempts_while_down <= 1 + 2 * 5
+    assert counters.health()["fallback"] is True
+    storage.down = False
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="console.api.ratelimit"):
+        time.sleep(0.35)
+        counters.hit(item, "k")
+    assert not counters.falling_back
+    assert counters.health() == {"ok": True, "storage": "redis", "shared": True, "fallback": False}
+    assert any("answers again" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.skipif(not REDIS_URL, reason="TEST_REDIS_URL not set (.ci/run sets it when Redis answers)")
+def test_reachable_redis_is_shared_and_healthy():
+    limiter = RateLimiter(REDIS_URL, {"sandbox": "2/minute"})
+    key = f"test-{uuid.uuid4()}"
+    assert [limiter.hit("sandbox", key).allowed for _ in range(3)] == [True, True, False]
+    assert limiter.health() == {"ok": True, "storage": "redis", "shared": True, "fallback": False}

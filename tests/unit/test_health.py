@@ -1,0 +1,165 @@
+"""GET /healthz: the database (with a short timeout), the rate-limit storage and the worker's heartbeat."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from console import create_app
+from console.extensions import db
+from console.health import services as health
+from console.health.models import WorkerHeartbeat
+from tests.conftest import Api, base_config
+
+LINK_TOKEN = {
+    "org_name": "Acme",
+    "end_user_id": "user-1",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
+    },
+}
+
+
+def _beat(app, seconds_ago: float = 0.0) -> str:
+    with app.app_context():
+        worker_id = health.new_worker_id()
+        health.beat(worker_id)
+        db.session.get(WorkerHeartbeat, worker_id).last_seen -= timedelta(seconds=seconds_ago)
+        db.session.commit()
+        return worker_id
+
+
+def test_healthz_needs_no_key_and_reports_each_part(client):
+    response = client.get("/healthz")
+    assert response.status_code == 200
+    assert response.headers["Cache-Control"] == "no-store"
+    body = response.get_json()
+    assert body["pid"] == os.getpid()
+    assert body["database"]["ok"] is True and body["database"]["latency_ms"] >= 0
+    assert body["rate_limits"] == {"ok": True, "storage": "memory", "shared": False, "fallback": False}
+    # No worker has ever written a heartbeat: still serving (200), but not all well.
+    assert body["worker"]["ok"] is False and body["worker"]["last_seen"] is None
+    assert body["status"] == "degraded"
+
+
+def test_a_fresh_heartbeat_is_a_live_worker_and_an_old_one_is_stale(app, client):
+    _beat(app, seconds_ago=health.STALE_AFTER_SECONDS + 5)
+    worker = client.get("/healthz").get_json()["worker"]
+    assert worker["ok"] is False and worker["seconds_ago"] >= health.STALE_AFTER_SECONDS
+
+    _beat(app, seconds_ago=1)
+    body = client.get("/healthz").get_json()
+    assert body["status"] == "ok"
+    assert body["worker"]["ok"] is True and body["worker"]["pid"] == os.getpid()
+    assert body["worker"]["seconds_ago"] < 5
+
+
+def test_a_heartbeat_updates_its_own_row_and_forgets_long_gone_workers(app):
+    gone = _beat(app, seconds_ago=2 * 86400)
+    with app.app_context():
+        worker_id = health.new_worker_id()
+        health.beat(worker_id)
+        db.session.commit()
+        first = db.session.get(WorkerHeartbeat, worker_id).last_seen
+        time.sleep(0.01)
+        health.beat(worker_id)
+        db.session.commit()
+        rows = db.session.query(WorkerHeartbeat).all()
+        assert [r.worker_id for r in rows] == [worker_id]
+        assert rows[0].last_seen > first and rows[0].started_at == first
+        assert gone not in {r.worker_id for r in rows}
+
+
+def test_healthz_is_not_rate_limited(client):
+    assert {client.get("/healthz").status_code for _ in range(30)} == {200}
+
+
+def _listening_socket_that_never_answers():
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    accepted = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                accepted.append(server.accept()[0])
+            except TimeoutError:
+                continue
+            except OSError:  # closed by the test
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    return server, stop, accepted
+
+
+def test_a_database_that_never_answers_is_a_prompt_503():
+    server, stop, accepted = _listening_socket_that_never_answers()
+    port = server.getsockname()[1]
+    app = create_app(base_config(f"postgresql+psycopg://nobody:hunter2@127.0.0.1:{port}/console"))
+    try:
+        started = time.monotonic()
+        response = app.test_client().get("/healthz")
+        elapsed = time.monotonic() - started
+        assert response.status_code == 503
+        body = response.get_json()
+        assert body["status"] == "down" and body["database"]["ok"] is False
+        assert "no answer within" in body["database"]["error"]
+        assert elapsed < health.DATABASE_TIMEOUT_SECONDS + 1.5
+        # A second check while the first probe still hangs waits on it instead of starting another.
+        threads = threading.active_count()
+        assert app.test_client().get("/healthz").status_code == 503
+        assert threading.active_count() == threads
+        assert "hunter2" not in response.get_data(as_text=True)
+    finally:
+        stop.set()
+        for connection in accepted:
+            connection.close()
+        server.close()
+
+
+def test_a_database_that_refuses_is_a_503_without_internals():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    app = create_app(base_config(f"postgresql+psycopg://nobody:hunter2@127.0.0.1:{port}/console"))
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    text = response.get_data(as_text=True)
+    assert response.get_json()["database"] == {"ok": False, "error": "OperationalError"}
+    assert "hunter2" not in text and str(port) not in text
+
+
+def test_redis_unreachable_api_still_serves_and_healthz_says_so(database_url, workspace):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    app = create_app({**base_config(database_url), "RATELIMIT_STORAGE_URI": f"redis://127.0.0.1:{port}/0"})
+    client = app.test_client()
+    api = Api(client, workspace.secrets["sandbox"])
+    started = time.monotonic()
+    statuses = [api.post("/link_tokens", json=LINK_TOKEN).status_code for _ in range(12)]
+    assert statuses[:10] == [200] * 10 and set(statuses[10:]) == {429}  # limited per process meanwhile
+    assert time.monotonic() - started < 5
+    body = client.get("/healthz").get_json()
+    assert body["rate_limits"]["fallback"] is True and body["rate_limits"]["storage"] == "redis"
+    assert body["status"] == "degraded"
+    with app.app_context():
+        db.engine.dispose()
+
+
+@pytest.mark.skipif(not os.environ.get("TEST_REDIS_URL"), reason="TEST_REDIS_URL not set")
+def test_healthz_with_redis_reachable(database_url):
+    app = create_app({**base_config(database_url), "RATELIMIT_STORAGE_URI": os.environ["TEST_REDIS_URL"]})
+    body = app.test_client().get("/healthz").get_json()
+    assert body["rate_limits"] == {"ok": True, "storage": "redis", "shared": True, "fallback": False}
+    with app.app_context():
+        db.engine.dispose()

@@ -1,0 +1,417 @@
+"""`console run`: serving processes on every core, exactly one supervised worker process, a shared budget.
+
+The slow tests start the real command as a subprocess on a free port with its own instance folder, and
+look at it from outside: its process tree (/proc) and its answers over HTTP.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import pytest
+import requests
+
+from console import create_app
+from console.serving import WorkerSupervisor, default_workers
+from console.world.seed_data import PLATFORM_IDS
+from tests.conftest import base_config
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION = "2023-11-22"
+LINK_TOKEN = {
+    "org_name": "Acme",
+    "end_user_id": "user-1",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
+    },
+}
+
+
+def _wait_for(predicate, seconds: float, interval: float = 0.1):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    return None
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+# --- the supervisor on its own ---
+
+SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
+
+
+def test_supervisor_restarts_a_killed_worker_and_reaps_it():
+    supervisor = WorkerSupervisor(SLEEPER, min_backoff=0.2)
+    supervisor.keep_running()
+    first = supervisor.pid
+    try:
+        os.kill(first, signal.SIGKILL)
+        assert _wait_for(lambda: (supervisor.keep_running(), supervisor.pid not in (None, first))[1], 5)
+        assert supervisor.restarts == 1
+        with pytest.raises(ChildProcessError):  # the killed one was reaped: no zombie
+            os.waitpid(first, os.WNOHANG)
+    finally:
+        second = supervisor.pid
+        supervisor.stop(timeout=5)
+    assert supervisor.pid is None and _gone(second)
+    supervisor.keep_running()  # stopped for good: no restart after stop
+    assert supervisor.pid is None
+
+
+def test_supervisor_backs_off_while_the_worker_keeps_dying():
+    supervisor = WorkerSupervisor(
+        [sys.executable, "-c", "raise SystemExit(3)"], min_backoff=0.3, max_backoff=1.2
+    )
+    starts = []
+    deadline = time.monotonic() + 3.2
+    while time.monotonic() < deadline:
+        before = supervisor.pid
+        supervisor.keep_running()
+        if supervisor.pid != before and supervisor.pid is not None:
+            starts.append(time.monotonic())
+        time.sleep(0.02)
+    supervisor.stop(timeout=5)
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # Waits of 0.3, 0.6, 1.2, 1.2 s (plus the time each start takes to exit): growing, then capped.
+    assert 3 <= len(starts) <= 6, gaps
+    assert gaps[1] > gaps[0] + 0.15, gaps
+
+
+def test_supervisor_kills_a_worker_that_ignores_sigterm():
+    stubborn = [
+        sys.executable,
+        "-c",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+    ]
+    supervisor = WorkerSupervisor(stubborn)
+    supervisor.keep_running()
+    pid = supervisor.pid
+    time.sleep(0.5)  # let it install its handler
+    started = time.monotonic()
+    supervisor.stop(timeout=1)
+    assert 0.9 < time.monotonic() - started < 5
+    assert _gone(pid)
+
+
+def test_one_serving_process_per_core():
+    assert default_workers() == len(os.sched_getaffinity(0))
+
+
+# --- the real command ---
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _children(pid: int) -> dict[int, str]:
+    """The live child processes of `pid`: {pid: command line}."""
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        fields = stat.rpartition(")")[2].split()
+        state, ppid = fields[0], int(fields[1])
+        if ppid == pid and state != "Z":
+            found[int(entry.name)] = cmdline
+    return found
+
+
+class Console:
+    """`console run` in a subprocess, and a few calls against it."""
+
+    def __init__(self, tmp_path: Path, database_url: str, *args: str, env: dict | None = None) -> None:
+        self.port = _free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {
+            **{
+                k: v
+                for k, v in os.environ.items()
+                if k not in ("HOST", "PORT", "RATELIMIT_STORAGE_URI", "RUN_WORKER")
+            },
+            "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
+            "DATABASE_URL": database_url,
+            "SECRET_KEY": "serving-test-secret",
+            **(env or {}),
+        }
+        self.log_path = tmp_path / "console.log"
+        self.log = self.log_path.open("w")
+        command = [sys.executable, "-m", "console.cli", "run", "--port", str(self.port), *args]
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, env=self.env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        self.session = requests.Session()
+        self.session.trust_env = False
+
+    def output(self) -> str:
+        return self.log_path.read_text()
+
+    def healthz(self) -> dict | None:
+        try:
+            return self.session.get(f"{self.base}/healthz", timeout=5).json()
+        except requests.RequestException:
+            return None
+
+    def wait_until_ready(self, seconds: float = 90) -> dict:
+        def ready():
+            assert self.process.poll() is None, self.output()
+            body = self.healthz()
+            return body if body and body["worker"]["ok"] else None
+
+        body = _wait_for(ready, seconds, 0.25)
+        assert body, self.output()
+        return body
+
+    def processes(self) -> tuple[set[int], set[int]]:
+        """(serving pids, worker pids) among the children of `console run`."""
+        children = _children(self.process.pid)
+        workers = {pid for pid, cmd in children.items() if "console.cli worker" in cmd}
+        return set(children) - workers, workers
+
+    def cli(self, *args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-m", "console.cli", *args],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    def api(self, method: str, path: str, secret: str, body: dict | None = None, **params):
+        response = self.session.request(
+            method,
+            f"{self.base}/sandbox/v1{path}",
+            json=body,
+            params=params,
+            headers={"x-api-secret": secret, "Service-Version": VERSION},
+            timeout=10,
+        )
+        assert response.status_code == 200, (path, response.status_code, response.text)
+        return response.json()["data"]
+
+    def stop(self) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=60)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.log.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def run_database(request, tmp_path):
+    """A fresh database for one `console run`: a SQLite file, or a schema of its own in the test database."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'console.db'}"
+        return
+    url = os.environ.get("TEST_DATABASE_URL")
+    if not url:
+        pytest.skip("TEST_DATABASE_URL not set")
+    schema = f"run_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+    finally:
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def _serving_pids_seen(console: Console, want: int, seconds: float = 15) -> set[int]:
+    """Distinct serving pids that answered /healthz, asking many at once until `want` of them did."""
+    seen: set[int] = set()
+
+    def ask(_):
+        body = console.healthz()
+        return body["pid"] if body else None
+
+    deadline = time.monotonic() + seconds
+    with ThreadPoolExecutor(16) as pool:
+        while len(seen) < want and time.monotonic() < deadline:
+            seen |= {pid for pid in pool.map(ask, range(64)) if pid}
+    return seen
+
+
+@pytest.mark.slow
+def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, run_database):
+    console = Console(tmp_path, run_database, "--workers", "2", "--threads", "4")
+    try:
+        health = console.wait_until_ready()
+        serving, workers = console.processes()
+        assert len(serving) == 2 and len(workers) == 1, (serving, workers, console.output())
+        (worker_pid,) = workers
+        assert health["worker"]["pid"] == worker_pid  # the heartbeat is the supervised process's
+        assert health["rate_limits"]["storage"] == "mmap" and health["status"] == "ok"
+        assert _serving_pids_seen(console, 2) == serving  # both processes answer requests
+        assert (tmp_path / "instance" / "ratelimits.mmap").exists()
+
+        # A pending job whose retry falls due while the worker is dead still ends once, run by its successor.
+        secret = json.loads(console.cli("keys", "create", "--mode", "sandbox", "--json"))["secret"]
+        token = console.api("POST", "/link_tokens", secret, LINK_TOKEN)
+        body = {
+            "platform_id": str(PLATFORM_IDS["paycrest"]),
+            "credentials": {"username": "user_pending_success", "password": "pass_good"},
+        }
+        job_id = console.api("POST", f"/sandbox/link_tokens/{token['id']}/complete", secret, body)["job_id"]
+        os.kill(worker_pid, signal.SIGKILL)
+        # The retry is due 60 s after the attempt: now about a second from now, while no worker runs.
+        console.api("POST", "/sandbox/clock/advance", secret, {"seconds": 59})
+
+        new_worker = _wait_for(lambda: console.processes()[1] - {worker_pid}, 30)
+        assert new_worker and len(new_worker) == 1, console.output()
+        assert console.processes()[1] == new_worker  # still exactly one
+        assert "exited with signal 9; restarting it" in console.output()
+
+        def outcome():
+            return console.api("GET", f"/jobs/{job_id}", secret)["outcome"] == "success"
+
+        assert _wait_for(outcome, 30, 0.5), console.output()
+        time.sleep(1.0)  # a second run, if there were one, would have happened by now
+        events = console.api(
+            "GET", "/events", secret, link_token_id=token["id"], type="direct_deposit_switch.added"
+        )
+        assert [e["payload"]["outcome"] for e in events] == ["success", "pending"]
+        due = console.api("GET", "/sandbox/clock", secret)["next_due"]
+        assert not [t for t in due if t["payload"].get("job_id") == job_id]
+        assert _wait_for(lambda: (console.healthz() or {}).get("worker", {}).get("pid") in new_worker, 15)
+    finally:
+        children = set(_children(console.process.pid))
+        status = console.stop()
+    assert status == 0, console.output()
+    assert children and all(_gone(pid) for pid in children), console.output()
+    assert "Worker stopped" in console.output()
+
+
+@pytest.mark.slow
+def test_run_worker_0_starts_no_worker_process(tmp_path):
+    console = Console(
+        tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--workers", "1", env={"RUN_WORKER": "0"}
+    )
+    try:
+        health = _wait_for(console.healthz, 90, 0.25)
+        assert health, console.output()
+        serving, workers = console.processes()
+        assert len(serving) == 1 and not workers
+        assert health["worker"]["ok"] is False and health["status"] == "degraded"
+    finally:
+        status = console.stop()
+    assert status == 0, console.output()
+
+
+def _percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def _console_calls_the_api_over_http() -> bool:
+    """Whether, by default, the console's own API calls go over HTTP to this very server."""
+    try:
+        from console.web.apiclient import WSGIAdapter, transport
+    except ImportError:
+        return False
+    app = create_app({**base_config("sqlite://"), "TESTING": False})
+    return not isinstance(transport(app).get_adapter("http://127.0.0.1/"), WSGIAdapter)
+
+
+@pytest.mark.slow
+def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path, request):
+    """48 clients load console pages as fast as they can; a customer's API calls still answer promptly."""
+    if _console_calls_the_api_over_http():
+        # Each console page then holds a serving thread while its API call waits for another one: a crowd
+        # takes every thread and the API stalls (issue 9). The in-process console (`deps`) removes that.
+        request.applymarker(
+            pytest.mark.xfail(reason="the console still calls the API over HTTP", strict=True)
+        )
+    console = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}")
+    try:
+        console.wait_until_ready()
+        secret = json.loads(console.cli("keys", "create", "--mode", "sandbox", "--json"))["secret"]
+        stop = threading.Event()
+        page_statuses: list[int] = []
+        page_seconds: list[float] = []
+        api_statuses: list[int] = []
+        api_seconds: list[float] = []
+
+        def visitor():
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    # A new visitor each time (no cookies): the heaviest page, it sets up a workspace.
+                    status = requests.get(f"{console.base}/", timeout=30).status_code
+                except requests.RequestException:
+                    status = 599
+                page_seconds.append(time.monotonic() - started)
+                page_statuses.append(status)
+
+        def customer():
+            session = requests.Session()
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    status = session.post(
+                        f"{console.base}/sandbox/v1/link_tokens",
+                        json=LINK_TOKEN,
+                        headers={"x-api-secret": secret, "Service-Version": VERSION},
+                        timeout=30,
+                    ).status_code
+                except requests.RequestException:
+                    status = 599
+                api_seconds.append(time.monotonic() - started)
+                api_statuses.append(status)
+                time.sleep(0.2)  # well under the key's 10 requests per second
+
+        threads = [threading.Thread(target=visitor) for _ in range(48)]
+        for thread in threads:
+            thread.start()
+        time.sleep(0.5)  # the crowd is in
+        calling = threading.Thread(target=customer)
+        calling.start()
+        time.sleep(5)
+        stop.set()
+        for thread in [*threads, calling]:
+            thread.join(60)
+        print(
+            f"\ncrowd: {len(page_statuses)} console pages, p50 {_percentile(page_seconds, 0.5) * 1000:.0f} ms, "
+            f"p99 {_percentile(page_seconds, 0.99) * 1000:.0f} ms; API: {len(api_seconds)} calls, "
+            f"p50 {_percentile(api_seconds, 0.5) * 1000:.0f} ms, max {max(api_seconds) * 1000:.0f} ms"
+        )
+        assert page_statuses and not [s for s in page_statuses if s >= 500], sorted(set(page_statuses))
+        assert set(api_statuses) == {200}, api_statuses
+        assert max(api_seconds) < 2.0, sorted(api_seconds)[-5:]
+    finally:
+        status = console.stop()
+    assert status == 0, console.output()
