@@ -110,7 +110,13 @@ def engine_options(config) -> dict:
         connect_args.setdefault("connect_timeout", config["DB_CONNECT_TIMEOUT"])
         if config["DB_STATEMENT_TIMEOUT"]:
             timeout = f"-c statement_timeout={int(config['DB_STATEMENT_TIMEOUT'])}"
-            connect_args["options"] = f"{connect_args.get('options', '')} {timeout}".strip()
+            # connect_args replace the URL's own `options` (e.g. a search_path), so keep those too.
+            from sqlalchemy.engine import make_url
+
+            in_url = make_url(url).query.get("options", "")
+            in_url = " ".join(in_url) if isinstance(in_url, tuple) else in_url
+            earlier = connect_args.get("options", in_url)
+            connect_args["options"] = f"{earlier} {timeout}".strip()
         options["connect_args"] = connect_args
     return options
 

@@ -104,7 +104,9 @@ def _listening_socket_that_never_answers():
 def test_a_database_that_never_answers_is_a_prompt_503():
     server, stop, accepted = _listening_socket_that_never_answers()
     port = server.getsockname()[1]
-    app = create_app(base_config(f"postgresql+psycopg://nobody:hunter2@127.0.0.1:{port}/console"))
+    # A connect timeout longer than the probe's, so the first probe still hangs when the second check comes.
+    config = base_config(f"postgresql+psycopg://nobody:hunter2@127.0.0.1:{port}/console")
+    app = create_app({**config, "DB_CONNECT_TIMEOUT": 30})
     try:
         started = time.monotonic()
         response = app.test_client().get("/healthz")
