@@ -23,10 +23,8 @@ import psycopg
 import pytest
 import requests
 
-from console import create_app
 from console.serving import WorkerSupervisor, default_workers
 from console.world.seed_data import PLATFORM_IDS
-from tests.conftest import base_config
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2023-11-22"
@@ -337,25 +335,9 @@ def _percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _console_calls_the_api_over_http() -> bool:
-    """Whether, by default, the console's own API calls go over HTTP to this very server."""
-    try:
-        from console.web.apiclient import WSGIAdapter, transport
-    except ImportError:
-        return False
-    app = create_app({**base_config("sqlite://"), "TESTING": False})
-    return not isinstance(transport(app).get_adapter("http://127.0.0.1/"), WSGIAdapter)
-
-
 @pytest.mark.slow
-def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path, request):
+def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path):
     """48 clients load console pages as fast as they can; a customer's API calls still answer promptly."""
-    if _console_calls_the_api_over_http():
-        # Each console page then holds a serving thread while its API call waits for another one: a crowd
-        # takes every thread and the API stalls (issue 9). The in-process console (`deps`) removes that.
-        request.applymarker(
-            pytest.mark.xfail(reason="the console still calls the API over HTTP", strict=True)
-        )
     console = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}")
     try:
         console.wait_until_ready()
