@@ -50,6 +50,8 @@ def from_environment() -> dict:
         "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "CONSOLE_API_TRANSPORT": os.environ.get("CONSOLE_API_TRANSPORT"),
+        "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": os.environ.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "0").lower()
+        in ("1", "true", "yes", "on"),
     }
 
 
