@@ -136,12 +136,7 @@ def create_webhook(key: ApiKey, body: dict[str, Any]) -> Webhook:
     cleaned = _validate(body, key.mode, key.workspace_id, partial=False)
     # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
     db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
-    count = db.session.scalar(
-        select(func.count())
-        .select_from(Webhook)
-        .where(Webhook.api_key_id == key.id, Webhook.deleted_at.is_(None))
-    )
-    if count >= MAX_WEBHOOKS_PER_KEY:
+    if owned_count(key.id) >= MAX_WEBHOOKS_PER_KEY:
         raise Forbidden(
             f"This API key already has {MAX_WEBHOOKS_PER_KEY} webhooks, the limit per key. "
             "Delete one (DELETE /v1/webhooks/{id}) before creating another.",
@@ -193,6 +188,15 @@ def delete_webhook(webhook: Webhook, workspace: Workspace) -> None:
     webhook.updated_at = at
     skip_pending(webhook, "webhook deleted")
     db.session.flush()
+
+
+def owned_count(key_id: uuid.UUID) -> int:
+    """How many live (not deleted) webhooks `key_id` owns, i.e. signs."""
+    return db.session.scalar(
+        select(func.count())
+        .select_from(Webhook)
+        .where(Webhook.api_key_id == key_id, Webhook.deleted_at.is_(None))
+    )
 
 
 def reassign_owner(old_key: ApiKey, new_key: ApiKey) -> int:
