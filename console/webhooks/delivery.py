@@ -335,6 +335,8 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
         job = r.job
         first = job.first_attempt_at or r.at
         number = job.attempt_count + 1
+        # The delivery shows its latest attempt's warnings (events list), the attempt keeps its own.
+        warning = "; ".join(w for w in (r.version_warning, r.warning) if w) or None
         base = {
             "b_id": job.delivery_id,
             "b_token": job.claim_token,
@@ -344,7 +346,7 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
             "v_last_attempt_at": r.at,
             "v_last_status_code": r.status_code,
             "v_last_error": r.error,
-            "v_warning": r.version_warning,
+            "v_warning": warning,
         }
         next_at = None
         if r.delivered:
@@ -357,7 +359,6 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
         else:
             outcome = FAILED
             failed.append(base)
-        warning = "; ".join(w for w in (r.version_warning, r.warning) if w) or None
         attempts.append(
             {
                 "id": uuid.uuid4(),
