@@ -185,8 +185,10 @@ def _root_url() -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def keys_list(workspace_id: str | None, as_json: bool) -> None:
     """List keys (never their secrets)."""
+    from console.core.errors import ServiceError
     from console.core.timeutil import isoformat
     from console.keys.services import list_keys
+    from console.workspaces.services import get_workspace
 
     app = _ready_app()
     with app.app_context():
@@ -217,7 +219,12 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
                 f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}"
             )
         if not rows:
-            scope_option = f" --workspace {workspace_id}" if workspace_id else ""
+            if scope is not None:
+                try:
+                    get_workspace(scope)
+                except ServiceError as exc:
+                    raise click.ClickException(exc.message) from exc
+            scope_option = f" --workspace {scope}" if scope else ""
             click.echo(f"No keys yet: console keys create --mode sandbox{scope_option}")
 
 

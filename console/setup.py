@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from alembic.migration import MigrationContext
 from flask import current_app
@@ -50,6 +51,9 @@ def prepare_database() -> Prepared:
     """Upgrade the schema to the newest migration and seed the world; idempotent."""
     from console.world.seed import seed_world
 
+    url = db.engine.url
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)  # a fresh instance folder
     before = _revision()
     upgrade(directory=current_app.extensions["migrate"].directory)
     inserted = seed_world(db.session)

@@ -141,6 +141,8 @@ def test_keys_list_of_an_empty_workspace_suggests_creating_a_key_there(run_cli):
     out = run_cli("keys", "list", "--workspace", workspace["id"]).stdout
     assert f"console keys create --mode sandbox --workspace {workspace['id']}" in out
     assert run_cli("keys", "list").stdout.strip() == "No keys yet: console keys create --mode sandbox"
+    unknown = run_cli("keys", "list", "--workspace", "8e8483e0-5235-5127-93ca-2efa4d35d6dc", check=False)
+    assert unknown.returncode != 0 and "No workspace with id 8e8483e0" in unknown.stderr
 
 
 @pytest.fixture
