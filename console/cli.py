@@ -19,6 +19,18 @@ def _app() -> Flask:
     return create_app()
 
 
+def _ready_app() -> Flask:
+    """The app for a command that reads or writes data: a database without a schema is a clear error."""
+    from console.setup import missing_schema
+
+    app = _app()
+    with app.app_context():
+        problem = missing_schema()
+    if problem:
+        raise click.ClickException(problem)
+    return app
+
+
 def _commit():
     from console.extensions import db
 
@@ -94,7 +106,7 @@ def world_person(person_id: str, workspace_id: str | None, mode: str | None) -> 
     """Show a person: identity, employments, credentials and current deposit allocations."""
     from console.world.services import person_summary
 
-    app = _app()
+    app = _ready_app()
     with app.app_context():
         try:
             summary = person_summary(person_id, workspace_id=workspace_id, mode=mode)
@@ -115,8 +127,7 @@ def db_upgrade() -> None:
     with app.app_context():
         from console.setup import prepare_database
 
-        prepare_database()
-    click.echo("Database is up to date.")
+        click.echo(prepare_database().describe())
 
 
 @main.group()
@@ -131,7 +142,7 @@ def workspaces_create(name: str, as_json: bool) -> None:
     """Create a workspace."""
     from console.workspaces.services import create_workspace
 
-    app = _app()
+    app = _ready_app()
     with app.app_context():
         workspace = create_workspace(name)
         _commit()
@@ -157,7 +168,7 @@ def keys_create(mode: str, workspace_id: str | None, label: str, as_json: bool) 
     from console.keys.services import create_key
     from console.workspaces.services import demo_workspace, get_workspace
 
-    app = _app()
+    app = _ready_app()
     with app.app_context():
         try:
             workspace = get_workspace(workspace_id) if workspace_id else demo_workspace()
@@ -183,10 +194,12 @@ def keys_create(mode: str, workspace_id: str | None, label: str, as_json: bool) 
 
 
 def _root_url() -> str:
-    return (
-        os.environ.get("PUBLIC_URL")
-        or f"http://{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '5000')}"
-    )
+    """The root printed in base URLs: the app's `public_root` (PUBLIC_URL, else where it listens)."""
+    from flask import current_app
+
+    from console.config import public_root
+
+    return public_root(current_app.config)
 
 
 @keys.command("list")
@@ -194,10 +207,12 @@ def _root_url() -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
 def keys_list(workspace_id: str | None, as_json: bool) -> None:
     """List keys (never their secrets)."""
+    from console.core.errors import ServiceError
     from console.core.timeutil import isoformat
     from console.keys.services import list_keys
+    from console.workspaces.services import get_workspace
 
-    app = _app()
+    app = _ready_app()
     with app.app_context():
         import uuid
 
@@ -226,7 +241,13 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
                 f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}"
             )
         if not rows:
-            click.echo("No keys yet: console keys create --mode sandbox")
+            if scope is not None:
+                try:
+                    get_workspace(scope)
+                except ServiceError as exc:
+                    raise click.ClickException(exc.message) from exc
+            scope_option = f" --workspace {scope}" if scope else ""
+            click.echo(f"No keys yet: console keys create --mode sandbox{scope_option}")
 
 
 @keys.command("revoke")
@@ -236,7 +257,7 @@ def keys_revoke(key_id: str) -> None:
     from console.core.errors import ServiceError
     from console.keys.services import get_key, revoke_key
 
-    app = _app()
+    app = _ready_app()
     with app.app_context():
         try:
             key = get_key(key_id)
@@ -245,6 +266,46 @@ def keys_revoke(key_id: str) -> None:
         revoke_key(key)
         _commit()
         click.echo(f"Revoked key {key.id}.")
+
+
+@keys.command("roll")
+@click.argument("key_id")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def keys_roll(key_id: str, as_json: bool) -> None:
+    """Replace a key: the old one is revoked, its webhooks move to the new one. The secret is printed once."""
+    from console.core.errors import ServiceError
+    from console.keys.services import get_key, roll_key
+    from console.webhooks.services import owned_count
+
+    app = _ready_app()
+    with app.app_context():
+        try:
+            old = get_key(key_id)
+        except ServiceError as exc:
+            raise click.ClickException(exc.message) from exc
+        was_revoked = old.revoked_at is not None
+        created = roll_key(old)
+        moved = owned_count(created.key.id)
+        _commit()
+        if as_json:
+            click.echo(
+                json.dumps(
+                    {
+                        "id": str(created.key.id),
+                        "replaces": str(old.id),
+                        "workspace_id": str(created.key.workspace_id),
+                        "mode": created.key.mode,
+                        "secret": created.secret,
+                        "webhooks_moved": moved,
+                        "base_url": base_url(_root_url(), created.key.mode),
+                    }
+                )
+            )
+            return
+        state = "was already revoked" if was_revoked else "is revoked now"
+        click.echo(f"Rolled key {old.id} ({state}): new {created.key.mode} key {created.key.id}.")
+        click.echo(f"{moved} webhook(s) moved to the new key: they are signed with its secret from now on.")
+        click.echo(f"Secret (shown once, store it now): {created.secret}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,20 @@ import os
 import secrets
 from pathlib import Path
 
-INSTANCE_DIR = Path(os.environ.get("CONSOLE_INSTANCE_DIR", Path.cwd() / "instance"))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def default_instance_dir() -> Path:
+    """The checkout's `instance/` (where `make run` keeps it), whatever directory a command runs from.
+
+    Installed as a package (no source checkout around it), the current directory's `instance/`.
+    """
+    if (ROOT / "pyproject.toml").is_file() and (ROOT / "Makefile").is_file():
+        return ROOT / "instance"
+    return Path.cwd() / "instance"
+
+
+INSTANCE_DIR = Path(os.environ.get("CONSOLE_INSTANCE_DIR") or default_instance_dir()).absolute()
 
 
 def default_database_url() -> str:
@@ -67,6 +80,8 @@ def from_environment() -> dict:
         "DB_STATEMENT_TIMEOUT": _number(
             os.environ.get("DB_STATEMENT_TIMEOUT"), DEFAULTS["DB_STATEMENT_TIMEOUT"]
         ),
+        "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": os.environ.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "0").lower()
+        in ("1", "true", "yes", "on"),
     }
 
 

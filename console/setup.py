@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
+from alembic.migration import MigrationContext
 from flask import current_app
 from flask_migrate import upgrade
-from sqlalchemy import select
+from sqlalchemy import inspect, select
+from sqlalchemy.exc import OperationalError
 
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -13,13 +18,63 @@ from console.modes import MODES, SANDBOX, base_url
 from console.workspaces.services import demo_workspace
 
 
-def prepare_database() -> None:
+@dataclass(frozen=True)
+class Prepared:
+    """What `prepare_database` did, to say it honestly."""
+
+    database: str  # the URL, password hidden
+    before: str | None  # the schema revision found (None: no schema yet)
+    after: str | None
+    world_rows: int  # world rows inserted by the seed (0: it was already there)
+
+    def describe(self) -> str:
+        if self.before is None:
+            schema = f"Created the schema (revision {self.after})"
+        elif self.before != self.after:
+            schema = f"Upgraded the schema from revision {self.before} to {self.after}"
+        else:
+            schema = f"The schema was already up to date (revision {self.after})"
+        world = (
+            f"seeded the simulated world ({self.world_rows} rows)"
+            if self.world_rows
+            else "the simulated world was already seeded"
+        )
+        return f"Database {self.database}:\n  {schema};\n  {world}."
+
+
+def _revision() -> str | None:
+    with db.engine.connect() as connection:
+        return MigrationContext.configure(connection).get_current_revision()
+
+
+def prepare_database() -> Prepared:
     """Upgrade the schema to the newest migration and seed the world; idempotent."""
     from console.world.seed import seed_world
 
+    url = db.engine.url
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        Path(url.database).parent.mkdir(parents=True, exist_ok=True)  # a fresh instance folder
+    before = _revision()
     upgrade(directory=current_app.extensions["migrate"].directory)
-    seed_world(db.session)
+    inserted = seed_world(db.session)
     db.session.commit()
+    return Prepared(
+        db.engine.url.render_as_string(hide_password=True), before, _revision(), sum(inserted.values())
+    )
+
+
+def missing_schema() -> str | None:
+    """Why the database cannot serve commands yet (no schema: never upgraded), or None when it can."""
+    try:
+        if inspect(db.engine).has_table("api_keys"):
+            return None
+    except OperationalError:
+        pass  # e.g. SQLite whose folder does not exist: the same advice applies
+    return (
+        f"The database {db.engine.url.render_as_string(hide_password=True)} has no tables yet. "
+        "Run `console db upgrade` first (or `make run`), or point DATABASE_URL / CONSOLE_INSTANCE_DIR "
+        "at the database you meant."
+    )
 
 
 def demo_sandbox_secret() -> str:
@@ -35,10 +90,14 @@ def demo_sandbox_secret() -> str:
     return secret
 
 
-def startup_banner(root: str) -> str:
+def startup_banner(listen_root: str) -> str:
+    """What `console run` prints: the URLs people use (`PUBLIC_URL` when set) and the demo secret."""
+    public = (current_app.config.get("PUBLIC_URL") or "").rstrip("/")
+    root = public or listen_root
     lines = [
         "",
         f"  Console:          {root}/",
+        *([f"  Listening on:     {listen_root}/   (PUBLIC_URL is the address above)"] if public else []),
         *(f"  {mode + ' API:':<17} {base_url(root, mode)}/v1" for mode in MODES),
         f"  Sandbox secret:   {demo_sandbox_secret()}   (demo workspace)",
         "",

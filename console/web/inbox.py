@@ -15,7 +15,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app, url_for
-from itsdangerous import BadSignature, URLSafeSerializer
 from sqlalchemy import select
 
 from console.api.versions import LATEST_VERSION
@@ -27,11 +26,10 @@ from console.keys.services import secret_of
 from console.web import keyset, webhooklist
 from console.web.apiclient import ApiClient, api_root
 from console.web.models import ConsoleRequest, InboxMessage
-from console.webhooks import WebhookVerificationError, verify
+from console.webhooks import WebhookVerificationError, own_inbox, verify
 from console.webhooks.models import ACTIVE
 from console.workspaces.models import Workspace
 
-SALT = "console-inbox"
 # Headers worth keeping from a delivery; the rest (Host, Accept-Encoding...) is transport noise.
 KEPT_HEADERS = (
     "content-type",
@@ -44,24 +42,17 @@ KEPT_HEADERS = (
 MAX_BODY_CHARS = 64_000
 
 
-def _serializer() -> URLSafeSerializer:
-    return URLSafeSerializer(current_app.config["SECRET_KEY"], salt=SALT)
-
-
 def inbox_token(workspace_id: uuid.UUID) -> str:
-    return _serializer().dumps(str(workspace_id))
+    return own_inbox.token_for(current_app.config["SECRET_KEY"], workspace_id)
 
 
 def workspace_id_of(token: str) -> uuid.UUID | None:
     """The workspace an inbox token belongs to, or None for a forged or damaged one."""
-    try:
-        return uuid.UUID(_serializer().loads(token))
-    except (BadSignature, ValueError, TypeError):
-        return None
+    return own_inbox.workspace_of_token(current_app.config["SECRET_KEY"], token)
 
 
 def inbox_url(workspace: Workspace) -> str:
-    """Where the webhook worker posts this workspace's events (a loopback URL the sandbox accepts)."""
+    """Where the webhook worker posts this workspace's events (delivered in-process: `own_inbox`)."""
     return api_root() + url_for("console.inbox_receive", token=inbox_token(workspace.id))
 
 

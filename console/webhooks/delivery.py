@@ -3,7 +3,9 @@
 Sending uses `http.client` with keep-alive connections per sender thread: it writes headers and
 body in one send (half the CPU of `requests` per delivery, which is what bounds one worker's
 throughput), never follows redirects or reads proxy settings, and checks the address of every new
-connection against the URL policy (`urls.peer_refusal`) before a byte goes out.
+connection against the URL policy (`urls.peer_refusal`) before a byte goes out. The console's
+built-in inbox is the one target reached without a socket (`own_inbox`). A response excerpt is
+kept only when the answer was HTTP: a port speaking another protocol is recorded as an error.
 """
 
 from __future__ import annotations
@@ -22,12 +24,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
+from flask import Flask
 from sqlalchemy import bindparam, select, update
 
 from console.clock.services import real_time_of
 from console.core.timeutil import utcnow
 from console.extensions import db
-from console.webhooks import shaping, urls
+from console.modes import SANDBOX
+from console.webhooks import own_inbox, shaping, urls
 from console.webhooks.models import (
     DELIVERED,
     DELIVERING,
@@ -99,12 +103,12 @@ class Result:
 # Transport ----------------------------------------------------------------------------------
 
 
-def _guarded_connect(mode: str):
+def _guarded_connect(mode: str, policy: urls.Policy):
     """`socket.create_connection`, refusing a peer the URL policy forbids (before any TLS or HTTP byte)."""
 
     def create_connection(address, timeout=None, source_address=None):
         sock = socket.create_connection(address, timeout, source_address)
-        reason = urls.peer_refusal(sock, mode)
+        reason = urls.peer_refusal(sock, mode, policy)
         if reason:
             sock.close()
             raise AddressRefused(reason)
@@ -118,9 +122,13 @@ class Transport:
 
     No proxies from the environment, no redirects, no retries beyond one replay of a request whose
     reused connection turned out to be closed by the server (a duplicate is fine: at least once).
+    The app's settings decide the loopback policy; its own inbox is delivered to in-process.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, app: Flask) -> None:
+        self.app = app
+        self.policy = urls.Policy.from_config(app.config)
+        self.inbox = own_inbox.OwnInbox.from_config(app.config)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._tables: list[OrderedDict] = []  # each sender thread's connections, for close()
@@ -144,7 +152,7 @@ class Transport:
             conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls)
         else:
             conn = http.client.HTTPConnection(host, port, timeout=timeout)
-        conn._create_connection = _guarded_connect(mode)
+        conn._create_connection = _guarded_connect(mode, self.policy)
         conns[key] = conn
         while len(conns) > CONNECTIONS_PER_THREAD:  # bounded sockets however many origins there are
             conns.popitem(last=False)[1].close()
@@ -183,6 +191,14 @@ class Transport:
             return response.status, raw
         raise AssertionError("unreachable")
 
+    def is_own_inbox(self, job: Job) -> bool:
+        """Whether `job` goes to its own workspace's built-in inbox on this service (sandbox only)."""
+        return job.mode == SANDBOX and self.inbox.workspace_of(job.url) == job.workspace_id
+
+    def post_to_own_inbox(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+        """The inbox view, called through the app in-process: the same answer, no socket."""
+        return own_inbox.post(self.app, url, self.inbox.app_path(url), body, headers, EXCERPT_BYTES + 1)
+
     def close(self) -> None:
         """Close every connection; call once the sending threads are done."""
         with self._lock:
@@ -203,8 +219,14 @@ def _describe(exc: BaseException, timeout: float) -> str:
         return "TLS error: the certificate or handshake was refused"
     if isinstance(exc, TimeoutError):
         return f"timeout: no response within {timeout:g} s"
-    if isinstance(exc, ConnectionRefusedError | socket.gaierror):
+    if isinstance(exc, socket.gaierror):
+        return "connection failed: the host does not resolve"
+    if isinstance(exc, ConnectionRefusedError):
         return "connection failed: could not connect to the host"
+    if isinstance(exc, http.client.RemoteDisconnected):
+        return "connection failed: the connection was closed without an answer"
+    if isinstance(exc, http.client.BadStatusLine | http.client.LineTooLong | http.client.UnknownProtocol):
+        return "not HTTP: the answer was not an HTTP response (nothing of it is kept)"
     if isinstance(exc, ConnectionError | http.client.HTTPException):
         return "connection failed: the connection was closed or reset"
     return f"network error: {type(exc).__name__}"
@@ -229,8 +251,11 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
     retryable = False
     started = time.perf_counter()
     try:
-        urls.check_delivery_url(job.url, job.mode)
-        status, raw = transport.post(job.url, body, headers, timeout, job.mode)
+        if transport.is_own_inbox(job):
+            status, raw = transport.post_to_own_inbox(job.url, body, headers)
+        else:
+            urls.check_delivery_url(job.url, job.mode, transport.policy)
+            status, raw = transport.post(job.url, body, headers, timeout, job.mode)
         excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace") if raw else None
     except (OSError, http.client.HTTPException, AddressRefused, urls.UrlRefused) as exc:
         error = _describe(exc, timeout)
@@ -310,6 +335,8 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
         job = r.job
         first = job.first_attempt_at or r.at
         number = job.attempt_count + 1
+        # The delivery shows its latest attempt's warnings (events list), the attempt keeps its own.
+        warning = "; ".join(w for w in (r.version_warning, r.warning) if w) or None
         base = {
             "b_id": job.delivery_id,
             "b_token": job.claim_token,
@@ -319,7 +346,7 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
             "v_last_attempt_at": r.at,
             "v_last_status_code": r.status_code,
             "v_last_error": r.error,
-            "v_warning": r.version_warning,
+            "v_warning": warning,
         }
         next_at = None
         if r.delivered:
@@ -332,7 +359,6 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
         else:
             outcome = FAILED
             failed.append(base)
-        warning = "; ".join(w for w in (r.version_warning, r.warning) if w) or None
         attempts.append(
             {
                 "id": uuid.uuid4(),

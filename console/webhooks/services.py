@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import func, select, update
 
 from console.api.versions import SUPPORTED_VERSIONS
@@ -16,8 +17,9 @@ from console.events.models import Event
 from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
+from console.modes import SANDBOX
 from console.scheduler.services import schedule, task_handler
-from console.webhooks import urls
+from console.webhooks import own_inbox, urls
 from console.webhooks.models import (
     ACTIVE,
     PAUSED,
@@ -38,7 +40,15 @@ FIELDS = ("url", "status", "enabled_events", "version")
 # Validation ---------------------------------------------------------------------------------
 
 
-def _validate(body: dict[str, Any], mode: str, *, partial: bool) -> dict[str, Any]:
+def check_url(url: Any, mode: str, workspace_id: uuid.UUID) -> str:
+    """The URL policy for this deployment; a workspace's own built-in inbox is exempt (sent in-process)."""
+    config = current_app.config
+    if mode == SANDBOX and own_inbox.OwnInbox.from_config(config).workspace_of(url) == workspace_id:
+        return url
+    return urls.check_url(url, mode, urls.Policy.from_config(config))
+
+
+def _validate(body: dict[str, Any], mode: str, workspace_id: uuid.UUID, *, partial: bool) -> dict[str, Any]:
     """The cleaned fields of a create (all required) or update (any subset) body."""
     errors: list[FieldError] = [
         FieldError(name, "is not a known field") for name in sorted(set(body) - set(FIELDS))
@@ -52,7 +62,7 @@ def _validate(body: dict[str, Any], mode: str, *, partial: bool) -> dict[str, An
         value = body[name]
         if name == "url":
             try:
-                cleaned["url"] = urls.check_url(value, mode)
+                cleaned["url"] = check_url(value, mode, workspace_id)
             except urls.UrlRefused as exc:
                 errors.append(FieldError("url", str(exc)))
         elif name == "status":
@@ -123,15 +133,10 @@ def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str)
 
 def create_webhook(key: ApiKey, body: dict[str, Any]) -> Webhook:
     """Register a webhook owned by `key`; the 11th live one of a key is refused."""
-    cleaned = _validate(body, key.mode, partial=False)
+    cleaned = _validate(body, key.mode, key.workspace_id, partial=False)
     # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
     db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
-    count = db.session.scalar(
-        select(func.count())
-        .select_from(Webhook)
-        .where(Webhook.api_key_id == key.id, Webhook.deleted_at.is_(None))
-    )
-    if count >= MAX_WEBHOOKS_PER_KEY:
+    if owned_count(key.id) >= MAX_WEBHOOKS_PER_KEY:
         raise Forbidden(
             f"This API key already has {MAX_WEBHOOKS_PER_KEY} webhooks, the limit per key. "
             "Delete one (DELETE /v1/webhooks/{id}) before creating another.",
@@ -161,7 +166,7 @@ def update_webhook(webhook: Webhook, workspace: Workspace, body: dict[str, Any])
     """Change any field; `status: active` on a paused webhook reactivates it."""
     if not body:
         raise ServiceError(f"Send at least one of {', '.join(FIELDS)}.")
-    cleaned = _validate(body, webhook.mode, partial=True)
+    cleaned = _validate(body, webhook.mode, webhook.workspace_id, partial=True)
     at = now(workspace)
     for name in ("url", "enabled_events", "version"):
         if name in cleaned:
@@ -183,6 +188,15 @@ def delete_webhook(webhook: Webhook, workspace: Workspace) -> None:
     webhook.updated_at = at
     skip_pending(webhook, "webhook deleted")
     db.session.flush()
+
+
+def owned_count(key_id: uuid.UUID) -> int:
+    """How many live (not deleted) webhooks `key_id` owns, i.e. signs."""
+    return db.session.scalar(
+        select(func.count())
+        .select_from(Webhook)
+        .where(Webhook.api_key_id == key_id, Webhook.deleted_at.is_(None))
+    )
 
 
 def reassign_owner(old_key: ApiKey, new_key: ApiKey) -> int:

@@ -2,28 +2,75 @@
 
 Every mode requires `https://`, except that the sandbox also takes `http://localhost`,
 `http://127.0.0.1` and `http://[::1]` so developers can receive events on their own machine.
-Hosts are resolved and every address checked: private, loopback, link-local, reserved,
-multicast and unspecified addresses are refused (loopback is allowed in the sandbox only).
-The check runs at registration, again before each delivery, and on the socket actually
-connected (`peer_refusal`), so a DNS answer that changes in between does not get through.
+Hosts are resolved (in every mode, the sandbox included) and every address checked: private,
+loopback, link-local, reserved, multicast and unspecified addresses are refused, and so are IPv6
+transition addresses that embed one of those IPv4 addresses (6to4, NAT64, Teredo, IPv4-mapped and
+IPv4-compatible). The check runs at registration, again before each delivery, and on the socket
+actually connected (`peer_refusal`), so a DNS answer that changes in between does not get through.
+
+Loopback is the sandbox's only exception, and the deployment decides it (`Policy`): loopback
+targets are allowed when the server itself listens on loopback (a developer's machine) or the
+operator allows them, and never on the service's own port. On a shared server anyone could
+otherwise register `http://127.0.0.1:<port>` and read what that port answers.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from console.modes import SANDBOX
 
 MAX_URL_LENGTH = 2048
 SANDBOX_LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
+DEFAULT_LISTEN_HOST = "127.0.0.1"
+DEFAULT_LISTEN_PORT = 5000
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NO_SUCH_NAME = {socket.EAI_NONAME, getattr(socket, "EAI_NODATA", socket.EAI_NONAME)}
+
+NAT64 = ipaddress.ip_network(
+    "64:ff9b::/96"
+)  # RFC 6052 well-known prefix: the IPv4 address is the last 32 bits
+NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215 local use: translates into the local network
+SIXTOFOUR = ipaddress.ip_network("2002::/16")
+TEREDO = ipaddress.ip_network("2001::/32")
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated (RFC 4291); :: and ::1 are in it too
 
 
 class UrlRefused(ValueError):
     """Why a URL or address may not receive webhooks; the message is safe to show the caller."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What this deployment allows on loopback, for sandbox webhooks."""
+
+    sandbox_loopback: bool = False
+    own_port: int | None = None  # the service's own port: never a target on loopback
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Policy:
+        """Loopback is allowed when the server listens on loopback itself, or the operator says so."""
+        listen_host = str(config.get("LISTEN_HOST") or DEFAULT_LISTEN_HOST)
+        return cls(
+            sandbox_loopback=is_loopback_host(listen_host)
+            or bool(config.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS")),
+            own_port=int(config.get("LISTEN_PORT") or DEFAULT_LISTEN_PORT),
+        )
+
+
+def is_loopback_host(host: str) -> bool:
+    """Whether a listen address or host name means this machine only (`localhost`, 127.0.0.0/8, ::1)."""
+    host = host.strip("[]").lower()
+    if host == "localhost":
+        return True
+    literal = _literal(host)
+    return literal is not None and literal.is_loopback
 
 
 def resolve(host: str, port: int) -> list[str]:
@@ -39,13 +86,31 @@ def _literal(host: str) -> IPAddress | None:
         return None
 
 
-def address_refusal(address: str | IPAddress, mode: str) -> str | None:
-    """Why a delivery must not connect to `address` in `mode`; None when it may."""
-    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+def _embedded_refusal(ip: ipaddress.IPv6Address) -> str | None:
+    """Why an IPv6 transition address is refused for the IPv4 address it carries (None: not one, or fine).
+
+    A packet to such an address is translated or tunnelled to the IPv4 address inside, so that
+    address decides. Loopback inside is refused even in the sandbox: it is some gateway's loopback.
+    """
+    embedded: list[ipaddress.IPv4Address] = []
+    if ip in SIXTOFOUR:
+        embedded = [ip.sixtofour]
+    elif ip in NAT64:
+        embedded = [ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)]
+    elif ip in TEREDO:
+        embedded = list(ip.teredo)  # the Teredo server and the (de-obfuscated) client
+    elif ip in IPV4_COMPATIBLE and int(ip) > 1:
+        embedded = [ipaddress.IPv4Address(int(ip))]
+    for address in embedded:
+        reason = _ip_refusal(address)
+        if reason:
+            return f"embeds {address}, which {reason}"
+    return None
+
+
+def _ip_refusal(ip: IPAddress) -> str | None:
     if ip.is_loopback:
-        return None if mode == SANDBOX else "is a loopback address"
+        return "is a loopback address"
     if ip.is_link_local:
         return "is a link-local address"
     if ip.is_multicast:
@@ -56,6 +121,44 @@ def address_refusal(address: str | IPAddress, mode: str) -> str | None:
         return "is a reserved address"
     if ip.is_private or not ip.is_global:
         return "is a private address"
+    return None
+
+
+def address_refusal(
+    address: str | IPAddress, mode: str, policy: Policy, port: int | None = None
+) -> str | None:
+    """Why a delivery must not connect to `address` (on `port`, when known) in `mode`; None when it may."""
+    ip = ipaddress.ip_address(address) if isinstance(address, str) else address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            ip = ip.ipv4_mapped  # ::ffff:10.0.0.1 is 10.0.0.1
+        else:
+            reason = _embedded_refusal(ip)
+            if reason:
+                return reason
+            if ip in NAT64:
+                return None  # the well-known NAT64 prefix reaches the public IPv4 address inside
+            if ip in NAT64_LOCAL:
+                return "is a local-use NAT64 address (it translates into a private network)"
+            if ip in TEREDO:
+                return "is a Teredo address (not globally routable)"
+            if ip in IPV4_COMPATIBLE and int(ip) > 1:
+                return "is an IPv4-compatible address (deprecated, not routable)"
+    if ip.is_loopback:
+        return _loopback_refusal(mode, policy, port)
+    return _ip_refusal(ip)
+
+
+def _loopback_refusal(mode: str, policy: Policy, port: int | None) -> str | None:
+    if mode != SANDBOX:
+        return "is a loopback address"
+    if not policy.sandbox_loopback:
+        return (
+            "is a loopback address, and this server does not take loopback webhooks "
+            "(it does not listen on loopback; its operator can allow them)"
+        )
+    if port is not None and port == policy.own_port:
+        return f"is a loopback address on this service's own port ({port})"
     return None
 
 
@@ -85,11 +188,12 @@ def _is_sandbox_local(host: str) -> bool:
     return host.lower() in SANDBOX_LOCAL_HOSTS
 
 
-def check_url(url: str, mode: str, *, check_dns: bool = True) -> str:
+def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) -> str:
     """Return `url` if webhooks may be registered at it in `mode`, else raise `UrlRefused`."""
     parts, port = _split(url)
     host = parts.hostname or ""
     scheme = parts.scheme.lower()
+    port = port or (443 if scheme == "https" else 80)
     if scheme == "http" and not (mode == SANDBOX and _is_sandbox_local(host)):
         if mode == SANDBOX:
             raise UrlRefused(
@@ -98,13 +202,24 @@ def check_url(url: str, mode: str, *, check_dns: bool = True) -> str:
             )
         raise UrlRefused("must start with https://")
     if mode == SANDBOX and _is_sandbox_local(host):
+        reason = _loopback_refusal(mode, policy, port)
+        if reason:
+            raise UrlRefused(f"host {host!r} {reason}")
         return url
     if check_dns:
-        check_host(host, port or (443 if scheme == "https" else 80), mode)
+        check_host(host, port, mode, policy)
     return url
 
 
-def check_host(host: str, port: int, mode: str) -> list[str]:
+def _dns_failure(host: str, exc: BaseException) -> UrlRefused:
+    """A refusal that says the name did not resolve, and when the lookup itself failed, that too."""
+    if isinstance(exc, socket.gaierror) and exc.errno in NO_SUCH_NAME:
+        return UrlRefused(f"host {host!r} does not resolve (no such name in DNS)")
+    # Offline, or no DNS server answering: say so, since every mode resolves webhook hosts.
+    return UrlRefused(f"host {host!r} does not resolve: the DNS lookup failed (is this server offline?)")
+
+
+def check_host(host: str, port: int, mode: str, policy: Policy) -> list[str]:
     """Resolve `host` and refuse it if any address is off limits; returns the addresses."""
     literal = _literal(host)
     if literal is not None:
@@ -113,26 +228,27 @@ def check_host(host: str, port: int, mode: str) -> list[str]:
         try:
             addresses = resolve(host, port)
         except (OSError, UnicodeError) as exc:
-            raise UrlRefused(f"host {host!r} does not resolve") from exc
+            raise _dns_failure(host, exc) from exc
         if not addresses:
-            raise UrlRefused(f"host {host!r} does not resolve")
+            raise UrlRefused(f"host {host!r} does not resolve (no address in DNS)")
     for address in addresses:
-        reason = address_refusal(address, mode)
+        reason = address_refusal(address, mode, policy, port)
         if reason:
             raise UrlRefused(f"host {host!r} resolves to {address}, which {reason}")
     return addresses
 
 
-def check_delivery_url(url: str, mode: str) -> None:
+def check_delivery_url(url: str, mode: str, policy: Policy) -> None:
     """The delivery-time check: the same policy, with a fresh DNS answer."""
-    check_url(url, mode, check_dns=True)
+    check_url(url, mode, policy, check_dns=True)
 
 
-def peer_refusal(sock: socket.socket, mode: str) -> str | None:
-    """Why the connected peer of `sock` is off limits; checked on every new connection."""
+def peer_refusal(sock: socket.socket, mode: str, policy: Policy) -> str | None:
+    """Why the connected peer of `sock` is off limits; the same rules, on every new connection."""
     try:
-        address = sock.getpeername()[0]
+        peer = sock.getpeername()
     except OSError:
         return None  # not connected: the send itself will fail and be recorded
-    reason = address_refusal(address.split("%")[0], mode)
+    address, port = peer[0], peer[1]
+    reason = address_refusal(address.split("%")[0], mode, policy, port)
     return f"connected address {address} {reason}" if reason else None

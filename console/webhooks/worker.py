@@ -222,7 +222,7 @@ def deliver_due(app: Flask, *, max_rounds: int = 100) -> int:
     """Send everything due now and record it (tests, CLI); returns the number of attempts made."""
     cfg = settings(app)
     claimer = Claimer(cfg["lease"], lease_check_seconds=0)
-    transport = Transport()
+    transport = Transport(app)
     total = 0
     try:
         with ThreadPoolExecutor(int(cfg["threads"])) as pool:
@@ -297,7 +297,7 @@ class DeliveryLoop:
     def run_forever(self, stop: threading.Event) -> None:
         with self.app.app_context():
             claimer = Claimer(self.cfg["lease"])
-            transport = Transport()
+            transport = Transport(self.app)
             pool = ThreadPoolExecutor(self.threads, thread_name_prefix="webhook-send")
             wait = 0.0
             try:

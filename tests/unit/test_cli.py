@@ -72,3 +72,130 @@ def test_bad_mode_is_refused(run_cli):
     result = run_cli("keys", "create", "--mode", "staging", check=False)
     assert result.returncode != 0
     assert "staging" in result.stderr
+
+
+def test_db_upgrade_says_what_it_did(run_cli, tmp_path):
+    first = run_cli("db", "upgrade").stdout
+    assert f"Database sqlite:///{tmp_path / 'cli.db'}" in first
+    assert "Created the schema (revision " in first and "seeded the simulated world (" in first
+    assert "up to date" not in first
+    again = run_cli("db", "upgrade").stdout
+    assert "The schema was already up to date (revision " in again
+    assert "the simulated world was already seeded" in again
+
+
+def test_a_database_without_a_schema_is_a_clear_error(run_cli, tmp_path):
+    for args in (("keys", "list"), ("keys", "create", "--mode", "sandbox"), ("workspaces", "create")):
+        result = run_cli(*args, check=False)
+        assert result.returncode != 0
+        assert "has no tables yet" in result.stderr and "console db upgrade" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_commands_from_any_directory_share_one_instance_folder(tmp_path):
+    """No DATABASE_URL, no SECRET_KEY: the instance folder holds both, wherever the command runs."""
+    instance = tmp_path / "instance"
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY")}
+    env["CONSOLE_INSTANCE_DIR"] = str(instance)
+
+    def run(cwd: Path, *args: str) -> str:
+        cwd.mkdir(exist_ok=True)
+        result = subprocess.run(
+            [sys.executable, "-m", "console.cli", *args], cwd=cwd, env=env, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    run(ROOT, "db", "upgrade")
+    created = json.loads(run(tmp_path / "a", "keys", "create", "--mode", "sandbox", "--json"))
+    listed = json.loads(run(tmp_path / "b", "keys", "list", "--json"))
+    assert [k["id"] for k in listed] == [created["id"]]
+    assert (instance / "console.db").is_file() and (instance / "secret_key").is_file()
+    assert not (tmp_path / "a" / "instance").exists() and not (tmp_path / "b" / "instance").exists()
+
+
+def test_the_default_instance_folder_is_the_checkouts_whatever_the_directory(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CONSOLE_INSTANCE_DIR")}
+    code = "from console import config; print(config.INSTANCE_DIR); print(config.database_url())"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    instance, url = result.stdout.splitlines()
+    assert instance == str(ROOT / "instance")  # where `make run` keeps it
+    assert url == f"sqlite:///{ROOT / 'instance' / 'console.db'}"
+    assert list(tmp_path.iterdir()) == []  # nothing created where the command ran
+
+
+def test_a_relative_instance_folder_is_relative_to_where_the_command_runs(tmp_path):
+    env = {**os.environ, "CONSOLE_INSTANCE_DIR": "here"}
+    code = "from console import config; print(config.INSTANCE_DIR)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == str(tmp_path / "here")
+
+
+def test_keys_list_of_an_empty_workspace_suggests_creating_a_key_there(run_cli):
+    run_cli("db", "upgrade")
+    workspace = json.loads(run_cli("workspaces", "create", "--json").stdout)
+    out = run_cli("keys", "list", "--workspace", workspace["id"]).stdout
+    assert f"console keys create --mode sandbox --workspace {workspace['id']}" in out
+    assert run_cli("keys", "list").stdout.strip() == "No keys yet: console keys create --mode sandbox"
+    unknown = run_cli("keys", "list", "--workspace", "8e8483e0-5235-5127-93ca-2efa4d35d6dc", check=False)
+    assert unknown.returncode != 0 and "No workspace with id 8e8483e0" in unknown.stderr
+
+
+@pytest.fixture
+def cli_app(tmp_path):
+    """The app on the CLI's database, to look at what the commands did."""
+    from console import create_app
+
+    app = create_app(
+        {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'cli.db'}", "SECRET_KEY": "cli-test-secret"}
+    )
+    yield app
+    from console.extensions import db
+
+    with app.app_context():
+        db.engine.dispose()
+
+
+def test_keys_roll_prints_the_new_secret_once_and_moves_the_webhooks(run_cli, cli_app):
+    import uuid
+
+    from console.core.errors import Unauthorized
+    from console.extensions import db
+    from console.keys.models import ApiKey
+    from console.keys.services import authenticate
+    from console.webhooks import services as webhooks
+    from console.webhooks.models import Webhook
+
+    run_cli("db", "upgrade")
+    old = json.loads(run_cli("keys", "create", "--mode", "sandbox", "--json").stdout)
+    body = {"url": "http://127.0.0.1:9/hook", "status": "active", "enabled_events": ["account.added"]}
+    with cli_app.app_context():
+        key = db.session.get(ApiKey, uuid.UUID(old["id"]))
+        hook_ids = [webhooks.create_webhook(key, {**body, "version": "2023-11-22"}).id for _ in range(2)]
+        db.session.commit()
+
+    rolled = json.loads(run_cli("keys", "roll", old["id"], "--json").stdout)
+    assert rolled["replaces"] == old["id"] and rolled["id"] != old["id"]
+    assert rolled["mode"] == "sandbox" and rolled["webhooks_moved"] == 2
+    with cli_app.app_context():
+        assert authenticate(rolled["secret"], "sandbox").id == uuid.UUID(rolled["id"])
+        with pytest.raises(Unauthorized):
+            authenticate(old["secret"], "sandbox")
+        owners = {db.session.get(Webhook, h).api_key_id for h in hook_ids}
+        assert owners == {uuid.UUID(rolled["id"])}  # deliveries are signed with the new secret
+
+    listed = json.loads(run_cli("keys", "list", "--json").stdout)
+    assert rolled["secret"] not in json.dumps(listed)
+    text = run_cli("keys", "roll", rolled["id"]).stdout
+    assert "is revoked now" in text and "2 webhook(s) moved" in text
+    assert text.count("sk_sandbox_") == 1 and "shown once" in text
+
+
+def test_keys_roll_of_an_unknown_key_is_a_clear_error(run_cli):
+    run_cli("db", "upgrade")
+    result = run_cli("keys", "roll", "nope", check=False)
+    assert result.returncode != 0 and "No API key with id nope" in result.stderr

@@ -165,6 +165,24 @@ def test_other_2xx_is_delivered_with_a_warning(app, ctx):
     assert delivery.status == "delivered" and len(rx.requests) == 1
     (attempt,) = attempts_of(delivery)
     assert "204" in attempt.warning and "200" in attempt.warning
+    assert delivery.warning == attempt.warning  # shown per delivery in GET /v1/events too
+
+
+def test_the_delivery_warning_is_its_latest_attempts(app, ctx):
+    from console.events.queries import resend
+
+    answers = iter([204, 200])
+    with Receiver(lambda r: (next(answers), b"")) as rx:
+        make_hook(ctx, rx.url)
+        event = emit(ctx)
+        deliver_due(app)
+        assert "answered 204" in the_delivery(event).warning
+        resend(event, db.session.get(Workspace, event.workspace_id))
+        db.session.commit()
+        deliver_due(app)
+    delivery = the_delivery(event)
+    assert len(rx.requests) == 2 and delivery.last_status_code == 200 and delivery.warning is None
+    assert [a.warning is not None for a in attempts_of(delivery)] == [True, False]
 
 
 def test_a_timeout_is_retried(app, ctx):

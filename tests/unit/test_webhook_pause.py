@@ -145,7 +145,7 @@ def test_paused_while_in_flight_the_retry_is_skipped(app, ctx):
         db.session.commit()
         services.update_webhook(webhook(hook_id), ws, {"status": "paused"})  # while the attempt is out
         db.session.commit()
-        transport = delivery.Transport()
+        transport = delivery.Transport(app)
         try:
             result = delivery.send(job, transport, timeout=2)
         finally:

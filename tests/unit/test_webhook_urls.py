@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 
 import pytest
 
 from console.webhooks import urls
-from console.webhooks.urls import UrlRefused, address_refusal, check_url
+from console.webhooks.urls import Policy, UrlRefused, address_refusal
+
+# A developer's machine: the server listens on 127.0.0.1:5000, so sandbox loopback targets are allowed.
+LOCAL = Policy.from_config({})
+# A shared server (a training room, a public demo): it listens on every interface.
+SHARED = Policy.from_config({"LISTEN_HOST": "0.0.0.0", "LISTEN_PORT": 8000})
+
+
+def check_url(url, mode, policy=LOCAL):
+    return urls.check_url(url, mode, policy)
 
 
 @pytest.fixture
@@ -31,7 +41,7 @@ def test_https_public_host_is_accepted_everywhere(dns, mode):
 
 @pytest.mark.parametrize(
     "url",
-    ["http://localhost:5000/hook", "http://127.0.0.1/hook", "http://[::1]:8080/", "https://localhost/x"],
+    ["http://localhost:5001/hook", "http://127.0.0.1/hook", "http://[::1]:8080/", "https://localhost/x"],
 )
 def test_sandbox_accepts_local_urls(url):
     assert check_url(url, "sandbox") == url
@@ -112,9 +122,9 @@ def test_malformed_urls(dns, url, message):
 
 
 def test_address_refusal_allows_loopback_only_in_the_sandbox():
-    assert address_refusal("127.0.0.1", "sandbox") is None
-    assert address_refusal("127.0.0.1", "production") == "is a loopback address"
-    assert address_refusal("93.184.216.34", "production") is None
+    assert address_refusal("127.0.0.1", "sandbox", LOCAL) is None
+    assert address_refusal("127.0.0.1", "production", LOCAL) == "is a loopback address"
+    assert address_refusal("93.184.216.34", "production", LOCAL) is None
 
 
 def test_peer_check_uses_the_connected_address():
@@ -122,6 +132,195 @@ def test_peer_check_uses_the_connected_address():
     server.bind(("127.0.0.1", 0))
     server.listen()
     with server, socket.create_connection(server.getsockname()) as client:
-        assert urls.peer_refusal(client, "sandbox") is None
-        assert "loopback" in urls.peer_refusal(client, "development")
+        assert urls.peer_refusal(client, "sandbox", LOCAL) is None
+        assert "loopback" in urls.peer_refusal(client, "development", LOCAL)
+        assert "does not take loopback" in urls.peer_refusal(client, "sandbox", SHARED)
+        own = Policy(sandbox_loopback=True, own_port=server.getsockname()[1])
+        assert "own port" in urls.peer_refusal(client, "sandbox", own)
         server.accept()[0].close()
+
+
+# IPv6 transition addresses -------------------------------------------------------------------
+
+PRIVATE, LOOPBACK, PUBLIC = "10.0.0.1", "127.0.0.1", "93.184.216.34"
+
+
+def sixtofour(v4):  # 2002:AABB:CCDD::/48 carries AA.BB.CC.DD
+    return str(ipaddress.IPv6Address((0x2002 << 112) | (int(ipaddress.IPv4Address(v4)) << 80) | 1))
+
+
+def nat64(v4, prefix="64:ff9b::"):  # the IPv4 address in the last 32 bits
+    return str(ipaddress.IPv6Address(int(ipaddress.IPv6Address(prefix)) | int(ipaddress.IPv4Address(v4))))
+
+
+def teredo(client, server=PUBLIC):  # 2001:0:<server>:<flags>:<port>:<client, bits inverted>
+    value = (0x20010000 << 96) | (int(ipaddress.IPv4Address(server)) << 64) | (0xFFFF << 32)
+    return str(ipaddress.IPv6Address(value | (int(ipaddress.IPv4Address(client)) ^ 0xFFFFFFFF)))
+
+
+def mapped(v4):
+    return f"::ffff:{v4}"
+
+
+def compatible(v4):
+    return str(ipaddress.IPv6Address(int(ipaddress.IPv4Address(v4))))
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "development", "production"])
+@pytest.mark.parametrize("embed", [sixtofour, nat64, teredo, compatible])
+@pytest.mark.parametrize(("inside", "reason"), [(PRIVATE, "private"), (LOOPBACK, "loopback")])
+def test_transition_addresses_embedding_private_or_loopback_ipv4_are_refused(mode, embed, inside, reason):
+    # Refused in the sandbox too: the embedded loopback is a gateway's, not this machine's.
+    address = embed(inside)
+    refusal = address_refusal(address, mode, LOCAL)
+    assert refusal == f"embeds {inside}, which is a {reason} address"
+    with pytest.raises(UrlRefused, match=f"embeds {inside}"):
+        check_url(f"https://[{address}]/hook", mode)
+
+
+@pytest.mark.parametrize("mode", ["development", "production"])
+@pytest.mark.parametrize(("inside", "reason"), [(PRIVATE, "private"), (LOOPBACK, "loopback")])
+def test_ipv4_mapped_addresses_are_the_ipv4_address(mode, inside, reason):
+    assert address_refusal(mapped(inside), mode, LOCAL) == f"is a {reason} address"
+
+
+def test_ipv4_mapped_loopback_follows_the_sandbox_loopback_policy():
+    assert address_refusal(mapped(LOOPBACK), "sandbox", LOCAL) is None
+    assert "does not take loopback" in address_refusal(mapped(LOOPBACK), "sandbox", SHARED)
+
+
+def test_teredo_server_address_is_checked_too():
+    assert address_refusal(teredo(PUBLIC, server=PRIVATE), "production", LOCAL) == (
+        f"embeds {PRIVATE}, which is a private address"
+    )
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "development", "production"])
+@pytest.mark.parametrize(
+    ("address", "refusal"),
+    [
+        (sixtofour(PUBLIC), None),  # reaches 93.184.216.34 through a 6to4 relay
+        (nat64(PUBLIC), None),  # reaches 93.184.216.34 through the network's NAT64
+        (mapped(PUBLIC), None),  # is 93.184.216.34
+        (teredo(PUBLIC), "is a Teredo address (not globally routable)"),
+        (compatible(PUBLIC), "is an IPv4-compatible address (deprecated, not routable)"),
+        (nat64(PUBLIC, "64:ff9b:1::"), "is a local-use NAT64 address (it translates into a private network)"),
+        (
+            nat64(PRIVATE, "64:ff9b:1::"),
+            "is a local-use NAT64 address (it translates into a private network)",
+        ),
+    ],
+)
+def test_transition_addresses_embedding_public_ipv4(mode, address, refusal):
+    assert address_refusal(address, mode, LOCAL) == refusal
+
+
+class FakePeer:
+    """A connected socket as far as `peer_refusal` can tell (no route to these addresses exists here)."""
+
+    def __init__(self, address, port=443):
+        self.peer = (address, port, 0, 0)
+
+    def getpeername(self):
+        return self.peer
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        (sixtofour(PRIVATE), "embeds 10.0.0.1"),
+        (nat64(LOOPBACK), "embeds 127.0.0.1"),
+        (teredo(PRIVATE), "embeds 10.0.0.1"),
+        (compatible(PRIVATE), "embeds 10.0.0.1"),
+        (mapped(PRIVATE), "private"),
+        (nat64(PUBLIC, "64:ff9b:1::"), "local-use NAT64"),
+        ("fe80::1%eth0", "link-local"),
+    ],
+)
+def test_the_connected_address_gets_the_same_rules(address, reason):
+    refusal = urls.peer_refusal(FakePeer(address), "production", LOCAL)
+    assert refusal.startswith(f"connected address {address} ") and reason in refusal
+    assert urls.peer_refusal(FakePeer(sixtofour(PUBLIC)), "production", LOCAL) is None
+
+
+def test_a_name_resolving_to_a_transition_address_is_refused(dns):
+    dns["sneaky.example.com"] = [sixtofour(PRIVATE)]
+    with pytest.raises(UrlRefused, match=r"embeds 10\.0\.0\.1"):
+        check_url("https://sneaky.example.com/", "production")
+
+
+# Sandbox loopback: the deployment's policy ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("config", "allowed"),
+    [
+        ({}, True),  # the default: HOST=127.0.0.1
+        ({"LISTEN_HOST": "127.0.0.1"}, True),
+        ({"LISTEN_HOST": "localhost"}, True),
+        ({"LISTEN_HOST": "::1"}, True),
+        ({"LISTEN_HOST": "127.0.1.1"}, True),
+        ({"LISTEN_HOST": "0.0.0.0"}, False),
+        ({"LISTEN_HOST": "::"}, False),
+        ({"LISTEN_HOST": "10.1.2.3"}, False),
+        ({"LISTEN_HOST": "0.0.0.0", "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True}, True),
+        ({"LISTEN_HOST": "0.0.0.0", "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": False}, False),
+    ],
+)
+def test_loopback_is_allowed_when_the_server_listens_on_loopback_or_the_operator_says_so(config, allowed):
+    policy = Policy.from_config(config)
+    assert policy.sandbox_loopback is allowed
+    assert (address_refusal("127.0.0.1", "sandbox", policy, 9000) is None) is allowed
+
+
+def test_own_port_comes_from_listen_port():
+    assert Policy.from_config({}).own_port == 5000
+    assert Policy.from_config({"LISTEN_PORT": 8123}).own_port == 8123
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://localhost:5000/hook", "http://127.0.0.1:9000/hook", "http://[::1]/", "https://localhost/x"],
+)
+def test_a_shared_server_refuses_loopback_urls(url):
+    with pytest.raises(UrlRefused, match="does not take loopback webhooks"):
+        check_url(url, "sandbox", SHARED)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://localhost:5000/hook", "http://127.0.0.1:5000/", "http://[::1]:5000/x"]
+)
+def test_the_services_own_port_is_never_a_target(url):
+    with pytest.raises(UrlRefused, match=r"own port \(5000\)"):
+        check_url(url, "sandbox")
+    with pytest.raises(UrlRefused, match="own port"):  # the operator's setting does not change it
+        check_url(url, "sandbox", Policy.from_config({"SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True}))
+    assert check_url(url, "sandbox", Policy(sandbox_loopback=True, own_port=8000)) == url
+
+
+def test_own_port_is_checked_on_names_resolving_to_loopback(dns):
+    dns["me.example.com"] = ["127.0.0.1"]
+    with pytest.raises(UrlRefused, match="own port"):
+        check_url("https://me.example.com:5000/", "sandbox")
+    assert check_url("https://me.example.com:5001/", "sandbox") == "https://me.example.com:5001/"
+
+
+# Offline: what the sandbox says when DNS does not answer --------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("error", "message"),
+    [
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "no such name in DNS"),
+        (socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution"), "is this server offline"),
+    ],
+)
+@pytest.mark.parametrize("mode", ["sandbox", "production"])
+def test_a_failed_lookup_says_the_host_does_not_resolve(monkeypatch, error, message, mode):
+    def resolve(host, port):
+        raise error
+
+    monkeypatch.setattr(urls, "resolve", resolve)
+    with pytest.raises(UrlRefused, match=f"host 'hooks.example.com' does not resolve.*{message}"):
+        check_url("https://hooks.example.com/in", mode)
+    assert check_url("http://127.0.0.1:9000/in", "sandbox") == "http://127.0.0.1:9000/in"  # no DNS needed
