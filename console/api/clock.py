@@ -6,7 +6,7 @@ import math
 from typing import Annotated, Any
 
 from flask import g, jsonify
-from pydantic import Field
+from pydantic import ConfigDict, Field
 from pydantic_core import InitErrorDetails
 
 from console.api import api
@@ -61,6 +61,7 @@ def _amount(unit: str) -> Any:
 class ClockAdvanceRequest(RequestModel):
     """POST /v1/sandbox/clock/advance: exactly one of the units, a positive amount (at most 400 days)."""
 
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
     null_is_absent = False  # `{"seconds": null}` is a bad seconds, not "no unit given"
 
     seconds: _amount("seconds")

@@ -16,7 +16,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
@@ -27,6 +35,8 @@ M = TypeVar("M", bound=BaseModel)
 
 NOT_A_STRING = "must be a string"
 NUL_MESSAGE = "must not contain NUL characters (\\u0000)"
+# Validation context key: unknown fields counted but left out of validation (see _few_unknown_fields).
+UNREPORTED = "unreported_fields"
 # A field name echoes the client's key; an absurdly long key is cut so the error stays small.
 MAX_NAME_PART = 100
 
@@ -83,6 +93,20 @@ def _init_details(error: dict[str, Any]) -> InitErrorDetails:
     return details
 
 
+def _few_unknown_fields(model: type[BaseModel], data: dict[str, Any], context: dict | None) -> dict[str, Any]:
+    """`data` with only the first unknown fields that an error can list; the others are counted.
+
+    Reporting 100,000 unknown fields one by one would cost far more than the request is worth.
+    """
+    known = model.model_fields
+    unknown = [key for key in data if key not in known]
+    if len(unknown) <= ValidationFailed.MAX_FIELDS or context is None:
+        return data
+    dropped = set(unknown[ValidationFailed.MAX_FIELDS :])
+    context[UNREPORTED] = context.get(UNREPORTED, 0) + len(dropped)
+    return {key: value for key, value in data.items() if key not in dropped}
+
+
 class RequestModel(BaseModel):
     """A JSON request body: strict JSON types, no unknown fields, `null` means "not given".
 
@@ -101,11 +125,12 @@ class RequestModel(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _given_fields(cls, data: Any, handler: Callable[[Any], Any]) -> Any:
+    def _given_fields(cls, data: Any, handler: Callable[[Any], Any], info: ValidationInfo) -> Any:
         if not isinstance(data, dict):
             return handler(data)
         if cls.null_is_absent:
             data = {key: value for key, value in data.items() if value is not None}
+        data = _few_unknown_fields(cls, data, info.context)
         broken = cls.presence_rules(data)
         if not broken:
             return handler(data)
@@ -251,10 +276,12 @@ def validate(
 
     `message(fields)` may word the error's message for the fields shown (None: the usual one).
     """
+    context = dict(context or {})
     try:
         return model.model_validate(data, context=context)
     except ValidationError as exc:
         shown, total = field_errors(exc)
+        total += context.get(UNREPORTED, 0)
         raise ValidationFailed(shown, message(shown) if message else None, total=total) from None
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import model_validator
+from pydantic import ConfigDict, model_validator
 from pydantic_core import InitErrorDetails
 
 from console.core import validators as v
@@ -66,6 +66,8 @@ class Target(RequestModel):
 class LinkTokenAllocation(RequestModel):
     """The target accounts and, optionally, a pre-configured amount (`type` with `value`)."""
 
+    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"type": ["value"], "value": ["type"]}})
+
     targets: array(Target, max_items=MAX_TARGETS)
     type: one_of(PRESET_TYPES) | None = None
     value: (
@@ -91,6 +93,12 @@ class LinkTokenAllocation(RequestModel):
 
 class PlatformMatching(RequestModel):
     """The person's identity, matched against payroll providers. Exactly one form of SSN."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [{"required": ["social_security_number"]}, {"required": ["social_security_last_four"]}]
+        }
+    )
 
     social_security_number: text(9, check=v.ssn_error, exact=True, pattern="^[0-9]{9}$") | None = None
     social_security_last_four: (
@@ -126,7 +134,8 @@ class EndUser(RequestModel):
 
 
 class LinkTokenRequest(RequestModel):
-    """POST /v1/link_tokens."""
+    """POST /v1/link_tokens. With `end_user.platform_matching`, `skip_intro_screen` must not be true and
+    `platform_id`/`employer_id` must be absent; `amount` and `allocation.type`/`value` must agree."""
 
     org_name: text(200)
     end_user_id: (
