@@ -7,16 +7,14 @@ OpenAPI document) skip the first three.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable
-from itertools import accumulate
 from typing import Any
 
 from flask import Blueprint, current_app, g, request
 
 from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
+from console.core import jsontext
 from console.core.errors import Forbidden, RateLimited, ServiceError
 from console.keys.services import authenticate
 
@@ -71,25 +69,6 @@ def before_api_request() -> None:
     check_rate_limit(g.api_mode, str(key.id))
 
 
-# Deeper than any body of this API needs (the Link token request nests 4 levels), and far below the
-# depth at which a recursive parser or validator would exhaust the stack.
-MAX_JSON_DEPTH = 32
-# A JSON string literal, escapes included (unrolled so each character is looked at once).
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-_DEPTH_STEP = [0] * 256
-for _byte in b"[{":
-    _DEPTH_STEP[_byte] = 1
-for _byte in b"]}":
-    _DEPTH_STEP[_byte] = -1
-
-
-def json_depth(raw: bytes) -> int:
-    """How deep `raw` nests arrays and objects, counted linearly without parsing (strings skipped)."""
-    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0)
-
-
 def json_body() -> dict[str, Any]:
     """The request body as a JSON object, or a 4xx naming what is wrong with it."""
     raw = request.get_data(cache=True)
@@ -101,15 +80,15 @@ def json_body() -> dict[str, Any]:
             code="UNSUPPORTED_CONTENT_TYPE",
             status_code=415,
         )
-    # Before parsing: 10,000 nested brackets must not reach a recursive parser.
-    if json_depth(raw) > MAX_JSON_DEPTH:
-        raise ServiceError(
-            f"The request body nests arrays and objects more than {MAX_JSON_DEPTH} levels deep.",
-            code="JSON_TOO_DEEP",
-        )
     try:
-        body = json.loads(raw)
-    except (ValueError, RecursionError):  # ValueError covers bad UTF-8 and over-long integers too
+        # Measured before parsing: 10,000 nested brackets must not reach a recursive parser.
+        body = jsontext.loads(raw)
+    except jsontext.TooDeep:
+        raise ServiceError(
+            f"The request body nests arrays and objects more than {jsontext.MAX_JSON_DEPTH} levels deep.",
+            code="JSON_TOO_DEEP",
+        ) from None
+    except ValueError:  # also bad UTF-8 and integers too long to convert
         raise ServiceError("The request body is not valid JSON.", code="MALFORMED_JSON") from None
     if not isinstance(body, dict):
         raise ServiceError("The request body must be a JSON object.", code="BODY_NOT_OBJECT")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from console.api.conventions import MAX_JSON_DEPTH, json_depth
 from console.api.ratelimit import RateLimiter
 from console.core.bodies import json_path
 from console.core.errors import FieldError, ValidationFailed
+from console.core.jsontext import MAX_JSON_DEPTH, json_depth
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS
 from tests.conftest import assert_error
 
