@@ -35,6 +35,8 @@ M = TypeVar("M", bound=BaseModel)
 
 NOT_A_STRING = "must be a string"
 NUL_MESSAGE = "must not contain NUL characters (\\u0000)"
+# JSON allows "\ud800" on its own; no database can store it.
+UNPAIRED_SURROGATE = "must be valid Unicode text (no unpaired surrogate such as \\ud800)"
 # Validation context key: unknown fields counted but left out of validation (see _few_unknown_fields).
 UNREPORTED = "unreported_fields"
 # A field name echoes the client's key; an absurdly long key is cut so the error stays small.
@@ -45,6 +47,7 @@ MESSAGES = {
     "missing": "is required",
     "extra_forbidden": "is not a known field",
     "string_type": NOT_A_STRING,
+    "string_unicode": UNPAIRED_SURROGATE,
     "int_type": "must be an integer",
     "bool_type": "must be a boolean",
     "float_type": "must be a number",
@@ -53,6 +56,16 @@ MESSAGES = {
     "model_type": "must be an object",
     "model_attributes_type": "must be an object",
 }
+
+
+def _is_utf8(value: str) -> bool:
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def refusal(message: str) -> PydanticCustomError:
@@ -130,6 +143,10 @@ class RequestModel(BaseModel):
             return handler(data)
         if cls.null_is_absent:
             data = {key: value for key, value in data.items() if value is not None}
+        if not all(map(_is_utf8, data)):  # a key like "\ud800" is named with the escape it was sent as
+            data = {
+                key.encode("utf-8", "backslashreplace").decode("utf-8"): value for key, value in data.items()
+            }
         data = _few_unknown_fields(cls, data, info.context)
         broken = cls.presence_rules(data)
         if not broken:
@@ -166,6 +183,8 @@ def text(
             return NOT_A_STRING
         if "\x00" in value:
             return NUL_MESSAGE
+        if not _is_utf8(value):
+            return UNPAIRED_SURROGATE
         if exact and check is not None:
             return check(value)
         if len(value) > max_length:

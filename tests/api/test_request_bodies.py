@@ -204,6 +204,17 @@ def test_a_nul_byte_in_an_unknown_field_name_is_refused(api):
     assert field_names(error) == ["a\u0000b"]
 
 
+def test_an_unpaired_surrogate_is_a_400_naming_the_field(api):
+    raw = json.dumps({**LINK_TOKEN_ROUTED, "org_name": "a\ud800b", "\udfff": 1})
+    assert "\\ud800" in raw  # sent as JSON allows it: an escape
+    response = api.post("/link_tokens", data=raw, headers={"Content-Type": "application/json"})
+    error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
+    assert error["fields"] == [
+        {"name": "org_name", "message": "must be valid Unicode text (no unpaired surrogate such as \\ud800)"},
+        {"name": "\\udfff", "message": "is not a known field"},
+    ]
+
+
 # Depth -------------------------------------------------------------------------------------------
 
 
