@@ -49,6 +49,7 @@ def _no_personal_data(value: str) -> str | None:
     return None
 
 
+# uuid.UUID also reads "urn:uuid:<36>" (45 characters) and "{<36>}"; the canonical form is kept.
 Uuid = text(45, check=_uuid_error, exact=True, clean=lambda value: str(uuid.UUID(value)), format="uuid")
 Name = text(100)
 
