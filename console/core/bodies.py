@@ -318,6 +318,13 @@ class _DocumentSchema(GenerateJsonSchema):
         result.pop("title", None)
         return result
 
+    def nullable_schema(self, schema: Any) -> dict[str, Any]:
+        result = super().nullable_schema(schema)
+        inner = result.get("anyOf", [{}])[0]
+        if "description" in inner:  # where a reader looks: beside the field, not inside a branch
+            result = {"description": inner.pop("description"), **result}
+        return result
+
     def default_schema(self, schema: Any) -> dict[str, Any]:
         result = super().default_schema(schema)
         if result.get("default", ...) is None:
