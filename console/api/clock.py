@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any
 
 from flask import g, jsonify
+from pydantic import ConfigDict, Field
+from pydantic_core import InitErrorDetails
 
 from console.api import api
 from console.api.conventions import json_body, sandbox_only
 from console.clock import services as clock
-from console.core.errors import FieldError, ValidationFailed
+from console.core.bodies import RequestModel, field_error, guarded, validate
 from console.core.timeutil import isoformat
 from console.scheduler.services import upcoming
 
@@ -26,29 +28,59 @@ def _clock_state(**extra: Any) -> dict:
     }
 
 
-def _advance_amount(body: dict) -> tuple[str, float]:
-    """The one unit and positive amount of an advance request, or a 400 naming the bad fields."""
-    given = [unit for unit in clock.UNITS if unit in body]
-    unknown = sorted(set(body) - set(clock.UNITS))
-    errors = [FieldError(name, "is not a field of this request") for name in unknown]
-    if len(given) != 1:
-        names = given or list(clock.UNITS)
-        errors += [FieldError(n, "give exactly one of seconds, hours, days, business_days") for n in names]
-        raise ValidationFailed(errors)
-    unit, amount = given[0], body[given[0]]
+MAX_UNITS = {
+    "seconds": clock.MAX_ADVANCE.total_seconds(),
+    "hours": clock.MAX_ADVANCE.total_seconds() / 3600,
+    "days": clock.MAX_ADVANCE.days,
+    "business_days": clock.MAX_ADVANCE.days,  # the calendar walk refuses what ends past 400 days
+}
+
+
+def _advance_error(unit: str, value: Any) -> str | None:
     if unit == "business_days":
-        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 1:
-            errors.append(FieldError(unit, "must be a positive integer"))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            return "must be a positive integer"
     elif (
-        isinstance(amount, bool)
-        or not isinstance(amount, int | float)
-        or not math.isfinite(amount)
-        or amount <= 0
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
     ):
-        errors.append(FieldError(unit, "must be a positive number"))
-    if errors:
-        raise ValidationFailed(errors)
-    return unit, amount
+        return "must be a positive number"
+    if value > MAX_UNITS[unit]:
+        return f"moves the clock more than {clock.MAX_ADVANCE.days} days"
+    return None
+
+
+def _amount(unit: str) -> Any:
+    kind = int if unit == "business_days" else float
+    field = Field(default=None, gt=0, le=MAX_UNITS[unit], description=f"How many {unit.replace('_', ' ')}.")
+    return Annotated[kind, field, guarded(lambda value: _advance_error(unit, value))]
+
+
+class ClockAdvanceRequest(RequestModel):
+    """POST /v1/sandbox/clock/advance: exactly one of the units, a positive amount (at most 400 days)."""
+
+    model_config = ConfigDict(json_schema_extra={"minProperties": 1, "maxProperties": 1})
+    null_is_absent = False  # `{"seconds": null}` is a bad seconds, not "no unit given"
+
+    seconds: _amount("seconds")
+    hours: _amount("hours")
+    days: _amount("days")
+    business_days: _amount("business_days")
+
+    @classmethod
+    def presence_rules(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
+        given = [unit for unit in clock.UNITS if unit in data]
+        if len(given) == 1:
+            return []
+        return [
+            field_error((unit,), "give exactly one of seconds, hours, days, business_days")
+            for unit in given or clock.UNITS
+        ]
+
+    def unit_and_amount(self) -> tuple[str, float]:
+        return next((unit, getattr(self, unit)) for unit in clock.UNITS if getattr(self, unit) is not None)
 
 
 @api.get("/sandbox/clock")
@@ -60,6 +92,6 @@ def get_clock():
 @api.post("/sandbox/clock/advance")
 @sandbox_only
 def advance_clock():
-    unit, amount = _advance_amount(json_body())
+    unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
     fired = clock.advance_by(g.workspace, unit, amount)
     return jsonify(_clock_state(fired=fired))

@@ -7,6 +7,7 @@ from flask import g, jsonify, request
 from console.api import api
 from console.api.conventions import json_body
 from console.api.pagination import paginate
+from console.core.bodies import RequestModel, text, validate
 from console.events import queries
 from console.events.models import Event
 from console.extensions import db
@@ -22,10 +23,18 @@ def list_events():
     return jsonify(page)
 
 
+class ResendRequest(RequestModel):
+    """POST /v1/events/{id}/resend: one webhook, or (no body) every active subscribed one."""
+
+    webhook_id: (
+        text(100, description="The webhook to deliver to; by default all that are subscribed.") | None
+    ) = None
+
+
 @api.post("/events/<event_id>/resend")
 def resend_event(event_id: str):
     event = queries.get_event(g.workspace.id, g.api_mode, event_id)
-    queries.resend(event, g.workspace, json_body().get("webhook_id"))
+    queries.resend(event, g.workspace, validate(ResendRequest, json_body()).webhook_id)
     db.session.commit()
     deliveries = queries.deliveries_by_event([event.id])[event.id]
     return jsonify({"data": queries.serialize_event(event, deliveries)})

@@ -12,10 +12,17 @@ import re
 from flask import current_app, jsonify, request
 
 from console.api import api
+from console.api.clock import ClockAdvanceRequest
 from console.api.conventions import public
-from console.api.openapi_schemas import SCHEMAS, collection, ref, single
+from console.api.events import ResendRequest
+from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from console.api.webhooks import TestEventRequest
+from console.core.bodies import openapi_schemas
+from console.link.headless import CompletionRequest
+from console.link_tokens.validation import LinkTokenRequest
 from console.modes import URL_PREFIXES
+from console.webhooks.services import WebhookRequest, WebhookUpdateRequest
 
 
 def q(name: str, description: str, schema: dict | None = None) -> dict:
@@ -33,12 +40,13 @@ PAGE = [
     q("cursor", "next_cursor of the previous page."),
 ]
 
-# (method, path) -> operation details. Responses: "single:X", "collection:X", "empty", or "object".
+# (method, path) -> operation details. Responses: "single:X", "collection:X", "empty", or "object";
+# "body" is the pydantic model that validates the request body, and its schema in this document.
 OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/link_tokens"): {
         "summary": "Create a Link token",
         "tag": "Link tokens",
-        "body": "LinkTokenRequest",
+        "body": LinkTokenRequest,
         "response": "single:LinkToken",
     },
     ("GET", "/platforms"): {
@@ -112,7 +120,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/webhooks"): {
         "summary": "Create a webhook (at most 10 per API key)",
         "tag": "Webhooks",
-        "body": "WebhookRequest",
+        "body": WebhookRequest,
         "response": "single:Webhook",
     },
     ("GET", "/webhooks"): {
@@ -129,7 +137,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("PUT", "/webhooks/{webhook_id}"): {
         "summary": "Update a webhook (status active reactivates a paused one)",
         "tag": "Webhooks",
-        "body": "WebhookRequest",
+        "body": WebhookUpdateRequest,
         "response": "single:Webhook",
     },
     ("DELETE", "/webhooks/{webhook_id}"): {
@@ -157,7 +165,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/events/{event_id}/resend"): {
         "summary": "Resend an event to one webhook or all subscribed ones",
         "tag": "Events",
-        "body": "Object",
+        "body": ResendRequest,
         "response": "object",
     },
     ("GET", "/sandbox/test_data"): {
@@ -169,7 +177,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
         "summary": "Complete a Link flow headlessly",
         "tag": "Sandbox",
-        "body": "Object",
+        "body": CompletionRequest,
         "response": "object",
         "sandbox": True,
     },
@@ -182,14 +190,14 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/sandbox/clock/advance"): {
         "summary": "Advance the workspace clock and fire what became due",
         "tag": "Sandbox",
-        "body": "Object",
+        "body": ClockAdvanceRequest,
         "response": "object",
         "sandbox": True,
     },
     ("POST", "/sandbox/webhooks/{webhook_id}/test"): {
         "summary": "Send a sample event to a webhook",
         "tag": "Sandbox",
-        "body": "Object",
+        "body": TestEventRequest,
         "response": "object",
         "sandbox": True,
     },
@@ -200,6 +208,11 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "public": True,
     },
 }
+
+BODIES = [details["body"] for details in OPERATIONS.values() if "body" in details]
+REQUEST_SCHEMAS = openapi_schemas(BODIES)
+SCHEMAS = {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS}
+assert not set(RESPONSE_SCHEMAS) & set(REQUEST_SCHEMAS), "a request model is named like a response schema"
 
 ERRORS = {
     "400": "Invalid request (error type, code, message and fields).",
@@ -258,9 +271,11 @@ def _operation(method: str, path: str, details: dict) -> dict:
     if details.get("public"):
         operation["security"] = []
     if "body" in details:
+        model = details["body"]
         operation["requestBody"] = {
-            "required": True,
-            "content": {"application/json": {"schema": ref(details["body"])}},
+            # A body whose every field is optional may be left out altogether.
+            "required": any(field.is_required() for field in model.model_fields.values()),
+            "content": {"application/json": {"schema": ref(model.__name__)}},
         }
     return operation
 

@@ -1,4 +1,8 @@
-"""JSON Schemas of the API's objects, for the OpenAPI document."""
+"""JSON Schemas of the API's responses, for the OpenAPI document.
+
+Request bodies are not described here: their schemas come from the pydantic models that validate
+them (`console.api.openapi.BODIES`), so the document cannot drift from what is enforced.
+"""
 
 from __future__ import annotations
 
@@ -33,33 +37,7 @@ def collection(name: str) -> dict:
     return obj({"meta": meta, "data": {"type": "array", "items": ref(name)}}, ["meta", "data"])
 
 
-TARGET = obj(
-    {
-        "type": {"type": "string", "enum": ["checking", "savings"]},
-        "routing_number": {
-            "type": "string",
-            "pattern": "^[0-9]{9}$",
-            "description": "Passes the ABA checksum.",
-        },
-        "account_number": {"type": "string", "pattern": "^[0-9]{4,17}$"},
-    },
-    ["type", "routing_number", "account_number"],
-)
-PLATFORM_MATCHING = obj(
-    {
-        "social_security_number": {"type": "string", "pattern": "^[0-9]{9}$"},
-        "social_security_last_four": {"type": "string", "pattern": "^[0-9]{4}$"},
-        "first_name": STR,
-        "last_name": STR,
-        "date_of_birth": {"type": "string", "format": "date"},
-        "mobile_phone_number": {"type": "string", "pattern": "^[0-9]{10}$"},
-        "home_address_zip_code": {"type": "string", "pattern": "^[0-9]{5}$"},
-        "email": {"type": "string", "format": "email"},
-    },
-    ["first_name", "last_name", "date_of_birth", "mobile_phone_number", "home_address_zip_code", "email"],
-    description="Exactly one of social_security_number or social_security_last_four.",
-)
-SCHEMAS: dict[str, dict] = {
+RESPONSE_SCHEMAS: dict[str, dict] = {
     "Error": obj(
         {
             "error": obj(
@@ -77,40 +55,6 @@ SCHEMAS: dict[str, dict] = {
             )
         },
         ["error"],
-    ),
-    "LinkTokenRequest": obj(
-        {
-            "org_name": STR,
-            "end_user_id": {"type": "string", "description": "Your own opaque id; no personal data."},
-            "end_user": obj({"platform_matching": PLATFORM_MATCHING}),
-            "allocation": obj(
-                {
-                    "targets": {"type": "array", "minItems": 1, "items": TARGET},
-                    "type": {"type": "string", "enum": ["amount", "percent"]},
-                    "value": {
-                        "type": "integer",
-                        "description": "Cents for amount, whole percent for percent.",
-                    },
-                },
-                ["targets"],
-            ),
-            "required_jobs": {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "string",
-                    "enum": ["direct_deposit_switch", "employment", "income", "identity"],
-                },
-            },
-            "account_id": UUID,
-            "platform_id": UUID,
-            "employer_id": UUID,
-            "skip_intro_screen": BOOL,
-            "amount": {"type": "integer", "minimum": 1, "description": "Pre-configured amount in cents."},
-            "disable_direct_deposit_splitting": BOOL,
-        },
-        ["org_name", "allocation", "required_jobs"],
-        additionalProperties=False,
     ),
     "LinkToken": obj(
         {"id": UUID, "expires": DATETIME, "mode": STR, "token": STR}, ["id", "expires", "mode", "token"]
@@ -212,48 +156,6 @@ SCHEMAS: dict[str, dict] = {
             "updated_at": DATETIME,
         },
         ["id", "url", "status", "enabled_events", "version"],
-    ),
-    "WebhookRequest": obj(
-        {
-            "url": {
-                "type": "string",
-                "description": "https://; the sandbox also accepts http://localhost, 127.0.0.1, [::1].",
-            },
-            "status": {"type": "string", "enum": ["active", "paused"]},
-            "enabled_events": {
-                "type": "array",
-                "items": {
-                    "type": "string",
-                    "enum": [
-                        "account.added",
-                        "direct_deposit_switch.added",
-                        "employment.added",
-                        "income.added",
-                    ],
-                },
-            },
-            "version": {"type": "string", "enum": ["2023-04-18", "2023-11-22"]},
-        },
-        ["url", "status", "enabled_events", "version"],
-    ),
-    "SandboxComplete": obj(
-        {
-            "platform_id": UUID,
-            "employer_id": UUID,
-            "program_id": UUID,
-            "matched_platform_id": UUID,
-            "credentials": obj({"username": STR, "password": STR}),
-            "mfa": obj({"method": {"type": "string", "enum": ["sms", "email", "totp"]}, "code": STR}),
-            "allocation": obj(
-                {
-                    "type": {"type": "string", "enum": ["full", "amount", "percent"]},
-                    "value": INT,
-                    "target_index": INT,
-                }
-            ),
-            "federal": obj({"first_name": STR, "last_name": STR, "social_security_number": STR}),
-        },
-        description="Only the parts a step needs are read; see the sandbox test data.",
     ),
     "Event": obj(
         {"event": STR, "event_id": UUID, "payload": {"type": "object"}}, ["event", "event_id", "payload"]

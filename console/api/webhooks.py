@@ -7,7 +7,10 @@ from flask import g, jsonify
 from console.api import api
 from console.api.conventions import json_body, sandbox_only
 from console.api.pagination import paginate
+from console.core.bodies import RequestModel, one_of, validate
+from console.core.errors import FieldError
 from console.events import queries
+from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.webhooks import services
 from console.webhooks.models import Webhook
@@ -50,10 +53,22 @@ def delete_webhook(webhook_id: str):
     return "", 204
 
 
+class TestEventRequest(RequestModel):
+    """POST /v1/sandbox/webhooks/{id}/test."""
+
+    event: one_of(EVENT_TYPES, description="Defaults to the webhook's first enabled event.") | None = None
+
+
+def _unknown_event_message(fields: list[FieldError]) -> str | None:
+    if any(f.name == "event" for f in fields):
+        return f"Unknown event. Valid event names: {', '.join(EVENT_TYPES)}."
+    return None
+
+
 @api.post("/sandbox/webhooks/<webhook_id>/test")
 @sandbox_only
 def send_test_event(webhook_id: str):
-    body = json_body()
-    event, delivery = queries.send_test_event(_webhook(webhook_id), g.workspace, body.get("event"))
+    request = validate(TestEventRequest, json_body(), message=_unknown_event_message)
+    event, delivery = queries.send_test_event(_webhook(webhook_id), g.workspace, request.event)
     db.session.commit()
     return jsonify({"data": queries.serialize_event(event, [delivery])})

@@ -41,13 +41,33 @@ class ServiceError(Exception):
 
 
 class ValidationFailed(ServiceError):
-    """One or more request fields are invalid; `fields` names each of them."""
+    """One or more request fields are invalid; `fields` names each of them, up to MAX_FIELDS.
+
+    Past MAX_FIELDS the error keeps the first ones and its message says how many more there are
+    (`total` counts them all when the caller stopped collecting early), so a body of 100,000 bad
+    items still gets a small, fast answer.
+    """
 
     code = "INVALID_FIELDS"
+    MAX_FIELDS = 50
 
-    def __init__(self, fields: list[FieldError], message: str | None = None, *, code: str | None = None):
-        names = ", ".join(f.name for f in fields)
-        super().__init__(message or f"Invalid request parameters: {names}.", code=code, fields=fields)
+    def __init__(
+        self,
+        fields: list[FieldError],
+        message: str | None = None,
+        *,
+        code: str | None = None,
+        total: int | None = None,
+    ):
+        total = max(total or 0, len(fields))
+        shown = list(fields[: self.MAX_FIELDS])
+        self.omitted = total - len(shown)
+        more = f" and {self.omitted:,} more" if self.omitted else ""
+        if message is None:
+            message = f"Invalid request parameters: {', '.join(f.name for f in shown)}{more}."
+        elif more:
+            message = f"{message} ({len(shown)} fields listed{more}.)"
+        super().__init__(message, code=code, fields=shown)
 
 
 class Unauthorized(ServiceError):

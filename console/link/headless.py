@@ -7,45 +7,66 @@ stopped by an error (wrong password, wrong code) resumes at that step on the nex
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
-from console.core.errors import FieldError, ValidationFailed
+from console.core.bodies import RequestModel, integer, one_of, text, validate
 from console.link import models as m
-from console.link.flow import Flow, LinkError, StaleStep, load
+from console.link.flow import MFA_METHODS, Flow, LinkError, StaleStep, load
+from console.link.outcomes import AMOUNT, FULL, PERCENT
 from console.link_tokens.models import LinkToken
+from console.link_tokens.validation import MAX_AMOUNT_CENTS, MAX_TARGETS
 
-KNOWN_FIELDS = {
-    "platform_id",
-    "employer_id",
-    "program_id",
-    "matched_platform_id",
-    "credentials",
-    "mfa",
-    "allocation",
-    "federal",
-}
+MAX_TEXT = 200
+S = TypeVar("S")
 
 
-def _object(body: dict, name: str) -> dict[str, Any] | None:
-    value = body.get(name)
-    if value is not None and not isinstance(value, dict):
-        raise ValidationFailed([FieldError(name, "must be an object")])
-    return value
+class Credentials(RequestModel):
+    username: text(MAX_TEXT, blank=True)
+    password: text(MAX_TEXT, blank=True)
 
 
-def _text(section: dict, key: str) -> str:
-    value = section.get(key)
-    return value if isinstance(value, str) else ""
+class Mfa(RequestModel):
+    method: (
+        one_of(MFA_METHODS, description="For platform matching; defaults to the first offered.") | None
+    ) = None
+    code: text(MAX_TEXT, blank=True) | None = None
 
 
-def _need(section: dict | None, code: str, message: str) -> dict:
+class CompletionAllocation(RequestModel):
+    type: one_of((FULL, AMOUNT, PERCENT)) = FULL
+    value: integer(1, MAX_AMOUNT_CENTS, description="Cents for amount, whole percent for percent.") | None = (
+        None
+    )
+    target_index: integer(0, MAX_TARGETS - 1, description="Which of the token's accounts.") = 0
+
+
+class Federal(RequestModel):
+    first_name: text(MAX_TEXT, blank=True) | None = None
+    last_name: text(MAX_TEXT, blank=True) | None = None
+    social_security_number: text(MAX_TEXT, blank=True) | None = None
+
+
+class CompletionRequest(RequestModel):
+    """POST /v1/sandbox/link_tokens/{id}/complete: only the parts a step needs are read."""
+
+    platform_id: text(MAX_TEXT, description="A platform id (see /v1/platforms).") | None = None
+    employer_id: text(MAX_TEXT, description="An employer id (see /v1/employers).") | None = None
+    program_id: text(MAX_TEXT, description="A federal benefits program (a platform id).") | None = None
+    matched_platform_id: text(MAX_TEXT, description="One of the platforms matching found.") | None = None
+    credentials: Credentials | None = None
+    mfa: Mfa | None = None
+    allocation: CompletionAllocation | None = None
+    federal: Federal | None = None
+
+
+def _need(section: S | None, code: str, message: str) -> S:
     if section is None:
         raise LinkError(code, message, recoverable=True)
     return section
 
 
-def _choose_match(flow: Flow, body: dict) -> None:
-    chosen = body.get("matched_platform_id") or body.get("platform_id")
+def _choose_match(flow: Flow, body: CompletionRequest) -> None:
+    chosen = body.matched_platform_id or body.platform_id
     if not chosen:
         ids = ", ".join(x["platform_id"] for x in flow.row.matched_platforms or [])
         raise LinkError(
@@ -54,16 +75,16 @@ def _choose_match(flow: Flow, body: dict) -> None:
     flow.choose_match(str(chosen))
 
 
-def _choose_method(flow: Flow, body: dict) -> None:
-    mfa = _object(body, "mfa") or {}
-    flow.choose_mfa_method(_text(mfa, "method") or flow.mfa_options()[0])
+def _choose_method(flow: Flow, body: CompletionRequest) -> None:
+    method = body.mfa.method if body.mfa else None
+    flow.choose_mfa_method(method or flow.mfa_options()[0])
 
 
-def _select(flow: Flow, body: dict) -> None:
-    if body.get("employer_id"):
-        flow.select("employer", str(body["employer_id"]))
-    elif body.get("platform_id") or body.get("program_id"):
-        flow.select("platform", str(body.get("program_id") or body.get("platform_id")))
+def _select(flow: Flow, body: CompletionRequest) -> None:
+    if body.employer_id:
+        flow.select("employer", body.employer_id)
+    elif body.platform_id or body.program_id:
+        flow.select("platform", body.program_id or body.platform_id)
     else:
         raise LinkError(
             "PLATFORM_REQUIRED",
@@ -72,40 +93,34 @@ def _select(flow: Flow, body: dict) -> None:
         )
 
 
-def _login(flow: Flow, body: dict) -> None:
-    creds = _need(
-        _object(body, "credentials"), "CREDENTIALS_REQUIRED", "Give credentials {username, password}."
-    )
-    flow.login(_text(creds, "username"), _text(creds, "password"))
+def _login(flow: Flow, body: CompletionRequest) -> None:
+    creds = _need(body.credentials, "CREDENTIALS_REQUIRED", "Give credentials {username, password}.")
+    flow.login(creds.username, creds.password)
 
 
-def _mfa(flow: Flow, body: dict) -> None:
+def _mfa(flow: Flow, body: CompletionRequest) -> None:
     method = flow.row.mfa_method
-    mfa = _need(
-        _object(body, "mfa"), "MFA_REQUIRED", f"This login asks for a {method} code: give mfa {{code}}."
-    )
-    flow.submit_mfa(_text(mfa, "code"))
+    mfa = _need(body.mfa, "MFA_REQUIRED", f"This login asks for a {method} code: give mfa {{code}}.")
+    flow.submit_mfa(mfa.code or "")
 
 
-def _federal(flow: Flow, body: dict) -> None:
+def _federal(flow: Flow, body: CompletionRequest) -> None:
     federal = _need(
-        _object(body, "federal"),
+        body.federal,
         "FEDERAL_IDENTITY_REQUIRED",
         "Give federal {first_name, last_name, social_security_number}.",
     )
     flow.submit_federal(
-        _text(federal, "first_name"), _text(federal, "last_name"), _text(federal, "social_security_number")
+        federal.first_name or "", federal.last_name or "", federal.social_security_number or ""
     )
 
 
-def _allocation(flow: Flow, body: dict) -> None:
-    allocation = _object(body, "allocation") or {"type": "full"}
-    flow.choose_allocation(
-        str(allocation.get("type") or "full"), allocation.get("value"), allocation.get("target_index", 0)
-    )
+def _allocation(flow: Flow, body: CompletionRequest) -> None:
+    allocation = body.allocation or CompletionAllocation()
+    flow.choose_allocation(allocation.type, allocation.value, allocation.target_index)
 
 
-STEPS: dict[str, Callable[[Flow, dict], None]] = {
+STEPS: dict[str, Callable[[Flow, CompletionRequest], None]] = {
     m.INTRO: lambda flow, body: flow.accept_terms(),
     m.MATCHING_WAIT: lambda flow, body: flow.finish_matching(),
     m.MATCHES: _choose_match,
@@ -129,17 +144,14 @@ def _ended(flow: Flow) -> LinkError:
     )
 
 
-def complete(link_token: LinkToken, body: dict[str, Any]) -> tuple[Flow, list[dict[str, Any]]]:
+def complete(link_token: LinkToken, body: Any) -> tuple[Flow, list[dict[str, Any]]]:
     """Run the flow to its end; returns the flow and the client events the SDK would have seen.
 
     Raises LinkError with the code Link would have shown. The caller commits either way, so what
     happened (attempts, a terminal error, erased matching data) is kept exactly as in Link.
     """
-    extra = sorted(set(body) - KNOWN_FIELDS)
-    if extra:
-        raise ValidationFailed([FieldError(name, "is not a known field") for name in extra])
-    for name in ("credentials", "mfa", "allocation", "federal"):
-        _object(body, name)  # a malformed section is a request error whichever step would read it
+    # A malformed part is a request error whichever step would read it.
+    request = validate(CompletionRequest, body)
     flow = load(link_token)
     flow.raise_if_error()  # expired just now
     if flow.row.finished:
@@ -150,7 +162,7 @@ def complete(link_token: LinkToken, body: dict[str, Any]) -> tuple[Flow, list[di
             break
         flow.events = []
         try:
-            STEPS[flow.row.state](flow, body)
+            STEPS[flow.row.state](flow, request)
         except StaleStep:
             raise _ended(flow) from None
         events.extend(flow.events)

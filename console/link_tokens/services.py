@@ -7,6 +7,7 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import select
 
@@ -18,7 +19,7 @@ from console.core.timeutil import isoformat
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
-from console.link_tokens.validation import validate_request
+from console.link_tokens.validation import LinkTokenRequest, validate_request
 from console.scheduler.services import schedule
 from console.world.models import Employer, Platform
 
@@ -37,21 +38,21 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _check_references(key: ApiKey, cleaned: dict) -> tuple[list[FieldError], Account | None]:
+def _check_references(key: ApiKey, request: LinkTokenRequest) -> tuple[list[FieldError], Account | None]:
     errors: list[FieldError] = []
     account = None
-    if cleaned["account_id"]:
-        account = db.session.get(Account, uuid.UUID(cleaned["account_id"]))
+    if request.account_id:
+        account = db.session.get(Account, uuid.UUID(request.account_id))
         if account is None or account.workspace_id != key.workspace_id or account.mode != key.mode:
             errors.append(FieldError("account_id", "does not name an account of this workspace and mode"))
             account = None
-    if cleaned["platform_id"] and db.session.get(Platform, uuid.UUID(cleaned["platform_id"])) is None:
+    if request.platform_id and db.session.get(Platform, uuid.UUID(request.platform_id)) is None:
         errors.append(FieldError("platform_id", "does not name a known platform"))
-    if cleaned["employer_id"] and db.session.get(Employer, uuid.UUID(cleaned["employer_id"])) is None:
+    if request.employer_id and db.session.get(Employer, uuid.UUID(request.employer_id)) is None:
         errors.append(FieldError("employer_id", "does not name a known employer"))
     if account is not None:
         platform = db.session.get(Platform, account.platform_id)
-        if platform is not None and platform.is_partner and cleaned["platform_matching"] is None:
+        if platform is not None and platform.is_partner and request.platform_matching is None:
             # Spec §8: a partner platform's matching data is deleted after each flow, so it must come again.
             errors.append(
                 FieldError(
@@ -63,15 +64,13 @@ def _check_references(key: ApiKey, cleaned: dict) -> tuple[list[FieldError], Acc
     return errors, account
 
 
-def create_link_token(key: ApiKey, body: dict) -> CreatedLinkToken:
+def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
     """Validate a request and store the token; every bad field is reported at once."""
-    cleaned, errors = validate_request(body)
-    if not errors:
-        ref_errors, account = _check_references(key, cleaned)
-        errors.extend(ref_errors)
+    request = validate_request(body)
+    errors, account = _check_references(key, request)
     if errors:
         raise ValidationFailed(errors)
-    end_user_id = cleaned["end_user_id"]
+    end_user_id = request.end_user_id
     if account is not None and end_user_id is None:
         end_user_id = account.end_user_id  # spec §8: persists from the first connection
     token = secrets.token_urlsafe(32)
@@ -81,17 +80,17 @@ def create_link_token(key: ApiKey, body: dict) -> CreatedLinkToken:
         mode=key.mode,
         api_key_id=key.id,
         token_hash=hash_token(token),
-        org_name=cleaned["org_name"],
+        org_name=request.org_name,
         end_user_id=end_user_id,
-        required_jobs=cleaned["required_jobs"],
-        targets=cleaned["targets"],
-        platform_matching=cleaned["platform_matching"],
+        required_jobs=list(dict.fromkeys(request.required_jobs)),  # repeats collapse, order kept
+        targets=[target.model_dump() for target in request.allocation.targets],
+        platform_matching=request.platform_matching,
         account_id=account.id if account else None,
-        platform_id=uuid.UUID(cleaned["platform_id"]) if cleaned["platform_id"] else None,
-        employer_id=uuid.UUID(cleaned["employer_id"]) if cleaned["employer_id"] else None,
-        skip_intro_screen=cleaned["skip_intro_screen"],
-        preconfigured_allocation=cleaned["preconfigured_allocation"],
-        disable_direct_deposit_splitting=cleaned["disable_direct_deposit_splitting"],
+        platform_id=uuid.UUID(request.platform_id) if request.platform_id else None,
+        employer_id=uuid.UUID(request.employer_id) if request.employer_id else None,
+        skip_intro_screen=request.skip_intro_screen,
+        preconfigured_allocation=request.preconfigured_allocation,
+        disable_direct_deposit_splitting=request.disable_direct_deposit_splitting,
         created_at=created,
         expires_at=created + TOKEN_LIFETIME,
     )

@@ -8,6 +8,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from console.core import jsontext
 from console.keys.models import ApiKey
 from console.keys.secrets import PREFIXES
 from console.web.models import ConsoleRequest
@@ -38,8 +39,8 @@ def pretty(text: str) -> str:
     if not text:
         return ""
     try:
-        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
+        return json.dumps(jsontext.loads(text), indent=2, ensure_ascii=False)
+    except ValueError:  # not JSON, or too deep to indent safely
         return text
 
 

@@ -9,7 +9,6 @@ against the secrets of the workspace's keys.
 from __future__ import annotations
 
 import contextlib
-import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -19,6 +18,7 @@ from sqlalchemy import select
 
 from console.api.versions import LATEST_VERSION
 from console.clock.services import now as clock_now
+from console.core import jsontext
 from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -102,15 +102,20 @@ def _verify_with_keys(
     return None, reason
 
 
+def _label(value: Any) -> str | None:
+    """A short string from the delivery's envelope, storable in any database (no NUL)."""
+    return str(value)[:64].replace("\x00", "\ufffd") if value else None
+
+
 def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -> InboxMessage:
     """Verify and store one delivery; a repeated event_id is kept and marked as a duplicate."""
     kept = {k.lower(): v for k, v in headers.items() if k.lower() in KEPT_HEADERS}
     key_last4, reason = _verify_with_keys(workspace, headers, raw_body)
     parsed: Any = None
-    with contextlib.suppress(ValueError):
-        parsed = json.loads(raw_body)
+    with contextlib.suppress(ValueError):  # not JSON, or nested too deep to be a delivery
+        parsed = jsontext.loads(raw_body)
     envelope = parsed if isinstance(parsed, dict) else {}
-    event_id = str(envelope.get("event_id"))[:64] if envelope.get("event_id") else None
+    event_id = _label(envelope.get("event_id"))
     duplicate = False
     if event_id and key_last4:
         duplicate = (
@@ -128,9 +133,10 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
     message = InboxMessage(
         workspace_id=workspace.id,
         headers=kept,
-        body=raw_body.decode("utf-8", errors="replace")[:MAX_BODY_CHARS],
+        # NUL cannot be stored in PostgreSQL text; shown as U+FFFD like undecodable bytes.
+        body=raw_body.decode("utf-8", errors="replace")[:MAX_BODY_CHARS].replace("\x00", "\ufffd"),
         event_id=event_id,
-        event_type=str(envelope.get("event"))[:64] if envelope.get("event") else None,
+        event_type=_label(envelope.get("event")),
         webhook_id=kept.get("x-service-webhook-id"),
         verified=key_last4 is not None,
         verify_error=reason[:255] if key_last4 is None and reason else None,

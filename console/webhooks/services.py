@@ -7,11 +7,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
+from pydantic import ValidationInfo, field_validator
 from sqlalchemy import func, select, update
 
 from console.api.versions import SUPPORTED_VERSIONS
 from console.clock.services import now, real_time_of
-from console.core.errors import FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
+from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
+from console.core.errors import FieldError, Forbidden, NotFound, ServiceError
 from console.core.timeutil import isoformat, utcnow
 from console.events.models import Event
 from console.events.services import EVENT_TYPES
@@ -39,6 +41,9 @@ FIELDS = ("url", "status", "enabled_events", "version")
 
 # Validation ---------------------------------------------------------------------------------
 
+MAX_URL_LENGTH = 2048
+MAX_ENABLED_EVENTS = 10  # four types exist; repeats collapse
+
 
 def check_url(url: Any, mode: str, workspace_id: uuid.UUID) -> str:
     """The URL policy for this deployment; a workspace's own built-in inbox is exempt (sent in-process)."""
@@ -48,62 +53,72 @@ def check_url(url: Any, mode: str, workspace_id: uuid.UUID) -> str:
     return urls.check_url(url, mode, urls.Policy.from_config(config))
 
 
-def _validate(body: dict[str, Any], mode: str, workspace_id: uuid.UUID, *, partial: bool) -> dict[str, Any]:
-    """The cleaned fields of a create (all required) or update (any subset) body."""
-    errors: list[FieldError] = [
-        FieldError(name, "is not a known field") for name in sorted(set(body) - set(FIELDS))
-    ]
-    cleaned: dict[str, Any] = {}
-    for name in FIELDS:
-        if name not in body or body[name] is None:
-            if not partial:
-                errors.append(FieldError(name, "is required"))
-            continue
-        value = body[name]
-        if name == "url":
-            try:
-                cleaned["url"] = check_url(value, mode, workspace_id)
-            except urls.UrlRefused as exc:
-                errors.append(FieldError("url", str(exc)))
-        elif name == "status":
-            if value not in WEBHOOK_STATUSES:
-                errors.append(FieldError("status", f"must be one of {', '.join(WEBHOOK_STATUSES)}"))
-            else:
-                cleaned["status"] = value
-        elif name == "version":
-            if value not in SUPPORTED_VERSIONS:
-                errors.append(FieldError("version", f"must be one of {', '.join(SUPPORTED_VERSIONS)}"))
-            else:
-                cleaned["version"] = value
-        else:
-            events = _validate_events(value, errors)
-            if events is not None:
-                cleaned["enabled_events"] = events
-    if errors:
-        unknown = any(e.name.startswith("enabled_events[") for e in errors)
-        message = None
-        if unknown:
-            message = f"Invalid request parameters. Valid event names: {', '.join(EVENT_TYPES)}."
-        raise ValidationFailed(errors, message)
+def _not_an_event(value: Any) -> str:
+    shown = value[:50] if isinstance(value, str) else type(value).__name__
+    return f"{shown!r} is not an event; valid: {', '.join(EVENT_TYPES)}"
+
+
+Url = text(
+    MAX_URL_LENGTH,
+    format="uri",
+    description="https://; the sandbox also accepts http://localhost, 127.0.0.1, [::1].",
+)
+Status = one_of(WEBHOOK_STATUSES, description="paused: events are recorded as skipped, resendable later.")
+EnabledEvents = array(
+    one_of(EVENT_TYPES, message=_not_an_event),
+    max_items=MAX_ENABLED_EVENTS,
+    not_a_list="must be a non-empty array of event names",
+)
+Version = one_of(SUPPORTED_VERSIONS, description="The payload version deliveries are shaped for.")
+
+
+class WebhookUpdateRequest(RequestModel):
+    """PUT /v1/webhooks/{id}: any subset of the fields; `status: active` reactivates a paused webhook."""
+
+    url: Url | None = None
+    status: Status | None = None
+    enabled_events: EnabledEvents | None = None
+    version: Version | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url_policy(cls, url: str | None, info: ValidationInfo) -> str | None:
+        if url is None:
+            return None
+        context = info.context or {}
+        try:
+            return check_url(url, context["mode"], context["workspace_id"])
+        except urls.UrlRefused as exc:
+            raise refusal(str(exc)) from None
+
+
+class WebhookRequest(WebhookUpdateRequest):
+    """POST /v1/webhooks: every field is required."""
+
+    url: Url
+    status: Status
+    enabled_events: EnabledEvents
+    version: Version
+
+
+def _event_names_message(fields: list[FieldError]) -> str | None:
+    if any(f.name.startswith("enabled_events[") for f in fields):
+        return f"Invalid request parameters. Valid event names: {', '.join(EVENT_TYPES)}."
+    return None
+
+
+def _validate(
+    body: Any, mode: str, workspace_id: uuid.UUID, model: type[WebhookUpdateRequest]
+) -> dict[str, Any]:
+    """The cleaned fields that were given, or one 400 naming every bad field."""
+    context = {"mode": mode, "workspace_id": workspace_id}
+    request = validate(model, body, context=context, message=_event_names_message)
+    cleaned = request.model_dump(exclude_none=True)
+    if "enabled_events" in cleaned:
+        cleaned["enabled_events"] = list(
+            dict.fromkeys(cleaned["enabled_events"])
+        )  # repeats collapse, order kept
     return cleaned
-
-
-def _validate_events(value: Any, errors: list[FieldError]) -> list[str] | None:
-    if not isinstance(value, list) or not value:
-        errors.append(FieldError("enabled_events", "must be a non-empty array of event names"))
-        return None
-    before = len(errors)
-    for i, name in enumerate(value):
-        if name not in EVENT_TYPES:
-            shown = name if isinstance(name, str) else type(name).__name__
-            errors.append(
-                FieldError(
-                    f"enabled_events[{i}]", f"{shown!r} is not an event; valid: {', '.join(EVENT_TYPES)}"
-                )
-            )
-    if len(errors) > before:
-        return None
-    return list(dict.fromkeys(value))  # duplicates collapse, order kept
 
 
 # CRUD ---------------------------------------------------------------------------------------
@@ -131,9 +146,9 @@ def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str)
     return webhook
 
 
-def create_webhook(key: ApiKey, body: dict[str, Any]) -> Webhook:
+def create_webhook(key: ApiKey, body: Any) -> Webhook:
     """Register a webhook owned by `key`; the 11th live one of a key is refused."""
-    cleaned = _validate(body, key.mode, key.workspace_id, partial=False)
+    cleaned = _validate(body, key.mode, key.workspace_id, WebhookRequest)
     # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
     db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
     if owned_count(key.id) >= MAX_WEBHOOKS_PER_KEY:
@@ -162,11 +177,11 @@ def create_webhook(key: ApiKey, body: dict[str, Any]) -> Webhook:
     return webhook
 
 
-def update_webhook(webhook: Webhook, workspace: Workspace, body: dict[str, Any]) -> Webhook:
+def update_webhook(webhook: Webhook, workspace: Workspace, body: Any) -> Webhook:
     """Change any field; `status: active` on a paused webhook reactivates it."""
     if not body:
         raise ServiceError(f"Send at least one of {', '.join(FIELDS)}.")
-    cleaned = _validate(body, webhook.mode, webhook.workspace_id, partial=True)
+    cleaned = _validate(body, webhook.mode, webhook.workspace_id, WebhookUpdateRequest)
     at = now(workspace)
     for name in ("url", "enabled_events", "version"):
         if name in cleaned:

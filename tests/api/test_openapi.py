@@ -35,11 +35,51 @@ def test_every_documented_operation_exists(app):
     assert not stale, f"OPERATIONS entries without a route: {sorted(stale)}"
 
 
-def test_link_token_request_schema_lists_every_accepted_field():
-    from console.api.openapi_schemas import SCHEMAS
+def test_link_token_request_schema_lists_every_accepted_field(client):
     from console.link_tokens.validation import KNOWN_FIELDS, MATCHING_FIELDS
 
-    schema = SCHEMAS["LinkTokenRequest"]
+    schemas = client.get("/sandbox/v1/openapi.json").get_json()["components"]["schemas"]
+    schema = schemas["LinkTokenRequest"]
     assert set(schema["properties"]) == KNOWN_FIELDS
-    matching = schema["properties"]["end_user"]["properties"]["platform_matching"]["properties"]
-    assert set(matching) == set(MATCHING_FIELDS)
+    assert set(schemas["PlatformMatching"]["properties"]) == set(MATCHING_FIELDS)
+
+
+def test_request_schemas_come_from_the_body_models(app, client):
+    """Each operation's request body is the schema pydantic derives from the model that validates it."""
+    from console.core.bodies import RequestModel, openapi_schemas
+
+    document = client.get("/sandbox/v1/openapi.json").get_json()
+    components = document["components"]["schemas"]
+    with_body = {key: details for key, details in OPERATIONS.items() if "body" in details}
+    assert {method for method, _ in with_body} <= {"POST", "PUT"}
+    for (method, path), details in with_body.items():
+        model = details["body"]
+        assert issubclass(model, RequestModel), (method, path)
+        request_body = document["paths"][path][method.lower()]["requestBody"]
+        assert request_body["content"]["application/json"]["schema"] == {
+            "$ref": f"#/components/schemas/{model.__name__}"
+        }
+        assert request_body["required"] == any(f.is_required() for f in model.model_fields.values())
+        for name, schema in openapi_schemas([model]).items():
+            assert components[name] == schema, name
+    # Every POST/PUT route that reads a body names its model (no plain "object" bodies remain).
+    with app.app_context():
+        writes = {op for op in route_operations() if op[0] in ("POST", "PUT")}
+    assert writes == set(with_body)
+
+
+def test_request_schemas_show_the_enforced_limits(client):
+    schemas = client.get("/sandbox/v1/openapi.json").get_json()["components"]["schemas"]
+    link = schemas["LinkTokenRequest"]
+    assert link["additionalProperties"] is False
+    assert link["properties"]["org_name"]["maxLength"] == 200
+    assert link["properties"]["required_jobs"]["maxItems"] == 10
+    assert schemas["Target"]["properties"]["routing_number"]["pattern"] == "^[0-9]{9}$"
+    assert schemas["WebhookRequest"]["properties"]["url"]["maxLength"] == 2048
+    assert set(schemas["WebhookRequest"]["required"]) == {"url", "status", "enabled_events", "version"}
+    assert "required" not in schemas["WebhookUpdateRequest"]
+    clock = schemas["ClockAdvanceRequest"]
+    assert set(clock["properties"]) == {"seconds", "hours", "days", "business_days"}
+    assert clock["maxProperties"] == 1 and clock["properties"]["business_days"]["type"] == "integer"
+    completion = schemas["CompletionRequest"]["properties"]
+    assert completion["credentials"]["anyOf"][0] == {"$ref": "#/components/schemas/Credentials"}

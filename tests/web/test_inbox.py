@@ -90,3 +90,21 @@ def test_the_signature_debugger_explains_the_result(app, client, visitor):
     assert "verdict-bad" in html and "no matching signature" in html
     prefilled = visitor.get(f"/inbox/messages/{message.id}/debug", htmx=True).get_data(as_text=True)
     assert "x-service-signature: v2=" in prefilled
+
+
+def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
+    """10,000 nested brackets and NUL bytes (which PostgreSQL text cannot hold) are stored, not a 500."""
+    from console.web.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    deep = b"[" * 10_000 + b"]" * 10_000
+    escaped = b'{"event": "account.added\\u0000", "event_id": "a\\u0000b", "payload": {}}'
+    raw_nul = b'{"event_id": "x\x00y"}'
+    for body in (deep, escaped, raw_nul):
+        response = client.post(f"/inbox/{token}", data=body, content_type="application/json")
+        assert response.status_code == 400, response.get_data(as_text=True)
+    stored = messages(app, visitor.workspace_id)
+    assert len(stored) == 3 and all("\x00" not in m.body for m in stored)
+    assert ("a\ufffdb", "account.added\ufffd") in [(m.event_id, m.event_type) for m in stored]
+    assert visitor.get("/webhooks").status_code == 200
