@@ -215,6 +215,12 @@ def test_requests_refused_before_the_view_do_not_use_the_key(app, client, worksp
     assert_error(missing_version, 400, "INVALID_REQUEST_PARAMETERS", "MISSING_VERSION_HEADER")
     unauthenticated = Api(client, "sk_sandbox_wrong").post("/link_tokens", json=VALID, headers=headers)
     assert_error(unauthenticated, 401, "UNAUTHORIZED_REQUEST")
+    too_large = api.post(
+        "/link_tokens",
+        data='{"org_name": "' + "a" * 2_000_000 + '"}',
+        headers={**headers, "Content-Type": "application/json"},
+    )
+    assert_error(too_large, 413, "INVALID_REQUEST_PARAMETERS", "BODY_TOO_LARGE")
     assert records(app) == []
     response = api.post("/link_tokens", json=VALID, headers=headers)
     assert response.status_code == 200 and "Idempotent-Replayed" not in response.headers
@@ -449,6 +455,22 @@ def test_a_change_whose_response_was_lost_is_never_run_again(app, api, view_call
     response = api.post("/link_tokens", json=VALID, headers=headers)
     error = assert_error(response, 409, "INVALID_REQUEST_PARAMETERS", "IDEMPOTENCY_RESPONSE_LOST")
     assert "new key" in error["message"]
+    assert len(view_calls) == 1
+
+
+def test_a_failure_to_store_the_response_still_answers_and_never_reruns(app, api, monkeypatch, view_calls):
+    def broken_finish(*_args, **_kwargs):
+        raise RuntimeError("database went away")
+
+    headers = key_header()
+    with monkeypatch.context() as patch:
+        patch.setattr(idempotency, "finish", broken_finish)
+        first = api.post("/link_tokens", json=VALID, headers=headers)
+    assert first.status_code == 200 and first.get_json()["data"]["token"]
+    [record] = records(app)
+    assert record.status == APPLIED
+    retry = api.post("/link_tokens", json=VALID, headers=headers)
+    assert_error(retry, 409, "INVALID_REQUEST_PARAMETERS", "IDEMPOTENCY_KEY_IN_USE")
     assert len(view_calls) == 1
 
 
