@@ -35,6 +35,8 @@ from console.idempotency.models import APPLIED, DONE, STARTED, IdempotencyKey
 from console.keys.secrets import seal, unseal
 
 log = logging.getLogger(__name__)
+# Core statements on the table for the per-request writes: no ORM bookkeeping on the request path.
+TABLE = IdempotencyKey.__table__
 
 HEADER = "Idempotency-Key"
 MAX_KEY_LENGTH = 255
@@ -107,7 +109,7 @@ def _insert_reservation(
     """Insert the row unless the key exists (no error, no aborted transaction); its id, or None."""
     dialect = postgresql if db.session.get_bind().dialect.name == "postgresql" else sqlite
     return db.session.scalar(
-        dialect.insert(IdempotencyKey.__table__)
+        dialect.insert(TABLE)
         .values(
             id=uuid.uuid4(),
             api_key_id=api_key_id,
@@ -119,7 +121,7 @@ def _insert_reservation(
             created_at=now,
         )
         .on_conflict_do_nothing(index_elements=["api_key_id", "key"])
-        .returning(IdempotencyKey.__table__.c.id)
+        .returning(TABLE.c.id)
     )
 
 
@@ -198,10 +200,7 @@ def _stored(row: IdempotencyKey) -> StoredResponse:
 def mark_applied(session: Session, reservation: Reservation) -> None:
     """Add the `applied` mark to the transaction the view is committing (called from before_commit)."""
     session.execute(
-        update(IdempotencyKey)
-        .where(IdempotencyKey.id == reservation.id, IdempotencyKey.status == STARTED)
-        .values(status=APPLIED)
-        .execution_options(synchronize_session=False)
+        update(TABLE).where(TABLE.c.id == reservation.id, TABLE.c.status == STARTED).values(status=APPLIED)
     )
 
 
