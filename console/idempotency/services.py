@@ -2,16 +2,16 @@
 
 The life of a key (README, "Safe retries"):
 
-1. `begin` inserts the row as `started` and commits before the view runs, so two requests with one key
-   cannot both run: the second finds the row and gets 409 `IDEMPOTENCY_KEY_IN_USE`.
+1. `begin` inserts the row as `started` (the request hook commits it before the view runs), so two
+   requests with one key cannot both run: the second finds the row and gets 409 `IDEMPOTENCY_KEY_IN_USE`.
 2. `mark_applied` runs inside the view's first commit (a session hook), so the row says `applied` exactly
    when the view's changes exist. A crash before that leaves `started`, which a retry may take over once
    it is stale; a crash after it leaves `applied`, which is never run again.
 3. `finish` stores the response (`done`), or releases the key when the view failed with a 5xx having
    committed nothing, so the retry can run.
 
-Like every service these only flush; the request hooks (`console.api.idempotency`) and the sweep loop own
-the transactions.
+Like every service these never commit; the request hooks (`console.api.idempotency`) and the sweep loop
+own the transactions.
 """
 
 from __future__ import annotations
