@@ -3,6 +3,7 @@
 from console.accounts import models as accounts  # noqa: F401
 from console.events import models as events  # noqa: F401
 from console.health import models as health  # noqa: F401
+from console.idempotency import models as idempotency  # noqa: F401
 from console.jobs import models as jobs  # noqa: F401
 from console.keys import models as keys  # noqa: F401
 from console.link import models as link  # noqa: F401

@@ -1,8 +1,8 @@
-"""What every `/v1` request goes through: authentication, version, rate limit, JSON body.
+"""What every `/v1` request goes through: authentication, version, rate limit, Idempotency-Key, JSON body.
 
 Order (README, "Request checks"): authentication (401) first, then the version
-header (400), then the rate limit (429), then the body. Public endpoints (the
-OpenAPI document) skip the first three.
+header (400), then the rate limit (429), then a POST's Idempotency-Key, then the
+body. Public endpoints (the OpenAPI document) skip the first three.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, current_app, g, request
 
+from console.api import idempotency
 from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
 from console.core import jsontext
@@ -97,6 +98,10 @@ def json_body() -> dict[str, Any]:
 
 def install(bp: Blueprint) -> None:
     bp.before_request(before_api_request)
+    # After authentication, version and rate limit: a request they refuse never reserves its key.
+    bp.before_request(idempotency.reserve_key)
+    bp.after_request(idempotency.store_response)
+    idempotency.install_session_hooks()
 
 
 def sandbox_only(view: Callable) -> Callable:

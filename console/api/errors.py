@@ -15,7 +15,7 @@ from werkzeug.exceptions import HTTPException
 
 from console.api import is_api_path
 from console.api.versions import LATEST_VERSION
-from console.core.errors import RateLimited, ServiceError, ServiceUnavailable
+from console.core.errors import ServiceError, ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +46,10 @@ def _service_error(exc: ServiceError):
     response, status = error_response(
         exc.status_code, exc.type, exc.code, exc.message, [f.as_dict() for f in exc.fields]
     )
-    if isinstance(exc, RateLimited | ServiceUnavailable):
-        response.headers["Retry-After"] = str(exc.retry_after)
+    # Rate limits and an Idempotency-Key still in use say when to try again.
+    retry_after = getattr(exc, "retry_after", None)
+    if retry_after is not None:
+        response.headers["Retry-After"] = str(retry_after)
     return response, status
 
 

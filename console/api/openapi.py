@@ -220,6 +220,23 @@ ERRORS = {
     "404": "Not found.",
     "429": "Rate limit exceeded; see Retry-After.",
 }
+# Every POST takes an Idempotency-Key (README, "Safe retries").
+IDEMPOTENT_ERRORS = {
+    "409": "Idempotency-Key reused with another request (IDEMPOTENCY_KEY_REUSED), still in use by a running "
+    "request (IDEMPOTENCY_KEY_IN_USE; see Retry-After), or its first request's response was lost "
+    "(IDEMPOTENCY_RESPONSE_LOST).",
+}
+REPLAY_HEADERS = {
+    "Idempotent-Replayed": {
+        "description": "`true` when this is the stored response of an earlier request with the same "
+        "Idempotency-Key (the request did not run again); absent otherwise.",
+        "schema": {"type": "string", "enum": ["true"]},
+    },
+    "Original-Request": {
+        "description": "On a replay, the x-service-request-id of the request that produced the response.",
+        "schema": {"type": "string", "format": "uuid"},
+    },
+}
 
 
 def route_operations() -> set[tuple[str, str]]:
@@ -249,17 +266,23 @@ def _operation(method: str, path: str, details: dict) -> dict:
         {"name": name, "in": "path", "required": True, "schema": {"type": "string", "format": "uuid"}}
         for name in re.findall(r"{([^}]+)}", path)
     ]
+    idempotent = method == "POST" and not details.get("public")
     if not details.get("public"):
         params.append({"$ref": "#/components/parameters/ServiceVersion"})
+    if idempotent:
+        params.append({"$ref": "#/components/parameters/IdempotencyKey"})
     params += details.get("params", [])
     responses = _response(details["response"])
     if not details.get("public"):
+        errors = {**ERRORS, **IDEMPOTENT_ERRORS} if idempotent else ERRORS
         responses.update(
             {
                 code: {"description": text, "content": {"application/json": {"schema": ref("Error")}}}
-                for code, text in ERRORS.items()
+                for code, text in errors.items()
             }
         )
+    if idempotent:
+        responses["200"]["headers"] = REPLAY_HEADERS
     operation = {
         "summary": details["summary"],
         "tags": [details["tag"]],
@@ -307,7 +330,16 @@ def build_document(server_url: str) -> dict:
                     "in": "header",
                     "required": True,
                     "schema": {"type": "string", "enum": list(SUPPORTED_VERSIONS)},
-                }
+                },
+                "IdempotencyKey": {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": False,
+                    "description": "Makes a POST safe to retry: the first response for this key is stored for "
+                    "24 hours and returned again to a retry with the same method, path and body "
+                    "(Idempotent-Replayed: true). 1-255 printable ASCII characters; a UUID is a good key.",
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[ -~]+$"},
+                },
             },
         },
     }
