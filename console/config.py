@@ -41,6 +41,20 @@ def secret_key() -> str:
     return value
 
 
+def days(name: str, default: float) -> float:
+    """A number of days from the environment (fractions allowed), refusing what is not one."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of days, not {raw!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a finite number of days >= 0, not {raw!r}")
+    return value
+
+
 def from_environment() -> dict:
     """The settings `create_app` uses when no explicit config is given."""
     return {
@@ -50,6 +64,8 @@ def from_environment() -> dict:
         "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "CONSOLE_API_TRANSPORT": os.environ.get("CONSOLE_API_TRANSPORT"),
+        "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
+        "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
     }
 
 
@@ -62,6 +78,10 @@ DEFAULTS = {
     "WTF_CSRF_TIME_LIMIT": None,
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_HTTPONLY": True,
+    # A console session ends after this many days without a visit (see console.web.workspace_session).
+    "CONSOLE_SESSION_IDLE_DAYS": 30,
+    # A visitor workspace nobody named is deleted after this many idle days; 0 keeps every workspace.
+    "WORKSPACE_IDLE_DAYS": 30,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "JSON_SORT_KEYS": False,
 }

@@ -1,4 +1,4 @@
-"""The background worker: scheduled tasks and webhook deliveries.
+"""The background worker: scheduled tasks, webhook deliveries and collecting idle workspaces.
 
 Each loop is a class built with the app (`Loop(app)`) whose `run_forever(stop)` returns once the
 `stop` event is set and its in-flight work is done. Loops build their own app contexts and pass
@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 LOOPS = (
     "console.scheduler.worker.SchedulerLoop",
     "console.webhooks.worker.DeliveryLoop",
+    "console.workspaces.collection.CollectionLoop",
 )
 JOIN_SECONDS = 30
 
