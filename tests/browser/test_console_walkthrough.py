@@ -94,10 +94,14 @@ def timeline_outcomes(page) -> list[str]:
 
 def test_walkthrough_standard_switch(page, console_live):
     start(page, console_live)
-    assert checklist_done(page) == ["key", "webhook"]
-    assert "••••" in page.locator("#step-key").inner_text()  # the secret is masked
+    # Reading the page created nothing; the first action creates the workspace, its key and inbox webhook.
+    assert checklist_done(page) == []
+    assert "Create my workspace" in page.locator("#step-key").inner_text()
     link_token_id = create_token(page, "Standard switch")
     wait_until_done(page, "link_token")
+    assert checklist_done(page) == ["key", "webhook", "link_token"]
+    assert "••••" in page.locator("#step-key").inner_text()  # the secret is masked
+    assert page.locator(".workspace-bar code").inner_text()  # the header shows the new workspace
 
     frame = open_link(page)
     frame.get_by_role("button", name="Continue").click()
