@@ -92,12 +92,12 @@ def _app(database_url, **config):
 )
 def test_the_cookie_is_secure_when_the_public_url_is_https(database_url, public_url, secure):
     app = _app(database_url, PUBLIC_URL=public_url)
+    response = app.test_client().get("/")
     with app.app_context():
-        response = app.test_client().get("/")
-        cookie = response.headers["Set-Cookie"]
-        assert ("; Secure" in cookie) is secure
-        assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
         db.engine.dispose()
+    cookie = response.headers["Set-Cookie"]
+    assert ("; Secure" in cookie) is secure
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
 
 
 def test_a_session_expires_after_the_idle_time_and_activity_extends_it(app, client, monkeypatch):
