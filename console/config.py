@@ -63,6 +63,20 @@ def serving_threads() -> int:
     return _number(os.environ.get("THREADS"), DEFAULT_THREADS)
 
 
+def days(name: str, default: float) -> float:
+    """A number of days from the environment (fractions allowed), refusing what is not one."""
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of days, not {raw!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise ValueError(f"{name} must be a finite number of days >= 0, not {raw!r}")
+    return value
+
+
 def from_environment() -> dict:
     """The settings `create_app` uses when no explicit config is given."""
     return {
@@ -82,6 +96,8 @@ def from_environment() -> dict:
         ),
         "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": os.environ.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "0").lower()
         in ("1", "true", "yes", "on"),
+        "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
+        "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
     }
 
 
@@ -161,6 +177,10 @@ DEFAULTS = {
     "WTF_CSRF_TIME_LIMIT": None,
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_HTTPONLY": True,
+    # A console session ends after this many days without a visit (see console.web.workspace_session).
+    "CONSOLE_SESSION_IDLE_DAYS": 30,
+    # A visitor workspace nobody named is deleted after this many idle days; 0 keeps every workspace.
+    "WORKSPACE_IDLE_DAYS": 30,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "JSON_SORT_KEYS": False,
 }

@@ -1,4 +1,5 @@
-"""The background worker: scheduled tasks, webhook deliveries, and the sweep of expired Idempotency-Keys.
+"""The background worker: scheduled tasks, webhook deliveries, the sweep of expired Idempotency-Keys
+and collecting idle workspaces.
 
 Each loop is a class built with the app (`Loop(app)`) whose `run_forever(stop)` returns once the
 `stop` event is set and its in-flight work is done. Loops build their own app contexts and pass
@@ -29,6 +30,7 @@ LOOPS = (
     "console.scheduler.worker.SchedulerLoop",
     "console.webhooks.worker.DeliveryLoop",
     "console.idempotency.worker.SweepLoop",
+    "console.workspaces.collection.CollectionLoop",
 )
 JOIN_SECONDS = 30
 

@@ -17,7 +17,9 @@ from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
 from console.core import jsontext
 from console.core.errors import Forbidden, RateLimited, ServiceError
+from console.extensions import db
 from console.keys.services import authenticate
+from console.workspaces.services import note_activity
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
@@ -68,6 +70,9 @@ def before_api_request() -> None:
     g.workspace = key.workspace
     g.api_version = check_version()
     check_rate_limit(g.api_mode, str(key.id))
+    # An API call keeps its workspace from being collected as idle (one UPDATE an hour at most).
+    if note_activity(g.workspace):
+        db.session.commit()
 
 
 def json_body() -> dict[str, Any]:

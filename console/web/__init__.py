@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from flask import Flask
 
 
 def init_app(app: Flask) -> None:
-    """Register the console blueprint at `/`, with its inbox exempt from CSRF (it checks signatures)."""
+    """Register the console blueprint at `/`, with its inbox exempt from CSRF (it checks signatures),
+    the security headers of every response, and the session cookie's lifetime and Secure flag."""
     from htmx_flask import Htmx
 
     from console.extensions import csrf
     from console.web import (
+        headers,
         models,  # noqa: F401  (registers the console's tables)
         views,  # noqa: F401  (attaches the routes)
     )
@@ -21,3 +25,22 @@ def init_app(app: Flask) -> None:
         Htmx(app)
     csrf.exempt(inbox_receive)
     app.register_blueprint(bp)
+    headers.init_app(app)
+    configure_session_cookie(app)
+
+
+def configure_session_cookie(app: Flask) -> None:
+    """`Secure` when the public URL is https; idle expiry after CONSOLE_SESSION_IDLE_DAYS.
+
+    Flask refuses a session cookie whose signature is older than PERMANENT_SESSION_LIFETIME, and the
+    console re-signs it on activity (console.web.workspace_session), so that lifetime is an idle time.
+    """
+    idle_days = float(app.config.get("CONSOLE_SESSION_IDLE_DAYS", 30))
+    if not idle_days > 0:
+        raise ValueError(f"CONSOLE_SESSION_IDLE_DAYS must be more than 0, not {idle_days}")
+    app.config["PERMANENT_SESSION_LIFETIME"] = timedelta(days=idle_days)
+    # Re-signed on activity at most hourly instead: a Set-Cookie on every poll could overwrite a newer cookie.
+    app.config["SESSION_REFRESH_EACH_REQUEST"] = False
+    public_url = (app.config.get("PUBLIC_URL") or "").strip().lower()
+    if public_url.startswith("https://"):
+        app.config["SESSION_COOKIE_SECURE"] = True

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, render_template, request
+from flask import Blueprint, g, render_template, request
 from flask_wtf.csrf import CSRFError
 
 from console.web.apiclient import api_root
 from console.web.exchanges import pretty
-from console.web.workspace_session import ensure_workspace
+from console.web.workspace_session import ensure_workspace, has_workspace, load_workspace
 
 bp = Blueprint("console", __name__)
 
-# Endpoints that must not create a workspace: the inbox is called by the webhook worker, not a visitor.
+# Endpoints that neither load nor create a workspace: the inbox is called by the webhook worker.
 NO_WORKSPACE_ENDPOINTS = {"console.inbox_receive"}
+# Actions that handle a missing workspace themselves (reset would otherwise create one to delete it).
+NO_CREATE_ENDPOINTS = {"console.reset_workspace"}
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 NAV = (
     ("console.walkthrough", "Walkthrough"),
@@ -40,16 +43,29 @@ def render_htmx(full: str, partial: str, **context):
 
 @bp.before_request
 def _load_workspace() -> None:
-    if request.endpoint not in NO_WORKSPACE_ENDPOINTS:
+    """Pages read the visitor's workspace (or a blank one); only an action creates it."""
+    if request.endpoint in NO_WORKSPACE_ENDPOINTS:
+        return
+    load_workspace()
+    if request.method not in SAFE_METHODS and request.endpoint not in NO_CREATE_ENDPOINTS:
         ensure_workspace()
+
+
+@bp.after_request
+def _announce_new_workspace(response):
+    """An htmx action that created the workspace also swaps in the header's workspace bar."""
+    created = g.get("console_workspace_created") and is_htmx() and response.status_code == 200
+    if created and response.mimetype == "text/html" and not response.direct_passthrough:
+        bar = render_template("console/_workspace_bar.html", oob=True)
+        response.set_data(response.get_data() + bar.encode())
+    return response
 
 
 @bp.context_processor
 def _shared_context() -> dict:
-    from flask import g
-
+    workspace = g.get("console_workspace") if has_workspace() else None
     # Snippets name the configured root (PUBLIC_URL), never the host this visitor happened to use.
-    return {"workspace": g.get("console_workspace"), "nav": NAV, "public_root": api_root()}
+    return {"workspace": workspace, "nav": NAV, "public_root": api_root()}
 
 
 @bp.errorhandler(404)

@@ -1,4 +1,5 @@
-"""The console's own rows: the request log of its API calls and the built-in webhook inbox."""
+"""The console's own rows: the request log of its API calls, the built-in webhook inbox, and the Link
+token strings the console can open Link with."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Index, String, Text
+from sqlalchemy import ForeignKey, Index, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from console.core.base import IdMixin
@@ -67,3 +68,22 @@ class InboxMessage(IdMixin, db.Model):
     key_last4: Mapped[str | None] = mapped_column(String(4))
     # At-least-once delivery: a second copy of an event_id already received is marked, not dropped.
     duplicate: Mapped[bool] = mapped_column(default=False)
+
+
+class ConsoleLinkToken(IdMixin, db.Model):
+    """A Link token string the console created, sealed: the API returns each one only once.
+
+    Kept here (not in the session cookie, which is signed but readable) so "Open Link" can use it
+    after a reload or from another page; step 4 offers the newest by `created_at`.
+    """
+
+    __tablename__ = "console_link_tokens"
+    __table_args__ = (Index("ix_console_link_tokens_scope_created", "workspace_id", "created_at"),)
+
+    workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    link_token_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("link_tokens.id", ondelete="CASCADE"), unique=True
+    )
+    # `console.keys.secrets.seal` of the token string (Fernet, keyed from SECRET_KEY).
+    token_ciphertext: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from console.core.base import CreatedAtMixin, IdMixin
+from console.core.timeutil import utcnow
 from console.extensions import db
 
 
@@ -17,3 +20,8 @@ class Workspace(IdMixin, CreatedAtMixin, db.Model):
     is_demo: Mapped[bool] = mapped_column(default=False, index=True)
     # The workspace clock runs at real time plus this offset (see console.clock).
     clock_offset_seconds: Mapped[float] = mapped_column(default=0.0)
+    # False only for an anonymous console visitor's workspace: the idle collector may delete it.
+    # Naming it in the console ("Keep this workspace"), the CLI and the demo workspace keep it.
+    kept: Mapped[bool] = mapped_column(default=True)
+    # Real time of the last console visit or API call, at hour resolution (see workspaces.services).
+    last_active_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

@@ -1,20 +1,32 @@
-"""Creating and finding workspaces."""
+"""Creating, finding, keeping and deleting workspaces, and noting when one was last used."""
 
 from __future__ import annotations
 
+import unicodedata
 import uuid
+from datetime import timedelta
 
-from sqlalchemy import select
+from sqlalchemy import or_, select, update
 
-from console.core.errors import NotFound
+from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.workspaces.models import Workspace
 
 DEMO_NAME = "Demo workspace"
+MAX_NAME_LENGTH = 120
+# last_active_at is written at most this often per workspace: activity is coarse, requests are many.
+ACTIVITY_RESOLUTION = timedelta(hours=1)
 
 
-def create_workspace(name: str | None = None, *, is_demo: bool = False) -> Workspace:
-    workspace = Workspace(name=(name or "Workspace").strip()[:120] or "Workspace", is_demo=is_demo)
+def create_workspace(name: str | None = None, *, is_demo: bool = False, kept: bool = True) -> Workspace:
+    """A new workspace; `kept=False` (an anonymous console visitor's) lets the idle collector delete it."""
+    workspace = Workspace(
+        name=(name or "Workspace").strip()[:MAX_NAME_LENGTH] or "Workspace",
+        is_demo=is_demo,
+        kept=kept,
+        last_active_at=utcnow(),
+    )
     db.session.add(workspace)
     db.session.flush()
     return workspace
@@ -37,3 +49,90 @@ def demo_workspace() -> Workspace:
         select(Workspace).where(Workspace.is_demo.is_(True)).order_by(Workspace.created_at)
     ).first()
     return workspace or create_workspace(DEMO_NAME, is_demo=True)
+
+
+def keep_workspace(workspace: Workspace, name: str) -> Workspace:
+    """Name the workspace and keep it: a named workspace is never collected."""
+    cleaned = (name or "").strip()
+    if not cleaned:
+        raise ValidationFailed([FieldError("name", "Give the workspace a name.")])
+    if len(cleaned) > MAX_NAME_LENGTH:
+        raise ValidationFailed([FieldError("name", f"At most {MAX_NAME_LENGTH} characters.")])
+    if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in cleaned):
+        raise ValidationFailed([FieldError("name", "Letters, digits, spaces and punctuation only.")])
+    workspace.name = cleaned
+    workspace.kept = True
+    db.session.flush()
+    return workspace
+
+
+def note_activity(workspace: Workspace) -> bool:
+    """Move `last_active_at` to now when it is older than ACTIVITY_RESOLUTION (the caller commits).
+
+    Returns whether a write was needed, so a busy workspace costs one UPDATE an hour, not one a request.
+    """
+    now = utcnow()
+    last = workspace.last_active_at
+    if last is not None and now - last < ACTIVITY_RESOLUTION:
+        return False
+    db.session.execute(
+        update(Workspace)
+        .where(
+            Workspace.id == workspace.id,
+            or_(Workspace.last_active_at.is_(None), Workspace.last_active_at < now - ACTIVITY_RESOLUTION),
+        )
+        .values(last_active_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    return True
+
+
+def _owned_tables():
+    """Every table holding a workspace's rows, children before parents, and how to find its rows.
+
+    Derived from the metadata, so a new table with a `workspace_id` (or a child of one) is covered
+    without touching this function.
+    """
+    tables = db.metadata.sorted_tables
+    scoped = {t.name: t for t in tables if "workspace_id" in t.c and t.name != Workspace.__tablename__}
+    for table in reversed(tables):
+        if table.name in scoped:
+            yield table, lambda ws, t=table: t.c.workspace_id == ws
+            continue
+        # Rows reached only through an owned parent (job transitions, webhook attempts).
+        parents = [fk for fk in table.foreign_keys if fk.column.table.name in scoped]
+        if parents:
+
+            def condition(ws, fks=parents):
+                return or_(
+                    *(
+                        fk.parent.in_(select(fk.column).where(fk.column.table.c.workspace_id == ws))
+                        for fk in fks
+                    )
+                )
+
+            yield table, condition
+
+
+def delete_workspace(workspace_id: uuid.UUID, *only_if) -> bool:
+    """Delete the workspace and every row it owns, in the current transaction (the caller commits).
+
+    `only_if` adds conditions on the workspace row, checked by the same guarded UPDATE that locks it
+    first, so a workspace that became active (or was named) meanwhile is left alone. False when the
+    workspace is gone or a condition does not hold.
+    """
+    claimed = db.session.execute(
+        update(Workspace)
+        .where(Workspace.id == workspace_id, *only_if)
+        .values(last_active_at=Workspace.last_active_at)
+        .execution_options(synchronize_session=False)
+    )
+    if claimed.rowcount != 1:
+        return False
+    for table, condition in _owned_tables():
+        db.session.execute(table.delete().where(condition(workspace_id)))
+    db.session.execute(Workspace.__table__.delete().where(Workspace.id == workspace_id))
+    workspace = db.session.identity_map.get(db.session.identity_key(Workspace, workspace_id))
+    if workspace is not None:
+        db.session.expunge(workspace)
+    return True

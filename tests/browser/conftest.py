@@ -100,19 +100,38 @@ def browser():
         browser.close()
 
 
+# In every frame (console pages and Link's iframe): report each Content-Security-Policy violation on the
+# console, where the page fixture collects it, whatever Chromium's own wording of the refusal.
+REPORT_CSP_VIOLATIONS = """
+document.addEventListener("securitypolicyviolation", function (e) {
+  console.error("CSP violation: " + e.violatedDirective + " blocked " + (e.blockedURI || "inline") +
+                " at " + e.sourceFile + ":" + e.lineNumber);
+});
+"""
+
+
+def csp_violations(messages: list[str]) -> list[str]:
+    return [m for m in messages if "CSP violation" in m or "Content Security Policy" in m]
+
+
 @pytest.fixture
 def context(browser):
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     context.set_default_timeout(10_000)
+    context.add_init_script(REPORT_CSP_VIOLATIONS)
     yield context
     context.close()
 
 
 @pytest.fixture
 def page(context):
+    """A page whose console messages are kept; the test fails on any CSP violation in it or its frames."""
     page = context.new_page()
     messages: list[str] = []
     page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
     page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
     page.console_messages = messages  # type: ignore[attr-defined]
     yield page
+    violations = csp_violations(messages)
+    if violations and not getattr(page, "expect_csp_violation", False):
+        pytest.fail(f"Content-Security-Policy violations: {violations}")

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
-from tests.browser.test_console_walkthrough import create_token, start, with_worker
+from tests.browser.conftest import csp_violations
+from tests.browser.test_console_walkthrough import checklist_done, create_token, start, with_worker
 
 EVIL = "http://localhost:8766"
 
@@ -71,7 +76,8 @@ def test_the_event_log_updates_live(context, console_live):
 
     # account.added, employment.added and the switch event, within 2 seconds, without a reload.
     rows = log.locator("#event-list .event-row")
-    log.wait_for_function("document.querySelectorAll('#event-list .event-row').length >= 3", timeout=2_500)
+    # A locator wait, not wait_for_function: the console's CSP refuses the eval that one polls with.
+    rows.nth(2).wait_for(timeout=2_500)
     assert log.evaluate("window.__sameDocument") is True
     assert rows.first.locator(".event-type").inner_text() == "direct_deposit_switch.added"
     assert not log.get_by_text("No events yet.").is_visible()
@@ -80,3 +86,75 @@ def test_the_event_log_updates_live(context, console_live):
     rows.first.locator(".delivery").wait_for()
     log.reload()
     log.locator("#event-list .badge-delivery-delivered").first.wait_for(timeout=10_000)
+
+
+def test_the_console_csp_is_enforced_and_a_violation_is_caught(page, console_live):
+    """The CSP really applies (an injected inline script does not run) and the fixture sees violations."""
+    page.expect_csp_violation = True  # this test provokes one on purpose
+    response = page.goto(console_live.url + "/keys")
+    assert "frame-ancestors 'none'" in response.headers["content-security-policy"]
+    assert response.headers["x-frame-options"] == "DENY"
+    page.evaluate(
+        """() => { const s = document.createElement("script");
+                   s.textContent = "window.__inlineRan = true"; document.body.appendChild(s); }"""
+    )
+    assert page.evaluate("window.__inlineRan === undefined")
+    page.wait_for_timeout(200)
+    assert csp_violations(page.console_messages)
+
+
+@contextlib.contextmanager
+def loopback_page(html: str):
+    """Serve one page from another loopback origin (Chromium's private-network rules would block a
+    routed "public" page from framing 127.0.0.1 whatever the console's headers say)."""
+    body = html.encode()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/page.html"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_another_site_cannot_frame_the_console(page, console_live):
+    page.expect_csp_violation = True  # the refused framing is reported as one
+    framing = (
+        f"""<!doctype html><html><body><iframe id="f" src="{console_live.url}/keys"></iframe></body></html>"""
+    )
+    with loopback_page(framing) as url:
+        page.goto(url)
+        page.wait_for_timeout(1_000)
+        # The browser refused to render the console in the frame (it shows its own error page instead).
+        assert "API keys" not in page.frame_locator("#f").locator("body").inner_text()
+        assert not [f for f in page.frames if f.url.startswith(console_live.url)]
+
+
+def test_keep_then_reset_from_the_header(page, console_live):
+    start(page, console_live)
+    create_token(page, "Standard switch")
+    first = page.locator(".workspace-bar code").inner_text()
+    page.locator(".keep-workspace summary").click()
+    page.locator("#keep-name").fill("Training room 3")
+    page.get_by_role("button", name="Keep", exact=True).click()
+    page.get_by_text("Workspace kept as").wait_for()
+    assert "Training room 3" in page.locator(".workspace-bar").inner_text()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Reset workspace").click()
+    page.get_by_role("heading", name="Integrate payroll connectivity in six steps").wait_for()
+    assert page.locator(".workspace-bar code").inner_text() != first
+    assert checklist_done(page) == ["key", "webhook"]  # reset is an action: the new workspace is ready

@@ -50,7 +50,11 @@ def create_token(page, preset: str) -> str:
     with page.expect_response(lambda r: "/walkthrough/link-token-form" in r.url):
         page.get_by_role("link", name=preset, exact=True).click()
     page.locator("#step-link_token a.preset.selected", has_text=preset).wait_for()
+    opener = page.locator("#step-link [data-link-open]")
+    previous = opener.get_attribute("data-link-token-id") if opener.count() else None
     page.get_by_role("button", name="Create Link token").click()
+    if previous:  # a second token: wait for step 4 to offer it, not the one already shown
+        page.locator(f'#step-link [data-link-open]:not([data-link-token-id="{previous}"])').wait_for()
     exchange = page.locator("#step-link_token .exchange")
     exchange.wait_for()
     assert exchange.locator(".status").inner_text() == "200"
@@ -94,10 +98,14 @@ def timeline_outcomes(page) -> list[str]:
 
 def test_walkthrough_standard_switch(page, console_live):
     start(page, console_live)
-    assert checklist_done(page) == ["key", "webhook"]
-    assert "••••" in page.locator("#step-key").inner_text()  # the secret is masked
+    # Reading the page created nothing; the first action creates the workspace, its key and inbox webhook.
+    assert checklist_done(page) == []
+    assert "Create my workspace" in page.locator("#step-key").inner_text()
     link_token_id = create_token(page, "Standard switch")
     wait_until_done(page, "link_token")
+    assert checklist_done(page) == ["key", "webhook", "link_token"]
+    assert "••••" in page.locator("#step-key").inner_text()  # the secret is masked
+    assert page.locator(".workspace-bar code").inner_text()  # the header shows the new workspace
 
     frame = open_link(page)
     frame.get_by_role("button", name="Continue").click()
@@ -186,3 +194,21 @@ def test_walkthrough_on_demand_update(page, console_live):
 
     page.goto(f"{console_live.url}/timeline/accounts/{account_id}")
     assert timeline_outcomes(page) == ["success", "success"]  # the first switch and the update
+
+
+def test_step_4_offers_the_newest_token_after_a_reload_and_another_page(page, console_live):
+    start(page, console_live)
+    first = create_token(page, "Standard switch")
+    newest = create_token(page, "Direct platform routing")
+    assert newest != first
+
+    def offered() -> str:
+        return page.locator("#step-link [data-link-open]").get_attribute("data-link-token-id")
+
+    assert offered() == newest
+    page.reload()
+    assert offered() == newest
+    page.goto(console_live.url + "/events")
+    page.goto(console_live.url + "/")
+    assert offered() == newest
+    assert "link_tokens" not in str(page.context.cookies())

@@ -40,6 +40,13 @@ class Visitor:
             headers["HX-Request"] = "true"
         return self.client.post(url, data=form, headers=headers, **kwargs)
 
+    def start(self) -> Visitor:
+        """Open the console and take the first action, which creates the workspace."""
+        self.get("/")
+        response = self.post("/workspace")
+        assert response.status_code == 302, response.get_data(as_text=True)
+        return self
+
     @property
     def workspace_id(self) -> uuid.UUID:
         with self.client.session_transaction() as session:
@@ -48,18 +55,14 @@ class Visitor:
 
 @pytest.fixture
 def visitor(app, client) -> Visitor:
-    """A visitor who has opened the console once (so has a workspace and a CSRF token)."""
-    v = Visitor(client)
-    v.get("/")
-    return v
+    """A visitor who has opened the console and started (so has a workspace and a CSRF token)."""
+    return Visitor(client).start()
 
 
 @pytest.fixture
 def other_visitor(app) -> Visitor:
     """A second visitor in another browser: another cookie jar, another workspace."""
-    v = Visitor(app.test_client())
-    v.get("/")
-    return v
+    return Visitor(app.test_client()).start()
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Workspaces: created on the first visit with a sandbox key and the inbox registered through the API."""
+"""Workspaces: created by the first action with a sandbox key and the inbox registered through the API."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from console.workspaces.models import Workspace
 from tests.web.conftest import Visitor
 
 
-def test_first_visit_creates_a_ready_workspace(app, visitor):
+def test_the_first_action_creates_a_ready_workspace(app, visitor):
     with app.app_context():
         workspace = db.session.get(Workspace, visitor.workspace_id)
         keys = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == workspace.id)).all()
@@ -55,7 +55,9 @@ def test_reset_starts_over_in_a_new_workspace(app, visitor):
 def test_a_forged_cookie_gets_a_fresh_workspace_not_someone_elses(app, client, other_visitor):
     client.set_cookie("session", "forged.value.here", domain="localhost")
     stranger = Visitor(client)
-    stranger.get("/")
+    page = stranger.get("/").get_data(as_text=True)
+    assert str(other_visitor.workspace_id)[:8] not in page
+    stranger.post("/workspace")
     assert stranger.workspace_id != other_visitor.workspace_id
 
 

@@ -1,10 +1,12 @@
-"""API keys per mode (create, roll, revoke, reveal) and starting the workspace over."""
+"""API keys per mode (create, roll, revoke, reveal), and the workspace itself: start, keep, start over."""
 
 from __future__ import annotations
 
-from flask import abort, g, redirect, render_template, request, url_for
+from urllib.parse import urlsplit
 
-from console.core.errors import ServiceError
+from flask import abort, flash, g, redirect, render_template, request, url_for
+
+from console.core.errors import ServiceError, ValidationFailed
 from console.extensions import db
 from console.keys import services as keys
 from console.keys.models import ApiKey
@@ -12,7 +14,8 @@ from console.modes import MODES, base_url
 from console.web.apiclient import api_root
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import masked_secret
-from console.web.workspace_session import start_new_workspace
+from console.web.workspace_session import reset_workspace as start_over
+from console.workspaces.services import keep_workspace as keep
 
 
 def _own_key(key_id: str) -> ApiKey:
@@ -92,8 +95,40 @@ def hide_key(key_id: str):
     return render_template("console/_secret.html", key=key, secret=masked_secret(key), revealed=False)
 
 
+def _back() -> str:
+    """The console page the form was sent from (same host only), else the walkthrough."""
+    referrer = urlsplit(request.referrer or "")
+    if (
+        referrer.netloc == request.host
+        and referrer.path.startswith("/")
+        and not referrer.path.startswith("//")
+    ):
+        return referrer.path + (f"?{referrer.query}" if referrer.query else "")
+    return url_for("console.walkthrough")
+
+
+@bp.post("/workspace")
+def start_workspace():
+    """The walkthrough's "Create my workspace": the first action, so the before-request hook made it."""
+    return redirect(url_for("console.walkthrough"))
+
+
+@bp.post("/workspace/keep")
+def keep_workspace():
+    """Name the workspace so the idle collector never deletes it."""
+    try:
+        keep(g.console_workspace, request.form.get("name", ""))
+    except ValidationFailed as exc:
+        db.session.rollback()
+        flash(f"The workspace was not kept: {exc.fields[0].message}", "error")
+        return redirect(_back())
+    db.session.commit()
+    flash(f"Workspace kept as “{g.console_workspace.name}”: it is never deleted for being idle.", "ok")
+    return redirect(_back())
+
+
 @bp.post("/workspace/reset")
 def reset_workspace():
-    """Start over in a brand-new workspace; the old one is simply no longer this visitor's."""
-    start_new_workspace()
+    """Start over in a brand-new workspace; the old one is deleted with everything it owns (unless kept)."""
+    start_over()
     return redirect(url_for("console.walkthrough"))

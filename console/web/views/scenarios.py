@@ -6,11 +6,12 @@ from itertools import groupby
 
 from flask import abort, g, redirect, render_template, request, url_for
 
-from console.web import scenarios
+from console.extensions import db
+from console.web import linktokens, scenarios
 from console.web.apiclient import response_json
 from console.web.blueprint import bp
 from console.web.exchanges import view as exchange_view
-from console.web.workspace_session import api_client, link_token_string, remember_link_token
+from console.web.workspace_session import api_client
 
 
 @bp.get("/scenarios", endpoint="scenarios")
@@ -34,7 +35,8 @@ def run_scenario(key: str):
         return render_template(
             "console/scenario_failed.html", scenario=scenario, exchanges=[exchange_view(created, client.key)]
         ), 502
-    remember_link_token(data["id"], data["token"])
+    linktokens.remember(workspace.id, data["id"], data["token"])
+    db.session.commit()
     if request.form.get("via") == "browser":
         return redirect(url_for("console.launch", link_token_id=data["id"], scenario=key))
     completed = client.call(
@@ -54,7 +56,7 @@ def run_scenario(key: str):
 def launch_page():
     """Open Link with a token this session created, with the SDK's client events streaming beside it."""
     link_token_id = request.args.get("link_token_id", "")
-    token = link_token_string(link_token_id)
+    token = linktokens.token_for(g.console_workspace.id, link_token_id)
     scenario = scenarios.get(request.args.get("scenario", ""))
     return render_template(
         "console/launch.html",

@@ -6,19 +6,14 @@ from flask import g, redirect, render_template, request, url_for
 
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.events.services import EVENT_TYPES
+from console.extensions import db
 from console.modes import SANDBOX, base_url
-from console.web import inbox, linkform, requestlog, walkthrough, webhooklist
+from console.web import inbox, linkform, linktokens, requestlog, walkthrough, webhooklist
 from console.web.apiclient import api_root, response_json
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import masked_secret
 from console.web.exchanges import view as exchange_view
-from console.web.workspace_session import (
-    api_client,
-    console_key,
-    latest_link_token_id,
-    link_token_string,
-    remember_link_token,
-)
+from console.web.workspace_session import api_client, console_key, has_workspace
 
 STEP_PARTIALS = {
     "key": "console/_step_key.html",
@@ -40,13 +35,14 @@ def context(form_values: dict | None = None, preset: str = "standard", jobs_link
     workspace = g.console_workspace
     steps = walkthrough.checklist(workspace)
     key = console_key(workspace)
-    link_token_id = latest_link_token_id()
+    link_token_id, link_token = linktokens.newest(workspace.id) or (None, None)
     jobs_exchange = _exchange(walkthrough.JOBS_STEP, key)
     inbox_page = inbox.page(workspace.id, limit=10)
     if form_values is None:
         body = linkform.preset_body(preset, latest_account_id=walkthrough.latest_account_id(workspace.id))
         form_values = linkform.form_values(body)
     return {
+        "has_workspace": has_workspace(),
         "steps": steps,
         "current": walkthrough.current_step(steps),
         "key": key,
@@ -70,7 +66,7 @@ def context(form_values: dict | None = None, preset: str = "standard", jobs_link
         **walkthrough.form_choices(),
         "link_token_exchange": _exchange("link_token", key),
         "link_token_id": link_token_id,
-        "link_token": link_token_string(link_token_id),
+        "link_token": link_token,
         "inbox_page": inbox_page,
         "inbox_cursor": inbox.live_cursor(inbox_page.rows),
         "jobs_exchange": jobs_exchange,
@@ -83,6 +79,9 @@ def step_response(*steps: str, **ctx_args):
     """The changed steps for htmx (the first swapped in place, the others and the checklist out of band)."""
     if not is_htmx():
         return redirect(url_for("console.walkthrough") + f"#step-{steps[0]}")
+    if g.get("console_workspace_created"):
+        # This action created the workspace: its key and inbox webhook appeared too.
+        steps = (*steps, *(s for s in ("key", "webhook") if s not in steps))
     ctx = context(**ctx_args)
     parts = [render_template(STEP_PARTIALS[s], oob=i > 0, **ctx) for i, s in enumerate(steps)]
     parts.append(render_template("console/_checklist.html", oob=True, **ctx))
@@ -139,7 +138,8 @@ def create_link_token():
     row = api_client(g.console_workspace).call("POST", "/link_tokens", body=body, step="link_token")
     data = (response_json(row) or {}).get("data") or {}
     if row.status == 200 and data.get("id") and data.get("token"):
-        remember_link_token(data["id"], data["token"])
+        linktokens.remember(g.console_workspace.id, data["id"], data["token"])
+        db.session.commit()
     return step_response(
         "link_token",
         "link",

@@ -13,7 +13,7 @@ from console.modes import SANDBOX
 from console.web import debugger, inbox, requestlog, webhooklist
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import view as exchange_view
-from console.web.workspace_session import api_client, console_key
+from console.web.workspace_session import api_client, console_key, has_workspace
 from console.workspaces.models import Workspace
 
 
@@ -23,7 +23,8 @@ def _context(verdict=None, debug_form: dict | None = None) -> dict:
     page = inbox.page(workspace.id, cursor=request.args.get("cursor"))
     return {
         "webhooks": webhooklist.list_webhooks(workspace.id, SANDBOX),
-        "inbox_url": inbox.inbox_url(workspace),
+        # A blank workspace (no action yet) has no inbox: its URL is made with the workspace.
+        "inbox_url": inbox.inbox_url(workspace) if has_workspace() else None,
         "is_inbox_url": lambda url: inbox.is_inbox_url(workspace, url),
         "inbox_registered": inbox.is_registered(workspace),
         "inbox_page": page,

@@ -1,0 +1,108 @@
+"""Security headers: the console's CSP and framing rules on every page, Link stays framable, the API closed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from console.web.headers import CONSOLE_CSP
+from tests.api.test_conventions import VALID
+from tests.web.conftest import Visitor
+from tests.web.test_workspace_lifecycle import console_get_urls
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def csp_directives(response) -> dict[str, str]:
+    policy = response.headers["Content-Security-Policy"]
+    return {part.split()[0]: part.strip() for part in policy.split(";") if part.strip()}
+
+
+def assert_console_headers(response, url: str) -> None:
+    csp = csp_directives(response)
+    assert csp["frame-ancestors"] == "frame-ancestors 'none'", url
+    assert csp["script-src"] == "script-src 'self'", url
+    assert csp["style-src"] == "style-src 'self'", url
+    assert csp["object-src"] == "object-src 'none'" and csp["base-uri"] == "base-uri 'none'", url
+    assert "unsafe" not in response.headers["Content-Security-Policy"], url
+    assert response.headers["X-Frame-Options"] == "DENY", url
+    assert response.headers["X-Content-Type-Options"] == "nosniff", url
+    assert response.headers["Referrer-Policy"] == "same-origin", url
+
+
+@pytest.mark.parametrize("started", [False, True], ids=["no-cookie", "with-workspace"])
+def test_every_console_page_sends_the_security_headers(app, started):
+    visitor = Visitor(app.test_client())
+    if started:
+        visitor.start()
+    for url in console_get_urls(app):
+        for htmx in (False, True):
+            response = visitor.get(url, htmx=htmx)
+            assert_console_headers(response, url)
+
+
+def test_console_actions_errors_and_unknown_urls_send_them_too(app, visitor):
+    assert_console_headers(visitor.post("/keys", {"mode": "sandbox"}, htmx=True), "POST /keys")
+    assert_console_headers(visitor.post("/keys", {"mode": "sandbox"}, csrf=False), "refused POST")
+    assert_console_headers(visitor.get("/no/such/page"), "404")
+
+
+def test_link_screens_stay_framable_by_the_page_that_opens_them(app, api, client):
+    created = api.post("/link_tokens", json=VALID)
+    token = created.get_json()["data"]["token"]
+    response = client.get(f"/sandbox/link?token={token}&origin=https://shop.example")
+    csp = csp_directives(response)
+    assert csp["frame-ancestors"] == "frame-ancestors 'self' https://shop.example"
+    assert csp["script-src"] == "script-src 'self'"
+    assert "X-Frame-Options" not in response.headers
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    standalone = client.get(f"/sandbox/link?token={token}")
+    assert csp_directives(standalone)["frame-ancestors"] == "frame-ancestors *"
+
+
+def test_the_api_and_static_files_get_harmless_headers(api, client):
+    response = api.get("/jobs")
+    assert response.status_code == 200
+    assert csp_directives(response)["default-src"] == "default-src 'none'"
+    assert response.headers["X-Content-Type-Options"] == "nosniff"
+    assert response.headers["X-Frame-Options"] == "DENY"
+    sdk = client.get("/static/link.js")
+    assert sdk.status_code == 200
+    assert sdk.headers["X-Content-Type-Options"] == "nosniff"
+    # Customer pages on other origins load the SDK: nothing that could change how it loads.
+    assert "Content-Security-Policy" not in sdk.headers and "X-Frame-Options" not in sdk.headers
+    sdk.close()
+
+
+CONSOLE_TEMPLATES = [
+    ROOT / "templates" / "base.html",
+    *sorted((ROOT / "templates" / "console").glob("*.html")),
+]
+INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)", re.IGNORECASE)
+EVENT_HANDLER = re.compile(r"\son[a-z]+\s*=", re.IGNORECASE)
+
+
+@pytest.mark.parametrize("path", CONSOLE_TEMPLATES, ids=lambda p: p.name)
+def test_console_templates_need_nothing_the_csp_forbids(path):
+    # Text shown as code (the SDK snippet) is escaped (&lt;script&gt;), so it is not markup.
+    source = path.read_text()
+    assert not INLINE_SCRIPT.search(source), "inline <script>"
+    assert not EVENT_HANDLER.search(source), "an on* attribute"
+    assert "hx-on" not in source and "javascript:" not in source.lower()
+    assert not re.search(r"\sstyle\s*=", source), "an inline style attribute (style-src 'self')"
+
+
+def test_console_scripts_use_no_eval_or_inline_styles_the_csp_would_refuse():
+    for name in ("console.js", "link.js"):
+        source = (ROOT / "static" / name).read_text()
+        assert "eval(" not in source and "new Function" not in source
+        assert 'setAttribute("style"' not in source and "innerHTML" not in source
+
+
+def test_htmx_is_configured_not_to_inject_its_style_tag(client):
+    page = client.get("/").get_data(as_text=True)
+    assert '"includeIndicatorStyles": false' in page and '"allowEval": false' in page
+    assert "style-src 'self'" in CONSOLE_CSP
