@@ -82,8 +82,7 @@ def test_the_api_checks_still_apply_to_console_calls(app, client, connects):
     """Authentication runs for the in-process call: a revoked console key gets the API's 401."""
     from console.keys.models import ApiKey
 
-    visitor = Visitor(client)
-    visitor.get("/")
+    visitor = Visitor(client).start()
     with app.app_context():
         from console.core.timeutil import utcnow
 
@@ -138,7 +137,7 @@ def test_public_url_is_what_the_console_shows(app, connects):
 
 def test_without_public_url_the_listen_address_is_shown(app):
     app.config.update(LISTEN_HOST="0.0.0.0", LISTEN_PORT=8123)
-    visitor = Visitor(app.test_client())
+    visitor = Visitor(app.test_client()).start()
     html = visitor.get("/").get_data(as_text=True)
     # A wildcard listen address is reached, and so shown, as loopback.
     assert "http://127.0.0.1:8123/sandbox/v1" in html
