@@ -1,7 +1,8 @@
 """What every `/v1` request goes through: authentication, version, rate limit, JSON body.
 
 Order (README, "Request checks"): authentication (401) first, then the version
-header (400), then the rate limit (429), then the body. Public endpoints (the
+header (400), then the rate limit (429), then the query and path parameters (400),
+then the body. Public endpoints (the
 OpenAPI document) skip the first three.
 """
 
@@ -14,7 +15,8 @@ from flask import Blueprint, current_app, g, request
 
 from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
-from console.core.errors import Forbidden, RateLimited, ServiceError
+from console.core.errors import Forbidden, RateLimited, ServiceError, ValidationFailed
+from console.core.params import nul_fields
 from console.keys.services import authenticate
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -66,6 +68,14 @@ def before_api_request() -> None:
     g.workspace = key.workspace
     g.api_version = check_version()
     check_rate_limit(g.api_mode, str(key.id))
+    check_parameters()
+
+
+def check_parameters() -> None:
+    """Refuse a NUL in any query or path parameter before a view reads it (README, "Request checks")."""
+    errors = nul_fields(request.args, request.view_args)
+    if errors:
+        raise ValidationFailed(errors)
 
 
 def json_body() -> dict[str, Any]:
