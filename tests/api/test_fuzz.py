@@ -9,19 +9,22 @@ completed headlessly, its account, job and events, a webhook), so successful ans
 too. Each response must be no server error, a documented status code and content type, and match
 its documented schema.
 
-Bounded: FUZZ_EXAMPLES generated examples per operation (default 30) on top of the coverage cases,
-deterministic (derandomized) so a run is repeatable; about half a minute per database backend. Set
+Bounded: FUZZ_EXAMPLES generated examples per operation (default 60) on top of the coverage cases,
+deterministic (derandomized) so a run is repeatable; under a minute for both database backends. Set
 FUZZ_RANDOM=1 (and a larger FUZZ_EXAMPLES) to explore with fresh randomness.
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
+import json
 import os
 
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -38,7 +41,7 @@ from tests.conftest import VERSION, Api, _clear_customer_tables, base_config
 
 pytestmark = pytest.mark.slow
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "30"))
+EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "60"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 OPENAPI_PATH = "/sandbox/v1/openapi.json"
 TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
@@ -54,6 +57,55 @@ def _served_document() -> dict:
 
 # Loaded at collection: Schemathesis makes one test per operation from it.
 schema = schemathesis.openapi.from_dict(_served_document())
+
+
+def _cursor(value) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+# Values hostile callers send, which schema-driven generation alone rarely produces: in two requests
+# of three, one of them replaces (or adds) a query or path parameter.
+HOSTILE_TEXT = [
+    "\x00",
+    "a\x00b",
+    "9" * 5000,
+    "\u00b2",
+    "\uff15",
+    "0001-01-01T00:00:00+01:00",
+    "9999-12-31T23:59:59-01:00",
+    "%_\\",
+]
+TAMPERED_CURSORS = [
+    _cursor([["v", "abc"], ["v", "abc"]]),
+    _cursor(["uuid", 1]),
+    _cursor(["v", None]),
+    _cursor([["dt", "0001-01-01T00:00:00+01:00"], ["uuid", "00000000-0000-0000-0000-000000000000"]]),
+    _cursor([["v", None], ["v", None]]),
+    "a\x00",
+]
+
+
+def _with_one_hostile(values: dict | None, names: list[str]):
+    values = dict(values or {})
+    if not names:
+        return st.just(values)
+
+    def replaced(name: str):
+        pool = TAMPERED_CURSORS if name == "cursor" else HOSTILE_TEXT
+        return st.sampled_from(pool).map(lambda value: {**values, name: value})
+
+    hostile = st.sampled_from(names).flatmap(replaced)
+    return st.one_of(st.just(values), hostile, hostile)
+
+
+@schema.hook
+def flatmap_query(context, query):
+    return _with_one_hostile(query, [p.name for p in context.operation.query])
+
+
+@schema.hook
+def flatmap_path_parameters(context, path_parameters):
+    return _with_one_hostile(path_parameters, [p.name for p in context.operation.path_parameters])
 
 
 @pytest.fixture(scope="module")
