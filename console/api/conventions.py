@@ -2,8 +2,7 @@
 
 Order (README, "Request checks"): authentication (401) first, then the version
 header (400), then the rate limit (429), then the query and path parameters (400),
-then the body. Public endpoints (the
-OpenAPI document) skip the first three.
+then the body. Public endpoints (the OpenAPI document) skip all but the body.
 """
 
 from __future__ import annotations

@@ -90,7 +90,8 @@ def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") 
     try:
         if len(cursor) > MAX_CURSOR_LENGTH or not _CURSOR_ALPHABET.fullmatch(cursor):
             raise BadCursor("not a short base64url string")
-        raw = base64.urlsafe_b64decode(cursor.rstrip("=") + "=" * (-len(cursor.rstrip("=")) % 4))
+        bare = cursor.rstrip("=")
+        raw = base64.urlsafe_b64decode(bare + "=" * (-len(bare) % 4))
         items = json.loads(raw)
         if not isinstance(items, list) or len(items) != len(columns):
             raise BadCursor("not one value per sort column")

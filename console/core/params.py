@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from werkzeug.datastructures import MultiDict
+
 from console.core.errors import FieldError
 
 NUL = "\x00"
@@ -18,12 +20,8 @@ NUL_MESSAGE = "must not contain NUL (U+0000) characters"
 
 
 def _pairs(source: Mapping[str, Any]) -> Iterable[tuple[str, Any]]:
-    # A werkzeug MultiDict yields every value of a repeated parameter only with multi=True.
-    items = getattr(source, "items", None)
-    try:
-        return items(multi=True)  # type: ignore[misc]
-    except TypeError:
-        return source.items()
+    # A MultiDict (query string, form) yields every value of a repeated parameter only with multi=True.
+    return source.items(multi=True) if isinstance(source, MultiDict) else source.items()
 
 
 def nul_fields(*sources: Mapping[str, Any] | None) -> list[FieldError]:
