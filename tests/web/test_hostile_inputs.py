@@ -17,6 +17,7 @@ from sqlalchemy import func, select
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.web import linkform
+from console.web.models import ConsoleRequest
 from console.world.seed_data import PLATFORM_IDS
 from tests.conftest import Api
 from tests.web.test_walkthrough import link_token_form
@@ -183,3 +184,77 @@ def test_a_nul_reaching_link_is_its_error_screen(client, workspace):
         assert 'data-error-code="INVALID_REQUEST"' in page and "NUL" in page
     # The flow did not move: the person is still at the allocation screen.
     assert 'data-screen="allocation"' in client.get(f"/sandbox/link?token={token}").get_data(as_text=True)
+
+
+def test_a_huge_link_token_id_in_the_jobs_step_is_judged_by_the_api_and_logged(app, visitor):
+    response = visitor.post("/walkthrough/jobs", {"link_token_id": "9" * 5000}, htmx=True)
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert 'status-4xx">400' in page and "link_token_id" in page
+    with app.app_context():
+        row = db.session.scalars(select(ConsoleRequest).where(ConsoleRequest.step == "jobs")).one()
+        assert len(row.url) == 2000 and row.url.endswith("…")
+
+
+# Every console route, every form and query field it could read, filled with odd values at once.
+ODD_VALUES = ["\u00b2", "9" * 5000, "x" * 20000, "'\"<>", ".."]
+FIELDS = [
+    "q",
+    "tab",
+    "mode",
+    "cursor",
+    "after",
+    "preset",
+    "exchanges",
+    "link_token_id",
+    "scenario",
+    "type",
+    "account_id",
+    "end_user_id",
+    "compact",
+    "by",
+    "timeline_kind",
+    "timeline_id",
+    "label",
+    "url",
+    "status",
+    "version",
+    "enabled_events",
+    "secret",
+    "headers",
+    "body",
+    "ignore_age",
+    "via",
+    "amount",
+    "allocation_value",
+    "allocation_type",
+    "required_jobs",
+    "platform_id",
+    "employer_id",
+    "org_name",
+    "pm_enabled",
+    "pm_email",
+    "target_type_0",
+    "routing_number_0",
+    "account_number_0",
+]
+
+
+def test_no_console_route_answers_a_500_to_odd_values(app, visitor):
+    rules = [r for r in app.url_map.iter_rules() if r.endpoint.startswith("console.")]
+    rules = [r for r in rules if r.endpoint != "console.inbox_receive"]
+    assert len(rules) > 30
+    for rule in rules:
+        for value in ODD_VALUES:
+            path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", value, rule.rule)
+            form = dict.fromkeys(FIELDS, value)
+            for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+                if method == "GET":
+                    answers = [
+                        visitor.get(path, query_string=form),
+                        visitor.get(path, query_string=form, htmx=True),
+                    ]
+                else:
+                    answers = [visitor.post(path, form, htmx=True)]
+                for answer in answers:
+                    assert answer.status_code < 500, (method, rule.rule, value[:8])
