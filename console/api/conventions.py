@@ -1,8 +1,8 @@
 """What every `/v1` request goes through: authentication, version, rate limit, Idempotency-Key, JSON body.
 
 Order (README, "Request checks"): authentication (401) first, then the version
-header (400), then the rate limit (429), then a POST's Idempotency-Key, then the
-body. Public endpoints (the OpenAPI document) skip the first three.
+header (400), then the rate limit (429), then the query and path parameters (400), then a
+POST's Idempotency-Key, then the body. Public endpoints (the OpenAPI document) skip all but the body.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from console.api import idempotency
 from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
 from console.core import jsontext
-from console.core.errors import Forbidden, RateLimited, ServiceError
+from console.core.errors import Forbidden, RateLimited, ServiceError, ValidationFailed
+from console.core.params import nul_fields
 from console.extensions import db
 from console.keys.services import authenticate
 from console.workspaces.services import note_activity
@@ -70,9 +71,17 @@ def before_api_request() -> None:
     g.workspace = key.workspace
     g.api_version = check_version()
     check_rate_limit(g.api_mode, str(key.id))
+    check_parameters()
     # An API call keeps its workspace from being collected as idle (one UPDATE an hour at most).
     if note_activity(g.workspace):
         db.session.commit()
+
+
+def check_parameters() -> None:
+    """Refuse a NUL in any query or path parameter before a view reads it (README, "Request checks")."""
+    errors = nul_fields(request.args, request.view_args)
+    if errors:
+        raise ValidationFailed(errors)
 
 
 def json_body() -> dict[str, Any]:

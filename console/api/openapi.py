@@ -16,29 +16,53 @@ from console.api.clock import ClockAdvanceRequest
 from console.api.conventions import public
 from console.api.events import ResendRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
+from console.api.pagination import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.api.webhooks import TestEventRequest
+from console.api.world import PLATFORM_TYPES
 from console.core.bodies import openapi_schemas
+from console.events.services import EVENT_TYPES
+from console.jobs.scenarios import OUTCOMES
 from console.link.headless import CompletionRequest
-from console.link_tokens.validation import LinkTokenRequest
+from console.link_tokens.validation import JOB_NAMES, LinkTokenRequest
 from console.modes import URL_PREFIXES
 from console.webhooks.services import WebhookRequest, WebhookUpdateRequest
 
 
-def q(name: str, description: str, schema: dict | None = None) -> dict:
+def q(name: str, description: str, schema: dict | None = None, **extra) -> dict:
     return {
         "name": name,
         "in": "query",
         "required": False,
         "description": description,
         "schema": schema or {"type": "string"},
+        **extra,
     }
 
 
-PAGE = [
-    q("limit", "Items per page, 1-100 (default 25).", {"type": "integer"}),
-    q("cursor", "next_cursor of the previous page."),
-]
+# What the views enforce on each query parameter (a value outside it is a 400 naming the parameter).
+# No parameter may contain NUL (U+0000); that is said once, in the 400 response, not per schema.
+UUID_PARAM = {"type": "string", "format": "uuid"}
+END_USER_ID = {"type": "string", "minLength": 1, "maxLength": 255}
+JOBS_LIST = {"type": "array", "items": {"type": "string", "enum": list(JOB_NAMES)}}
+LIMIT = q(
+    "limit",
+    f"Items per page, 1-{MAX_LIMIT} (default {DEFAULT_LIMIT}).",
+    {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+)
+CURSOR = q(
+    "cursor",
+    "next_cursor of the previous page of the same list, as returned (opaque).",
+    {"type": "string", "maxLength": MAX_CURSOR_LENGTH, "pattern": "^[A-Za-z0-9_-]+={0,2}$"},
+)
+PAGE = [LIMIT, CURSOR]
+SUPPORTED_JOBS = q(
+    "supported_jobs",
+    "Job names, comma-separated (or the parameter repeated).",
+    JOBS_LIST,
+    style="form",
+    explode=False,
+)
 
 # (method, path) -> operation details. Responses: "single:X", "collection:X", "empty", or "object";
 # "body" is the pydantic model that validates the request body, and its schema in this document.
@@ -54,10 +78,10 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "World",
         "response": "collection:Platform",
         "params": [
-            q("q", "Name contains."),
-            q("type", "payroll or benefits."),
-            q("supported_jobs", "Comma-separated job names the platform must support."),
-            q("amount_supported", "true or false."),
+            q("q", "Name contains (case-insensitive)."),
+            q("type", "payroll or benefits.", {"type": "string", "enum": list(PLATFORM_TYPES)}),
+            SUPPORTED_JOBS,
+            q("amount_supported", "true or false (also 1 or 0).", {"type": "boolean"}),
             *PAGE,
         ],
     },
@@ -70,7 +94,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "List employers",
         "tag": "World",
         "response": "collection:Employer",
-        "params": [q("q", "Name contains."), *PAGE],
+        "params": [q("q", "Name contains (case-insensitive)."), *PAGE],
     },
     ("GET", "/employers/{employer_id}"): {
         "summary": "Get an employer",
@@ -81,17 +105,17 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "Search employers and platforms together",
         "tag": "World",
         "response": "collection:SearchHit",
-        "params": [q("q", "Name contains."), q("supported_jobs", "Comma-separated job names."), PAGE[0]],
+        "params": [q("q", "Name contains (case-insensitive)."), SUPPORTED_JOBS, LIMIT],
     },
     ("GET", "/jobs"): {
         "summary": "List jobs",
         "tag": "Jobs",
         "response": "collection:Job",
         "params": [
-            q("link_token_id", "Jobs of this Link token."),
-            q("account_id", "Jobs of this account."),
-            q("end_user_id", "Jobs of this end user."),
-            q("outcome", "success, error, pending, processing, sent or failure."),
+            q("link_token_id", "Jobs of this Link token.", UUID_PARAM),
+            q("account_id", "Jobs of this account.", UUID_PARAM),
+            q("end_user_id", "Jobs of this end user.", END_USER_ID),
+            q("outcome", "The job's current outcome.", {"type": "string", "enum": list(OUTCOMES)}),
             *PAGE,
         ],
     },
@@ -100,7 +124,11 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "List accounts",
         "tag": "Accounts",
         "response": "collection:Account",
-        "params": [q("end_user_id", "Accounts of this end user."), *PAGE],
+        "params": [
+            q("end_user_id", "Accounts of this end user.", END_USER_ID),
+            q("link_token_id", "Accounts connected through this Link token.", UUID_PARAM),
+            *PAGE,
+        ],
     },
     ("GET", "/accounts/{account_id}"): {
         "summary": "Get an account",
@@ -122,6 +150,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Webhooks",
         "body": WebhookRequest,
         "response": "single:Webhook",
+        "errors": ["403"],
     },
     ("GET", "/webhooks"): {
         "summary": "List webhooks",
@@ -150,10 +179,14 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Events",
         "response": "collection:Object",
         "params": [
-            q("type", "Event type."),
-            q("link_token_id", "Link token id."),
-            q("account_id", "Account id."),
-            q("since", "Only events at or after this datetime."),
+            q("type", "Event type.", {"type": "string", "enum": list(EVENT_TYPES)}),
+            q("link_token_id", "Link token id.", UUID_PARAM),
+            q("account_id", "Account id.", UUID_PARAM),
+            q(
+                "since",
+                "Only events at or after this ISO 8601 datetime (no offset: UTC).",
+                {"type": "string", "format": "date-time"},
+            ),
             *PAGE,
         ],
     },
@@ -167,6 +200,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Events",
         "body": ResendRequest,
         "response": "object",
+        "errors": ["409"],
     },
     ("GET", "/sandbox/test_data"): {
         "summary": "Sandbox test credentials, identities and SSNs",
@@ -215,10 +249,17 @@ SCHEMAS = {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS}
 assert not set(RESPONSE_SCHEMAS) & set(REQUEST_SCHEMAS), "a request model is named like a response schema"
 
 ERRORS = {
-    "400": "Invalid request (error type, code, message and fields).",
+    "400": "Invalid request: a missing or unsupported Service-Version, a bad query or path parameter "
+    "(any NUL character; a cursor this list did not return; a value outside the parameter's schema), "
+    "or an invalid body. `fields` names each bad parameter or body field.",
     "401": "Missing, wrong, revoked or other-mode API secret.",
-    "404": "Not found.",
+    "403": "Forbidden: a sandbox-only endpoint at another base URL (SANDBOX_ONLY), or a limit reached (see code).",
+    "404": "Not found (or another workspace's or mode's).",
+    "409": "Conflicts with the current state (see message).",
+    "413": "Body larger than the limit.",
+    "415": "Body is not JSON: send Content-Type: application/json.",
     "429": "Rate limit exceeded; see Retry-After.",
+    "503": "The database is saturated or did not answer in time (SERVICE_UNAVAILABLE); see Retry-After.",
 }
 # Every POST takes an Idempotency-Key (README, "Safe retries").
 IDEMPOTENT_ERRORS = {
@@ -237,6 +278,18 @@ REPLAY_HEADERS = {
         "schema": {"type": "string", "format": "uuid"},
     },
 }
+
+
+def _error_codes(path: str, details: dict) -> list[str]:
+    """The error statuses an operation can answer (each documented, so a client can expect them)."""
+    codes = {"400", "401", "429", "503", *details.get("errors", ())}
+    if "{" in path:
+        codes.add("404")
+    if details.get("sandbox"):
+        codes.add("403")
+    if "body" in details:
+        codes |= {"413", "415"}
+    return sorted(codes)
 
 
 def route_operations() -> set[tuple[str, str]]:
@@ -277,8 +330,8 @@ def _operation(method: str, path: str, details: dict) -> dict:
         errors = {**ERRORS, **IDEMPOTENT_ERRORS} if idempotent else ERRORS
         responses.update(
             {
-                code: {"description": text, "content": {"application/json": {"schema": ref("Error")}}}
-                for code, text in errors.items()
+                code: {"description": errors[code], "content": {"application/json": {"schema": ref("Error")}}}
+                for code in sorted({*_error_codes(path, details), *(IDEMPOTENT_ERRORS if idempotent else ())})
             }
         )
     if idempotent:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
 from flask import request
-from sqlalchemy import Select, and_, or_
+from sqlalchemy import DateTime, Select, String, TypeDecorator, Uuid, and_, or_
 
 from console.core.errors import FieldError, ValidationFailed
 from console.core.timeutil import parse_datetime
@@ -23,21 +24,53 @@ from console.extensions import db
 
 DEFAULT_LIMIT = 25
 MAX_LIMIT = 100
+_LIMIT_DIGITS = re.compile(r"[0-9]{1,4}")
+
+
+# The tag each column type is encoded with; a cursor whose tags differ from its list's columns is refused.
+DATETIME_TAG, UUID_TAG, TEXT_TAG = "dt", "uuid", "v"
+# A cursor holds two or three short values; anything longer was not made here.
+MAX_CURSOR_LENGTH = 512
+MAX_VALUE_LENGTH = 255
+_CURSOR_ALPHABET = re.compile(r"[A-Za-z0-9_-]+={0,2}")
+
+
+class BadCursor(ValueError):
+    """A cursor this service did not make (or made for another list)."""
 
 
 def _encode_value(value: Any) -> list:
     if isinstance(value, datetime):
-        return ["dt", value.isoformat()]
+        return [DATETIME_TAG, value.isoformat()]
     if isinstance(value, uuid.UUID):
-        return ["uuid", str(value)]
-    return ["v", value]
+        return [UUID_TAG, str(value)]
+    return [TEXT_TAG, value]
 
 
-def _decode_value(tagged: list) -> Any:
+def column_tag(column: Any) -> str:
+    """The tag of a sort column's values in a cursor, from its SQL type."""
+    type_ = column.type
+    impl = type_.impl if isinstance(type_, TypeDecorator) else type_
+    if isinstance(impl, DateTime):
+        return DATETIME_TAG
+    if isinstance(impl, Uuid):
+        return UUID_TAG
+    if isinstance(impl, String):
+        return TEXT_TAG
+    raise TypeError(f"no cursor encoding for column {column} of type {type_}")
+
+
+def _decode_value(tagged: Any, expected_tag: str) -> Any:
+    if not (isinstance(tagged, list) and len(tagged) == 2):
+        raise BadCursor("an item is not a [tag, value] pair")
     tag, value = tagged
-    if tag == "dt":
-        return parse_datetime(value)
-    if tag == "uuid":
+    if tag != expected_tag:
+        raise BadCursor("an item has the wrong tag for its column")
+    if not isinstance(value, str) or len(value) > MAX_VALUE_LENGTH or "\x00" in value:
+        raise BadCursor("an item is not a short string")
+    if tag == DATETIME_TAG:
+        return parse_datetime(value)  # ValueError, out-of-range ones included
+    if tag == UUID_TAG:
         return uuid.UUID(value)
     return value
 
@@ -47,25 +80,32 @@ def encode_cursor(values: Sequence[Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str, width: int) -> list[Any]:
+def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") -> list[Any]:
+    """The sort-key values of a cursor made for `columns`, or a 400 naming the parameter `name`.
+
+    The one place cursors are read (API lists and console lists alike): everything about a cursor
+    is checked (alphabet, length, JSON shape, one tagged short string per column, each value
+    parseable as its column's type) before any of it reaches a query.
+    """
     try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        values = [_decode_value(item) for item in json.loads(raw)]
-    except (ValueError, TypeError, binascii.Error, json.JSONDecodeError) as exc:
-        raise ValidationFailed([FieldError("cursor", "is not a cursor this API returned")]) from exc
-    if len(values) != width:
-        raise ValidationFailed([FieldError("cursor", "is not a cursor this API returned")])
-    return values
+        if len(cursor) > MAX_CURSOR_LENGTH or not _CURSOR_ALPHABET.fullmatch(cursor):
+            raise BadCursor("not a short base64url string")
+        bare = cursor.rstrip("=")
+        raw = base64.urlsafe_b64decode(bare + "=" * (-len(bare) % 4))
+        items = json.loads(raw)
+        if not isinstance(items, list) or len(items) != len(columns):
+            raise BadCursor("not one value per sort column")
+        return [_decode_value(item, column_tag(column)) for item, column in zip(items, columns, strict=True)]
+    except (ValueError, binascii.Error) as exc:  # BadCursor, JSON, UTF-8, UUID and datetime errors
+        raise ValidationFailed([FieldError(name, "is not a cursor this list returned")]) from exc
 
 
 def page_limit() -> int:
     text = request.args.get("limit")
     if text is None:
         return DEFAULT_LIMIT
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
+    # Plain ASCII digits only: int() alone also takes "1_0", " 5 " and other scripts' digits.
+    value = int(text) if _LIMIT_DIGITS.fullmatch(text) else 0
     if not 1 <= value <= MAX_LIMIT:
         raise ValidationFailed([FieldError("limit", f"must be an integer from 1 to {MAX_LIMIT}")])
     return value
@@ -98,7 +138,7 @@ def paginate(
     limit = page_limit()
     cursor = request.args.get("cursor")
     if cursor:
-        values = decode_cursor(cursor, len(order_by))
+        values = decode_cursor(cursor, order_by)
         query = query.where(_after(order_by, values, descending))
     ordering = [c.desc() for c in order_by] if descending else [c.asc() for c in order_by]
     rows = list(db.session.scalars(query.order_by(*ordering).limit(limit + 1)))

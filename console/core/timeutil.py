@@ -25,8 +25,15 @@ def isodate(value: date | None) -> str | None:
 
 
 def parse_datetime(text: str) -> datetime:
-    """Parse an ISO 8601 datetime; naive values are taken as UTC."""
+    """Parse an ISO 8601 datetime; naive values are taken as UTC.
+
+    Anything that is not one, including a datetime that leaves the representable range once
+    converted to UTC (`0001-01-01T00:00:00+01:00`), is a `ValueError`.
+    """
     value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError as exc:
+        raise ValueError(f"{text!r} is outside the datetimes this service can represent") from exc

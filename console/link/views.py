@@ -19,6 +19,7 @@ from flask import Blueprint, Flask, abort, current_app, redirect, render_templat
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
+from console.core.params import nul_fields
 from console.extensions import csrf, db
 from console.link import flow as link_flow
 from console.link import models as m
@@ -41,12 +42,19 @@ def parent_origin() -> str | None:
     return value if _ORIGIN.match(value) else None
 
 
+# Wider than any amount Link accepts, narrow enough that no exponent ("1e999999") overflows or
+# builds a million-digit integer: the flow rejects what is outside with its own message.
+_CENTS_LIMIT = Decimal(10) ** 15
+
+
 def _dollars_to_cents(text: str) -> Any:
     try:
         amount = Decimal(text.replace(",", "").replace("$", "").strip())
     except InvalidOperation:
         return text
-    return int((amount * 100).to_integral_value()) if amount.is_finite() else text
+    if not amount.is_finite() or abs(amount) >= _CENTS_LIMIT:
+        return text
+    return int((amount * 100).to_integral_value())
 
 
 def _allocation_value(form) -> Any:
@@ -99,6 +107,18 @@ def _problem(code: str, message: str, status: int):
         "payload": {"code": code, "message": message, "recoverable": False, "screen": None},
     }
     return _render(ctx, [event], status)
+
+
+@link.before_request
+def _refuse_nul_parameters():
+    """The shared NUL check (console.core.params) over the query, path and form parameters."""
+    errors = nul_fields(request.args, request.view_args, request.form)
+    if errors:
+        names = ", ".join(e.name for e in errors)
+        return _problem(
+            "INVALID_REQUEST", f"This request cannot be read ({names} contains a NUL character).", 400
+        )
+    return None
 
 
 def _token_or_problem():

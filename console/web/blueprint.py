@@ -5,6 +5,8 @@ from __future__ import annotations
 from flask import Blueprint, g, render_template, request
 from flask_wtf.csrf import CSRFError
 
+from console.core.errors import ServiceError, ValidationFailed
+from console.core.params import nul_fields
 from console.web.apiclient import api_root
 from console.web.exchanges import pretty
 from console.web.workspace_session import ensure_workspace, has_workspace, load_workspace
@@ -42,6 +44,16 @@ def render_htmx(full: str, partial: str, **context):
 
 
 @bp.before_request
+def _refuse_nul_parameters() -> None:
+    """The shared NUL check over query, path and form parameters (not the inbox: it reads raw bodies)."""
+    if request.endpoint in NO_WORKSPACE_ENDPOINTS:
+        return
+    errors = nul_fields(request.args, request.view_args, request.form)
+    if errors:
+        raise ValidationFailed(errors)
+
+
+@bp.before_request
 def _load_workspace() -> None:
     """Pages read the visitor's workspace (or a blank one); only an action creates it."""
     if request.endpoint in NO_WORKSPACE_ENDPOINTS:
@@ -72,6 +84,14 @@ def _shared_context() -> dict:
 def _not_found(error):
     message = "Nothing here, or it belongs to another workspace."
     return render_template("console/error.html", title="Not found", message=message), 404
+
+
+@bp.errorhandler(ServiceError)
+def _refused(error: ServiceError):
+    """A bad parameter (a damaged cursor, a NUL) is a message on the page, never a bare 500."""
+    message = "; ".join(f"{f.name} {f.message}" for f in error.fields) or error.message
+    title = "Not found" if error.status_code == 404 else "Request refused"
+    return render_template("console/error.html", title=title, message=message), error.status_code
 
 
 @bp.errorhandler(CSRFError)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from console.webhooks import WebhookVerificationError, sign, verify
-from console.webhooks.signing import DEFAULT_TOLERANCE, SIGNATURE_HEADER, TIMESTAMP_HEADER
+from console.webhooks.signing import DEFAULT_TOLERANCE, SIGNATURE_HEADER, TIMESTAMP_HEADER, TIMESTAMP_PATTERN
 
 # "Ignore the timestamp's age" still runs the real check, just with a window no replay test fails.
 NO_TOLERANCE_LIMIT = 10**12
@@ -36,7 +36,9 @@ def check(secret: str, headers_text: str, body: str, *, ignore_age: bool = False
     raw = body.encode("utf-8")
     timestamp = headers.get(TIMESTAMP_HEADER, "")
     preview = body if len(body) <= 200 else body[:200] + "…"
-    computed = sign(secret, int(timestamp), raw) if secret and timestamp.isdigit() else None
+    # Only a timestamp verify() itself would accept: str.isdigit() also passes "²" and 5,000-digit runs.
+    usable = TIMESTAMP_PATTERN.fullmatch(timestamp) is not None
+    computed = sign(secret, int(timestamp), raw) if secret and usable else None
     try:
         verify(secret, headers, raw, tolerance=NO_TOLERANCE_LIMIT if ignore_age else DEFAULT_TOLERANCE)
     except WebhookVerificationError as exc:

@@ -11,7 +11,6 @@ from typing import Any, Generic, TypeVar
 from sqlalchemy import ColumnElement, Select
 
 from console.api.pagination import decode_cursor, encode_cursor
-from console.core.errors import ServiceError
 from console.extensions import db
 
 T = TypeVar("T")
@@ -36,14 +35,12 @@ def _beyond(columns: Sequence[Any], values: Sequence[Any], older: bool) -> Colum
     return (time_col >= time_value) & ((time_col > time_value) | (id_col > id_value))
 
 
-def cursor_values(cursor: str | None) -> list[Any] | None:
-    """Decode a cursor this module made; a damaged one counts as none (start from the newest)."""
+def cursor_values(cursor: str | None, columns: Sequence[Any], name: str) -> list[Any] | None:
+    """Decode a cursor this module made for `columns`; a damaged one is a `ValidationFailed` naming
+    the query parameter `name` (the console shows it as a message on the page)."""
     if not cursor:
         return None
-    try:
-        return decode_cursor(cursor, 2)
-    except ServiceError:
-        return None
+    return decode_cursor(cursor, columns, name=name)
 
 
 def cursor_of(row: Any, time_attr: str = "created_at") -> str:
@@ -64,7 +61,7 @@ def newest_first(
     key: Callable[[Any], str] | None = None,
 ) -> Page:
     """One page of `query` older than `cursor`, newest first."""
-    values = cursor_values(cursor)
+    values = cursor_values(cursor, columns, "cursor")
     if values is not None:
         query = query.where(_beyond(columns, values, older=True))
     ordered = query.order_by(*(c.desc() for c in columns)).limit(limit + 1)
@@ -77,7 +74,7 @@ def newest_first(
 
 def newer_than(query: Select, columns: Sequence[Any], cursor: str | None, *, limit: int = 100) -> list[Any]:
     """Rows newer than `cursor` (for live polling), newest first; none when there is no cursor."""
-    values = cursor_values(cursor)
+    values = cursor_values(cursor, columns, "after")
     if values is None:
         return []
     query = query.where(_beyond(columns, values, older=False))

@@ -23,11 +23,19 @@ def record(*, request_headers: dict[str, str], **fields: Any) -> ConsoleRequest:
         name: (SECRET_PLACEHOLDER if name.lower() == SECRET_HEADER else value)
         for name, value in request_headers.items()
     }
+    # A URL built from what a person typed (a 5,000-character link_token_id) can outgrow its column;
+    # the log keeps its start rather than failing the exchange (PostgreSQL refuses, SQLite would not).
+    for name in ("url", "path"):
+        fields[name] = _clip(fields[name], getattr(ConsoleRequest, name).type.length)
     row = ConsoleRequest(request_headers=headers, **fields)
     row.request_id = _header(row.response_headers, "x-service-request-id")
     db.session.add(row)
     db.session.flush()
     return row
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _header(headers: dict[str, Any], name: str) -> str | None:

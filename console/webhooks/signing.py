@@ -21,7 +21,7 @@ VERSION = "v2"
 DEFAULT_TOLERANCE = 300
 
 # Digits only, bounded: int() alone would accept "+5", " 5 ", "1_000" and unbounded lengths.
-_TIMESTAMP_RE = re.compile(r"[0-9]{1,12}")
+TIMESTAMP_PATTERN = re.compile(r"[0-9]{1,12}")
 
 
 class WebhookVerificationError(Exception):
@@ -70,7 +70,7 @@ def verify(
     if not timestamp_header:
         raise WebhookVerificationError(f"missing {TIMESTAMP_HEADER} header")
 
-    if not _TIMESTAMP_RE.fullmatch(timestamp_header.strip()):
+    if not TIMESTAMP_PATTERN.fullmatch(timestamp_header.strip()):
         raise WebhookVerificationError(f"invalid {TIMESTAMP_HEADER} header: not an integer")
     timestamp = int(timestamp_header.strip())
     if now is None:

@@ -1,0 +1,260 @@
+"""Hostile console and Link inputs: a message on the page, never a bare 500.
+
+Tampered list cursors, NUL characters in query, path and form parameters, odd or huge digit runs in
+the signature debugger, the walkthrough's Link token form and Link's own amount field.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.web import linkform
+from console.web.models import ConsoleRequest
+from console.world.seed_data import PLATFORM_IDS
+from tests.conftest import Api
+from tests.web.test_walkthrough import link_token_form
+
+ZERO_UUID = "00000000-0000-0000-0000-000000000000"
+
+
+def cursor_of(value) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
+
+TAMPERED = [
+    cursor_of([["v", "abc"], ["v", "abc"]]),
+    cursor_of(["uuid", 1]),
+    cursor_of(["v", None]),
+    cursor_of([["dt", "0001-01-01T00:00:00+01:00"], ["uuid", ZERO_UUID]]),
+    base64.urlsafe_b64encode(bytes(range(200, 250))).decode(),
+    "%%%",
+]
+CURSOR_URLS = [
+    ("/events?cursor={}", "cursor"),
+    ("/events/rows?cursor={}", "cursor"),
+    ("/events/rows?after={}", "after"),
+    ("/inbox/rows?after={}", "after"),
+    ("/webhooks?cursor={}", "cursor"),
+    ("/requests?cursor={}", "cursor"),
+    ("/timeline?cursor={}", "cursor"),
+]
+
+
+def refusal(response, name: str) -> str:
+    """The console's error page for a bad parameter: a 400 whose message names it."""
+    assert response.status_code == 400, response.status_code
+    page = html.unescape(response.get_data(as_text=True))
+    assert 'role="alert"' in page and name in page.split('role="alert"', 1)[1]
+    return page
+
+
+@pytest.mark.parametrize(("url", "name"), CURSOR_URLS)
+def test_a_tampered_cursor_is_a_message_on_the_page(visitor, url, name):
+    for cursor in TAMPERED:
+        refusal(visitor.get(url.format(cursor)), name)
+        refusal(visitor.get(url.format(cursor), htmx=True), name)
+
+
+def test_the_cursors_the_console_embeds_still_decode(visitor):
+    """The strict check accepts what the pages themselves hand the live pollers."""
+    for page, poller in (("/webhooks", "inbox-poller"), ("/events", "event-poller")):
+        markup = visitor.get(page).get_data(as_text=True)
+        url = html.unescape(re.search(rf'id="{poller}" hx-get="([^"]+)"', markup).group(1))
+        assert "after=" in url
+        assert visitor.get(url, htmx=True).status_code == 204
+
+
+@pytest.mark.parametrize(
+    ("url", "name"),
+    [
+        ("/world?q=%00", "q"),
+        ("/world?tab=employers&q=%00", "q"),
+        ("/world?tab=people&q=a%00", "q"),
+        ("/world?tab=benefits&q=%00", "q"),
+        ("/events?end_user_id=%00", "end_user_id"),
+        ("/events/rows?end_user_id=%00&after=x", "end_user_id"),
+        ("/world/people/%00", "person_id"),
+        ("/events/%00", "event_id"),
+        ("/launch?link_token_id=%00", "link_token_id"),
+    ],
+)
+def test_a_nul_in_a_console_parameter_is_a_message_on_the_page(visitor, url, name):
+    refusal(visitor.get(url), name)
+
+
+def test_a_nul_in_a_console_form_field_is_refused_before_anything_is_stored(app, visitor):
+    with app.app_context():
+        before = db.session.scalar(select(func.count()).select_from(ApiKey))
+    refusal(visitor.post("/keys", {"mode": "sandbox", "label": "a\u0000b"}), "label")
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(ApiKey)) == before
+
+
+@pytest.mark.parametrize("timestamp", ["²", "9" * 5000, "1_700_000_000", "\u0661\u0667" + "\u0660" * 8])
+def test_the_debugger_explains_an_odd_timestamp(visitor, timestamp):
+    form = {
+        "secret": "whsec_test",
+        "headers": f"x-timestamp: {timestamp}\nx-service-signature: v2=abc",
+        "body": "{}",
+    }
+    response = visitor.post("/webhooks/debugger", form, htmx=True)
+    assert response.status_code == 200
+    assert "invalid x-timestamp header: not an integer" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("amount", "9" * 5000), ("amount", "²"), ("allocation_value", "9" * 5000), ("allocation_value", "-²")],
+)
+def test_the_walkthrough_form_sends_odd_numbers_for_the_api_to_judge(visitor, field, value):
+    form = {**link_token_form(), field: value}
+    if field == "allocation_value":
+        form["allocation_type"] = "amount"
+    response = visitor.post("/walkthrough/link-token", form, htmx=True)
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert 'status-4xx">400' in page
+    path = "amount" if field == "amount" else "allocation.value"
+    assert path in page
+
+
+def test_the_form_turns_only_plain_integers_into_numbers():
+    body = linkform.body_from_form({"amount": " 2500 ", "allocation_value": "-3"}, [])
+    assert body["amount"] == 2500 and body["allocation"]["value"] == -3
+    for odd in ("²", "9" * 19, "1_000", "\u0663", "+5"):
+        assert linkform.body_from_form({"amount": odd}, [])["amount"] == odd
+
+
+def _at_allocation(client, workspace) -> str:
+    api = Api(client, workspace.secrets["sandbox"])
+    token = api.post(
+        "/link_tokens",
+        json={
+            "org_name": "Acme",
+            "required_jobs": ["direct_deposit_switch"],
+            "platform_id": str(PLATFORM_IDS["paycrest"]),
+            "skip_intro_screen": True,
+            "allocation": {
+                "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
+            },
+        },
+    ).get_json()["data"]["token"]
+    client.get(f"/sandbox/link?token={token}")
+    step = {"token": token, "action": "login", "username": "user_good", "password": "pass_good"}
+    assert 'data-screen="allocation"' in client.post("/sandbox/link/step", data=step).get_data(as_text=True)
+    return token
+
+
+@pytest.mark.parametrize("amount", ["9" * 5000, "9e999998", "1e999990", "-1e999999", "²", "NaN", "1e-999999"])
+def test_link_explains_an_odd_amount(client, workspace, amount):
+    token = _at_allocation(client, workspace)
+    step = {"token": token, "action": "allocation", "type": "amount", "amount": amount}
+    response = client.post("/sandbox/link/step", data=step, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert 'data-screen="allocation"' in page and "Enter an amount" in page
+
+
+@pytest.mark.parametrize("field", ["percent", "target_index"])
+def test_link_explains_a_huge_percent_or_target(client, workspace, field):
+    token = _at_allocation(client, workspace)
+    step = {"token": token, "action": "allocation", "type": "percent", "percent": "50", field: "9" * 5000}
+    response = client.post("/sandbox/link/step", data=step, headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    assert 'data-screen="allocation"' in response.get_data(as_text=True)
+
+
+def test_a_nul_reaching_link_is_its_error_screen(client, workspace):
+    token = _at_allocation(client, workspace)
+    for response in (
+        client.get(f"/sandbox/link?token={token}&q=%00"),
+        client.get(f"/sandbox/link/search?token={token}&q=a%00"),
+        client.post("/sandbox/link/step", data={"token": token, "action": "login", "username": "a\u0000"}),
+    ):
+        assert response.status_code == 400
+        page = response.get_data(as_text=True)
+        assert 'data-error-code="INVALID_REQUEST"' in page and "NUL" in page
+    # The flow did not move: the person is still at the allocation screen.
+    assert 'data-screen="allocation"' in client.get(f"/sandbox/link?token={token}").get_data(as_text=True)
+
+
+def test_a_huge_link_token_id_in_the_jobs_step_is_judged_by_the_api_and_logged(app, visitor):
+    response = visitor.post("/walkthrough/jobs", {"link_token_id": "9" * 5000}, htmx=True)
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    assert 'status-4xx">400' in page and "link_token_id" in page
+    with app.app_context():
+        row = db.session.scalars(select(ConsoleRequest).where(ConsoleRequest.step == "jobs")).one()
+        assert len(row.url) == 2000 and row.url.endswith("…")
+
+
+# Every console route, every form and query field it could read, filled with odd values at once.
+ODD_VALUES = ["\u00b2", "9" * 5000, "x" * 20000, "'\"<>", ".."]
+FIELDS = [
+    "q",
+    "tab",
+    "mode",
+    "cursor",
+    "after",
+    "preset",
+    "exchanges",
+    "link_token_id",
+    "scenario",
+    "type",
+    "account_id",
+    "end_user_id",
+    "compact",
+    "by",
+    "timeline_kind",
+    "timeline_id",
+    "label",
+    "url",
+    "status",
+    "version",
+    "enabled_events",
+    "secret",
+    "headers",
+    "body",
+    "ignore_age",
+    "via",
+    "amount",
+    "allocation_value",
+    "allocation_type",
+    "required_jobs",
+    "platform_id",
+    "employer_id",
+    "org_name",
+    "pm_enabled",
+    "pm_email",
+    "target_type_0",
+    "routing_number_0",
+    "account_number_0",
+]
+
+
+def test_no_console_route_answers_a_500_to_odd_values(app, visitor):
+    rules = [r for r in app.url_map.iter_rules() if r.endpoint.startswith("console.")]
+    rules = [r for r in rules if r.endpoint != "console.inbox_receive"]
+    assert len(rules) > 30
+    for rule in rules:
+        for value in ODD_VALUES:
+            path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", value, rule.rule)
+            form = dict.fromkeys(FIELDS, value)
+            for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+                if method == "GET":
+                    answers = [
+                        visitor.get(path, query_string=form),
+                        visitor.get(path, query_string=form, htmx=True),
+                    ]
+                else:
+                    answers = [visitor.post(path, form, htmx=True)]
+                for answer in answers:
+                    assert answer.status_code < 500, (method, rule.rule, value[:8])
