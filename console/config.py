@@ -82,6 +82,8 @@ def from_environment() -> dict:
         ),
         "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": os.environ.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "0").lower()
         in ("1", "true", "yes", "on"),
+        # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
+        "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
     }
 
 
@@ -162,5 +164,6 @@ DEFAULTS = {
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_HTTPONLY": True,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
+    "SANDBOX_WEBHOOK_NETWORKS": "",
     "JSON_SORT_KEYS": False,
 }
