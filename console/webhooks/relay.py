@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import and_, delete, or_, select, update
+from sqlalchemy import and_, delete, or_, select, true, update
 
 from console.api.versions import LATEST_VERSION
 from console.core.bodies import RequestModel, field_error, integer, text, validate
@@ -155,7 +155,7 @@ def _hand_out_deliveries(webhook: Webhook, limit: int, timeout: float, lease: fl
     now = utcnow()
     query = (
         select(D.c.id)
-        .where(D.c.webhook_id == webhook.id, D.c.relayed.is_(True), _claimable(now))
+        .where(D.c.webhook_id == webhook.id, D.c.relayed == true(), _claimable(now))
         .order_by(D.c.run_after)
         .limit(limit)
     )

@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
 from flask import Flask
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, false, or_, select, update
 
 from console.core.timeutil import utcnow
 from console.events.models import Event
@@ -151,9 +151,9 @@ class Claimer:
 # The hot statements, built once: building SQLAlchemy expressions costs more than running them here.
 T = WebhookDelivery.__table__
 # Relayed rows are never the worker's: their listener fetches them (`relay.poll`).
-_DUE = and_(T.c.status == PENDING, T.c.relayed.is_(False), T.c.run_after <= bindparam("now"))
+_DUE = and_(T.c.status == PENDING, T.c.relayed == false(), T.c.run_after <= bindparam("now"))
 _EXPIRED = and_(  # a dead worker's lease
-    T.c.status == DELIVERING, T.c.relayed.is_(False), T.c.claimed_until <= bindparam("now")
+    T.c.status == DELIVERING, T.c.relayed == false(), T.c.claimed_until <= bindparam("now")
 )
 _TAKE = (
     update(T)
