@@ -59,12 +59,18 @@ class Service:
             response = self.session.post(self.base + path, json=body or {}, timeout=SERVICE_TIMEOUT)
         except requests.RequestException as exc:
             raise Unavailable(_network_problem(exc)) from None
-        if response.status_code in (401, 403):
-            raise Fatal(f"the service refused the key: {error_message(response)}")
         if response.status_code == 429:
             raise Unavailable(f"rate limited; retry after {response.headers.get('Retry-After', '1')} s")
-        if response.status_code >= 500 or not _is_json(response):
+        if response.status_code >= 500:
             raise Unavailable(f"the service answered {response.status_code}")
+        if not _is_json(response):
+            raise Fatal(
+                f"{self.base}{path} answered {response.status_code} without JSON: is --api the service's URL?"
+            )
+        if response.status_code == 401:
+            raise Fatal(f"the service refused the key: {error_message(response)}")
+        if response.status_code == 403:
+            raise Fatal(error_message(response))
         return response
 
 

@@ -334,3 +334,19 @@ def test_trigger_names_scenarios_and_their_outcomes(served, workspace):
     assert "user_mfa_sms" in listed.stdout and "(also: mfa)" in listed.stdout
     unknown = run_cli("trigger", "teleport", "--api", served.root, "--key", key)
     assert unknown.returncode == 2 and "unknown scenario 'teleport'" in unknown.stderr
+
+
+def test_listen_stops_with_a_clear_message_when_api_is_not_the_service(served, receiver):
+    result = run_cli(
+        "listen", "--api", served.root + "/nowhere", "--key", "sk_x", "--forward-to", receiver.url
+    )
+    assert result.returncode == 1 and "without JSON: is --api the service's URL?" in result.stderr
+
+
+def test_sandbox_base_accepts_the_root_or_a_base_url():
+    from console.listener import sandbox_base
+
+    assert sandbox_base("http://h:5000") == "http://h:5000/sandbox/v1"
+    assert sandbox_base("http://h:5000/") == "http://h:5000/sandbox/v1"
+    assert sandbox_base("http://h:5000/sandbox") == "http://h:5000/sandbox/v1"
+    assert sandbox_base("http://h:5000/sandbox/v1/") == "http://h:5000/sandbox/v1"
