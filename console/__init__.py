@@ -22,6 +22,9 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(settings.DEFAULTS)
     app.config.update(config if config is not None else settings.from_environment())
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = settings.engine_options(app.config)
+    from console.webhooks.urls import parse_networks
+
+    parse_networks(app.config.get("SANDBOX_WEBHOOK_NETWORKS"))  # a typo stops the start, with its entry named
 
     from console import extensions, models  # noqa: F401  (models registers every table)
     from console.api import errors as api_errors

@@ -308,5 +308,97 @@ def keys_roll(key_id: str, as_json: bool) -> None:
         click.echo(f"Secret (shown once, store it now): {created.secret}")
 
 
+API_OPTION = click.option(
+    "--api",
+    envvar="CONSOLE_API",
+    help="The service's root URL (or its sandbox base URL), e.g. http://192.168.1.10:5000. Env: CONSOLE_API.",
+)
+KEY_OPTION = click.option(
+    "--key",
+    envvar="CONSOLE_API_SECRET",
+    required=False,
+    help="A sandbox API secret of the workspace. Env: CONSOLE_API_SECRET (keeps it out of shell history).",
+)
+
+
+def _stop_on_signals():
+    """An event set by Ctrl-C or SIGTERM, so the current request finishes and the loop ends cleanly."""
+    import signal
+    import threading
+
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    return stop
+
+
+@main.command()
+@API_OPTION
+@KEY_OPTION
+@click.option(
+    "--forward-to",
+    required=True,
+    help="Your local endpoint, e.g. http://localhost:3000/webhooks: each delivery is posted there.",
+)
+@click.option("--events", default=None, help="Comma-separated event types to receive; default: all.")
+@click.option(
+    "--version", "version", default=None, help="Payload version (Service-Version); default: latest."
+)
+def listen(
+    api: str | None, key: str | None, forward_to: str, events: str | None, version: str | None
+) -> None:
+    """Relay the workspace's sandbox webhook deliveries to a local endpoint (the server need not reach it)."""
+    from console.listener import Fatal, Listener, Service
+
+    if not api or not key:
+        raise click.UsageError("Give --api and --key (or set CONSOLE_API and CONSOLE_API_SECRET).")
+    if not forward_to.startswith(("http://", "https://")):
+        raise click.UsageError("--forward-to must be an http:// or https:// URL.")
+    chosen = [e.strip() for e in events.split(",") if e.strip()] if events else None
+    listener = Listener(
+        Service(api, key), forward_to, events=chosen, version=version, echo=lambda line: click.echo(line)
+    )
+    stop = _stop_on_signals()
+    try:
+        listener.run(stop)
+    except Fatal as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo("Stopped.")
+
+
+@main.command()
+@click.argument("scenario", required=False)
+@API_OPTION
+@KEY_OPTION
+@click.option("--list", "show_list", is_flag=True, help="List the scenarios and exit.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def trigger(scenario: str | None, api: str | None, key: str | None, show_list: bool, as_json: bool) -> None:
+    """Run a sandbox scenario headlessly (Link token, completion): prints the job and its outcome."""
+    from console import trigger as scenarios
+    from console.listener import Fatal, Service, Unavailable
+
+    if show_list:
+        for line in scenarios.listing():
+            click.echo(line)
+        return
+    if not scenario:
+        raise click.UsageError("Name a SCENARIO (console trigger --list shows them).")
+    if not api or not key:
+        raise click.UsageError("Give --api and --key (or set CONSOLE_API and CONSOLE_API_SECRET).")
+    try:
+        scenarios.resolve(scenario)
+        result = scenarios.run(Service(api, key), scenario)
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from None
+    except (Fatal, Unavailable) as exc:
+        raise click.ClickException(str(exc)) from None
+    if as_json:
+        from dataclasses import asdict
+
+        click.echo(json.dumps(asdict(result)))
+    else:
+        click.echo(result.describe())
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -98,6 +98,8 @@ def from_environment() -> dict:
         in ("1", "true", "yes", "on"),
         "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
+        # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
+        "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
     }
 
 
@@ -182,5 +184,6 @@ DEFAULTS = {
     # A visitor workspace nobody named is deleted after this many idle days; 0 keeps every workspace.
     "WORKSPACE_IDLE_DAYS": 30,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
+    "SANDBOX_WEBHOOK_NETWORKS": "",
     "JSON_SORT_KEYS": False,
 }

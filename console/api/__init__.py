@@ -24,6 +24,7 @@ ROUTE_MODULES = (
     "sandbox",
     "clock",
     "webhooks",
+    "listen",
     "events",
     "openapi",
 )

@@ -15,6 +15,7 @@ from console.api import api
 from console.api.clock import ClockAdvanceRequest
 from console.api.conventions import public
 from console.api.events import ResendRequest
+from console.api.listen import PollRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.pagination import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
@@ -26,6 +27,7 @@ from console.jobs.scenarios import OUTCOMES
 from console.link.headless import CompletionRequest
 from console.link_tokens.validation import JOB_NAMES, LinkTokenRequest
 from console.modes import URL_PREFIXES
+from console.webhooks.relay import ListenRequest, RelayResultRequest
 from console.webhooks.services import WebhookRequest, WebhookUpdateRequest
 
 
@@ -233,6 +235,27 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Sandbox",
         "body": TestEventRequest,
         "response": "object",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/listen"): {
+        "summary": "Open a listener: the key's relayed webhook (console listen), created or updated",
+        "tag": "Sandbox",
+        "body": ListenRequest,
+        "response": "single:Listener",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/listen/{webhook_id}/poll"): {
+        "summary": "Fetch due deliveries of a relayed webhook, signed, under a lease (answers at once)",
+        "tag": "Sandbox",
+        "body": PollRequest,
+        "response": "single:RelayPoll",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/listen/{webhook_id}/deliveries/{attempt_id}/result"): {
+        "summary": "Report what the local endpoint answered to a relayed delivery (recorded as an attempt)",
+        "tag": "Sandbox",
+        "body": RelayResultRequest,
+        "response": "single:RelayedResult",
         "sandbox": True,
     },
     ("GET", "/openapi.json"): {

@@ -154,8 +154,58 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
             "version": STR,
             "created_at": DATETIME,
             "updated_at": DATETIME,
+            "relayed": {
+                **BOOL,
+                "description": "Deliveries go through a listener (console listen); url is relay://console-listen.",
+            },
         },
         ["id", "url", "status", "enabled_events", "version"],
+    ),
+    "Listener": obj(
+        {
+            "id": UUID,
+            "url": STR,
+            "status": {"type": "string", "enum": ["active", "paused"]},
+            "enabled_events": {"type": "array", "items": STR},
+            "version": STR,
+            "relayed": BOOL,
+            "listener_seen_at": {**DATETIME, "type": ["string", "null"]},
+            "listener_connected": BOOL,
+            "created": {**BOOL, "description": "false: the key's existing listener, updated."},
+        },
+        ["id", "url", "status", "enabled_events", "version", "created"],
+    ),
+    "RelayedRequest": obj(
+        {
+            "attempt_id": {**UUID, "description": "Report the answer under this id."},
+            "kind": {"type": "string", "enum": ["delivery", "exchange"]},
+            "delivery_id": {"type": ["string", "null"], "format": "uuid"},
+            "event_id": {"type": ["string", "null"], "format": "uuid"},
+            "event_type": {"type": ["string", "null"]},
+            "method": STR,
+            "headers": {"type": "object", "additionalProperties": STR},
+            "body": {**STR, "description": "Send these exact bytes (UTF-8): the signature covers them."},
+            "timeout_seconds": {"type": "number"},
+            "lease_expires_at": DATETIME,
+        },
+        ["attempt_id", "kind", "method", "headers", "body", "timeout_seconds", "lease_expires_at"],
+    ),
+    "RelayPoll": obj(
+        {
+            "requests": {"type": "array", "items": ref("RelayedRequest")},
+            "webhook": obj({"id": UUID, "status": {"type": "string", "enum": ["active", "paused"]}}),
+        },
+        ["requests", "webhook"],
+    ),
+    "RelayedResult": obj(
+        {
+            "attempt_id": UUID,
+            "delivery_id": {"type": ["string", "null"], "format": "uuid"},
+            "status": {"type": "string", "enum": ["pending", "delivered", "failed", "answered"]},
+            "attempt_count": INT,
+            "next_attempt_at": {**DATETIME, "type": ["string", "null"]},
+        },
+        ["attempt_id", "status"],
     ),
     "Event": obj(
         {"event": STR, "event_id": UUID, "payload": {"type": "object"}}, ["event", "event_id", "payload"]

@@ -232,8 +232,19 @@ def _describe(exc: BaseException, timeout: float) -> str:
     return f"network error: {type(exc).__name__}"
 
 
-def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECONDS, clock=time.time) -> Result:
-    """Make one attempt: the body is serialized once and the bytes signed are the bytes sent."""
+@dataclass
+class Signed:
+    """One attempt's request, signed: the bytes signed are the bytes sent (directly or by a listener)."""
+
+    body: bytes
+    headers: dict[str, str]
+    timestamp: int  # the x-timestamp header (real Unix seconds)
+    at: datetime  # workspace clock, when the request goes out
+    version_warning: str | None
+
+
+def sign_request(job: Job, clock=time.time) -> Signed:
+    """Shape, serialize and sign `job`'s event as the endpoint receives it."""
     shaped = shaping.shape(job.event_type, job.payload, job.version, job.via_platform_matching)
     body = shaping.body_bytes(job.event_type, str(job.event_id), shaped.payload)
     real = clock()
@@ -247,20 +258,15 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
         "x-timestamp": str(timestamp),
         "service-version": job.version,
     }
-    status = excerpt = error = warning = None
-    retryable = False
-    started = time.perf_counter()
-    try:
-        if transport.is_own_inbox(job):
-            status, raw = transport.post_to_own_inbox(job.url, body, headers)
-        else:
-            urls.check_delivery_url(job.url, job.mode, transport.policy)
-            status, raw = transport.post(job.url, body, headers, timeout, job.mode)
-        excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace") if raw else None
-    except (OSError, http.client.HTTPException, AddressRefused, urls.UrlRefused) as exc:
-        error = _describe(exc, timeout)
-        retryable = True
-    latency_ms = int((time.perf_counter() - started) * 1000)
+    return Signed(body, headers, timestamp, at, shaped.warning)
+
+
+def classify(
+    job: Job, signed: Signed, status: int | None, excerpt: str | None, error: str | None, latency_ms: int
+) -> Result:
+    """The attempt's result from what the endpoint answered (`status`, `excerpt`) or the network `error`."""
+    warning = None
+    retryable = status is None  # a network error: try again
     if status is not None:
         retryable = status >= 500
         if 200 < status < 300:
@@ -269,7 +275,36 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
             error = f"answered {status}: redirects are not followed"
         elif status >= 400:
             error = f"answered {status}"
-    return Result(job, at, timestamp, status, latency_ms, excerpt, error, warning, shaped.warning, retryable)
+    return Result(
+        job,
+        signed.at,
+        signed.timestamp,
+        status,
+        latency_ms,
+        excerpt,
+        error,
+        warning,
+        signed.version_warning,
+        retryable,
+    )
+
+
+def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECONDS, clock=time.time) -> Result:
+    """Make one attempt over the network (or to the own inbox, in-process)."""
+    signed = sign_request(job, clock)
+    status = excerpt = error = None
+    started = time.perf_counter()
+    try:
+        if transport.is_own_inbox(job):
+            status, raw = transport.post_to_own_inbox(job.url, signed.body, signed.headers)
+        else:
+            urls.check_delivery_url(job.url, job.mode, transport.policy)
+            status, raw = transport.post(job.url, signed.body, signed.headers, timeout, job.mode)
+        excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace") if raw else None
+    except (OSError, http.client.HTTPException, AddressRefused, urls.UrlRefused) as exc:
+        error = _describe(exc, timeout)
+    latency_ms = int((time.perf_counter() - started) * 1000)
+    return classify(job, signed, status, excerpt, error, latency_ms)
 
 
 # Retry policy -------------------------------------------------------------------------------

@@ -52,6 +52,8 @@ class Webhook(IdMixin, db.Model):
     last_success_at: Mapped[datetime | None]
     # Soft delete: the event log keeps showing what was delivered to a deleted webhook.
     deleted_at: Mapped[datetime | None]
+    # A relayed webhook (`relay.RELAY_URL`): when its listener (`console listen`) last polled, real time.
+    listener_seen_at: Mapped[datetime | None]
 
 
 @register_schedule
@@ -59,9 +61,10 @@ class WebhookDelivery(IdMixin, db.Model):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
         UniqueConstraint("event_id", "webhook_id", name="uq_webhook_deliveries_event_webhook"),
-        # The worker's two polls: due pending rows, and leases that expired (a worker died).
-        Index("ix_webhook_deliveries_due", "status", "run_after"),
-        Index("ix_webhook_deliveries_lease", "status", "claimed_until"),
+        # The worker's two polls: due pending rows, and leases that expired (a worker died). Relayed
+        # rows are the listener's: the worker skips them in the index, however many wait for it.
+        Index("ix_webhook_deliveries_due", "status", "relayed", "run_after"),
+        Index("ix_webhook_deliveries_lease", "status", "relayed", "claimed_until"),
         # Pausing or deleting a webhook skips its pending rows; the clock rewrites a workspace's rows.
         Index("ix_webhook_deliveries_webhook_status", "webhook_id", "status"),
         Index("ix_webhook_deliveries_workspace_status", "workspace_id", "status"),
@@ -75,6 +78,10 @@ class WebhookDelivery(IdMixin, db.Model):
     skip_reason: Mapped[str | None] = mapped_column(String(64))
     # A sample sent by the sandbox test endpoint: goes out even to a paused webhook.
     is_test: Mapped[bool] = mapped_column(default=False)
+    # For a relayed webhook: handed to its listener (`console listen`), never sent by the worker.
+    relayed: Mapped[bool] = mapped_column(default=False)
+    # The x-timestamp of the request handed to the listener under the current claim.
+    relay_timestamp: Mapped[int | None]
     attempt_count: Mapped[int] = mapped_column(default=0)  # every attempt, resends included
     # The current round (the first send or a resend): at most 6 attempts within 15 minutes.
     round_attempts: Mapped[int] = mapped_column(default=0)
@@ -120,3 +127,30 @@ class WebhookAttempt(IdMixin, db.Model):
     next_attempt_at: Mapped[datetime | None]  # workspace clock, when a retry was scheduled
 
     delivery: Mapped[WebhookDelivery] = relationship(back_populates="attempts")
+
+
+class RelayExchange(IdMixin, db.Model):
+    """One ad-hoc request sent through a relayed webhook's listener (`relay.exchange`), and its answer.
+
+    Times are real time. The row lives only while someone waits for the answer (deleted after).
+    """
+
+    __tablename__ = "relay_exchanges"
+    __table_args__ = (
+        Index("ix_relay_exchanges_webhook", "webhook_id", "status", "created_at"),
+        Index("ix_relay_exchanges_expires", "expires_at"),
+    )
+
+    webhook_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    method: Mapped[str] = mapped_column(String(16))
+    headers: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    body: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(16), default=PENDING)  # pending | delivering | answered
+    claim_token: Mapped[uuid.UUID | None]
+    claimed_until: Mapped[datetime | None]
+    expires_at: Mapped[datetime]  # nobody waits for the answer after this
+    created_at: Mapped[datetime]
+    status_code: Mapped[int | None]
+    latency_ms: Mapped[int | None]
+    response_excerpt: Mapped[str | None] = mapped_column(Text)
+    error: Mapped[str | None] = mapped_column(String(500))

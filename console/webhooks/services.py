@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 from console.api.versions import SUPPORTED_VERSIONS
 from console.clock.services import now, real_time_of
 from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
-from console.core.errors import FieldError, Forbidden, NotFound, ServiceError
+from console.core.errors import FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
 from console.core.timeutil import isoformat, utcnow
 from console.events.models import Event
 from console.events.services import EVENT_TYPES
@@ -48,6 +48,10 @@ MAX_ENABLED_EVENTS = 10  # four types exist; repeats collapse
 def check_url(url: Any, mode: str, workspace_id: uuid.UUID) -> str:
     """The URL policy for this deployment; a workspace's own built-in inbox is exempt (sent in-process)."""
     config = current_app.config
+    if urls.is_relay_url(url):
+        raise urls.UrlRefused(
+            "is the address of a relayed webhook; create one with POST /v1/sandbox/listen (console listen)"
+        )
     if mode == SANDBOX and own_inbox.OwnInbox.from_config(config).workspace_of(url) == workspace_id:
         return url
     return urls.check_url(url, mode, urls.Policy.from_config(config))
@@ -149,6 +153,11 @@ def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str)
 def create_webhook(key: ApiKey, body: Any) -> Webhook:
     """Register a webhook owned by `key`; the 11th live one of a key is refused."""
     cleaned = _validate(body, key.mode, key.workspace_id, WebhookRequest)
+    return add_webhook(key, cleaned["url"], cleaned["enabled_events"], cleaned["version"], cleaned["status"])
+
+
+def add_webhook(key: ApiKey, url: str, enabled_events: list[str], version: str, status: str) -> Webhook:
+    """Insert a webhook whose fields are valid, within the key's quota."""
     # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
     db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
     if owned_count(key.id) >= MAX_WEBHOOKS_PER_KEY:
@@ -163,15 +172,15 @@ def create_webhook(key: ApiKey, body: Any) -> Webhook:
         workspace_id=key.workspace_id,
         mode=key.mode,
         api_key_id=key.id,
-        url=cleaned["url"],
+        url=url,
         status=ACTIVE,
-        enabled_events=cleaned["enabled_events"],
-        version=cleaned["version"],
+        enabled_events=enabled_events,
+        version=version,
         created_at=at,
         updated_at=at,
     )
     db.session.add(webhook)
-    if cleaned["status"] == PAUSED:
+    if status == PAUSED:
         pause(webhook, at, reason="requested")
     db.session.flush()
     return webhook
@@ -182,6 +191,10 @@ def update_webhook(webhook: Webhook, workspace: Workspace, body: Any) -> Webhook
     if not body:
         raise ServiceError(f"Send at least one of {', '.join(FIELDS)}.")
     cleaned = _validate(body, webhook.mode, webhook.workspace_id, WebhookUpdateRequest)
+    if "url" in cleaned and urls.is_relay_url(webhook.url):
+        raise ValidationFailed(
+            [FieldError("url", "a relayed webhook keeps its url; delete it and create a webhook instead")]
+        )
     at = now(workspace)
     for name in ("url", "enabled_events", "version"):
         if name in cleaned:
@@ -239,6 +252,7 @@ def serialize(webhook: Webhook) -> dict[str, Any]:
         "pause_reason": webhook.pause_reason,
         "failing_since": isoformat(webhook.failing_since),
         "last_success_at": isoformat(webhook.last_success_at),
+        "relayed": urls.is_relay_url(webhook.url),
     }
 
 
@@ -259,6 +273,7 @@ def new_delivery(
         status=SKIPPED if skipped else PENDING,
         skip_reason="webhook paused" if skipped else None,
         is_test=is_test,
+        relayed=urls.is_relay_url(webhook.url),
         due_at=event.created_at,
         # Never later than now: an event stamped ahead of real time would otherwise wait.
         run_after=min(real_time_of(workspace, event.created_at), utcnow()),

@@ -8,10 +8,15 @@ transition addresses that embed one of those IPv4 addresses (6to4, NAT64, Teredo
 IPv4-compatible). The check runs at registration, again before each delivery, and on the socket
 actually connected (`peer_refusal`), so a DNS answer that changes in between does not get through.
 
-Loopback is the sandbox's only exception, and the deployment decides it (`Policy`): loopback
+Loopback is the sandbox's first exception, and the deployment decides it (`Policy`): loopback
 targets are allowed when the server itself listens on loopback (a developer's machine) or the
 operator allows them, and never on the service's own port. On a shared server anyone could
 otherwise register `http://127.0.0.1:<port>` and read what that port answers.
+
+The second is `SANDBOX_WEBHOOK_NETWORKS` (a training room's LAN): sandbox webhooks may target
+addresses inside those networks directly, over `http://` too. It lifts only the "private address"
+refusal: loopback, link-local, multicast, unspecified and reserved addresses stay refused, and so
+does this machine's own address on the service's own port.
 """
 
 from __future__ import annotations
@@ -26,6 +31,9 @@ from urllib.parse import urlsplit
 from console.modes import SANDBOX
 
 MAX_URL_LENGTH = 2048
+# The url of a relayed sandbox webhook (`console.webhooks.relay`): its deliveries are fetched by its
+# listener (`console listen`); the server never connects anywhere for it.
+RELAY_URL = "relay://console-listen"
 SANDBOX_LOCAL_HOSTS = ("localhost", "127.0.0.1", "::1")
 DEFAULT_LISTEN_HOST = "127.0.0.1"
 DEFAULT_LISTEN_PORT = 5000
@@ -42,16 +50,45 @@ TEREDO = ipaddress.ip_network("2001::/32")
 IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated (RFC 4291); :: and ::1 are in it too
 
 
+PRIVATE = "is a private address"
+
+
 class UrlRefused(ValueError):
     """Why a URL or address may not receive webhooks; the message is safe to show the caller."""
 
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(value: Any) -> tuple[IPNetwork, ...]:
+    """`SANDBOX_WEBHOOK_NETWORKS`: comma-separated CIDRs (or a list of them); empty means none.
+
+    Raises ValueError naming the bad entry, so a typo stops the server at start rather than
+    silently allowing nothing (or more than meant).
+    """
+    if not value:
+        return ()
+    items = value.split(",") if isinstance(value, str) else list(value)
+    networks = []
+    for item in (str(i).strip() for i in items):
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"SANDBOX_WEBHOOK_NETWORKS: {item!r} is not a network (write CIDRs like 192.168.1.0/24)"
+            ) from None
+    return tuple(networks)
+
+
 @dataclass(frozen=True)
 class Policy:
-    """What this deployment allows on loopback, for sandbox webhooks."""
+    """What this deployment allows sandbox webhooks to reach beyond the public internet."""
 
     sandbox_loopback: bool = False
-    own_port: int | None = None  # the service's own port: never a target on loopback
+    own_port: int | None = None  # the service's own port: never a target on loopback or this machine
+    sandbox_networks: tuple[IPNetwork, ...] = ()  # SANDBOX_WEBHOOK_NETWORKS
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Policy:
@@ -61,7 +98,26 @@ class Policy:
             sandbox_loopback=is_loopback_host(listen_host)
             or bool(config.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS")),
             own_port=int(config.get("LISTEN_PORT") or DEFAULT_LISTEN_PORT),
+            sandbox_networks=parse_networks(config.get("SANDBOX_WEBHOOK_NETWORKS")),
         )
+
+    def in_sandbox_networks(self, ip: IPAddress) -> bool:
+        return any(ip.version == net.version and ip in net for net in self.sandbox_networks)
+
+
+def is_this_machine(ip: IPAddress) -> bool:
+    """Whether `ip` is one of this machine's own addresses (binding to it works only then)."""
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((str(ip), 0))
+    except OSError:
+        return False
+    return True
+
+
+def is_relay_url(url: object) -> bool:
+    return url == RELAY_URL
 
 
 def is_loopback_host(host: str) -> bool:
@@ -120,7 +176,7 @@ def _ip_refusal(ip: IPAddress) -> str | None:
     if ip.is_reserved:
         return "is a reserved address"
     if ip.is_private or not ip.is_global:
-        return "is a private address"
+        return PRIVATE
     return None
 
 
@@ -146,7 +202,17 @@ def address_refusal(
                 return "is an IPv4-compatible address (deprecated, not routable)"
     if ip.is_loopback:
         return _loopback_refusal(mode, policy, port)
-    return _ip_refusal(ip)
+    reason = _ip_refusal(ip)
+    if reason == PRIVATE and mode == SANDBOX and policy.in_sandbox_networks(ip):
+        return _network_refusal(ip, policy, port)
+    return reason
+
+
+def _network_refusal(ip: IPAddress, policy: Policy, port: int | None) -> str | None:
+    """An address inside SANDBOX_WEBHOOK_NETWORKS: allowed, except this service itself."""
+    if port is not None and port == policy.own_port and is_this_machine(ip):
+        return f"is this server's own address on the service's own port ({port})"
+    return None
 
 
 def _loopback_refusal(mode: str, policy: Policy, port: int | None) -> str | None:
@@ -195,12 +261,15 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) ->
     scheme = parts.scheme.lower()
     port = port or (443 if scheme == "https" else 80)
     if scheme == "http" and not (mode == SANDBOX and _is_sandbox_local(host)):
-        if mode == SANDBOX:
+        if mode == SANDBOX and policy.sandbox_networks:
+            _check_http_in_networks(host, port, policy, check_dns)
+        elif mode == SANDBOX:
             raise UrlRefused(
                 "must start with https:// (the sandbox also accepts http://localhost, "
                 "http://127.0.0.1 and http://[::1])"
             )
-        raise UrlRefused("must start with https://")
+        else:
+            raise UrlRefused("must start with https://")
     if mode == SANDBOX and _is_sandbox_local(host):
         reason = _loopback_refusal(mode, policy, port)
         if reason:
@@ -209,6 +278,31 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) ->
     if check_dns:
         check_host(host, port, mode, policy)
     return url
+
+
+def _check_http_in_networks(host: str, port: int, policy: Policy, check_dns: bool) -> None:
+    """Plain http:// in the sandbox reaches only the operator's networks (SANDBOX_WEBHOOK_NETWORKS)."""
+    literal = _literal(host.strip("[]"))
+    if literal is None and not check_dns:
+        return  # the delivery-time check resolves it
+    addresses = [literal] if literal is not None else [_literal(a) for a in _resolved(host, port)]
+    outside = [a for a in addresses if a is None or not policy.in_sandbox_networks(a)]
+    if outside:
+        networks = ", ".join(str(n) for n in policy.sandbox_networks)
+        raise UrlRefused(
+            f"must start with https:// (the sandbox also accepts http://localhost, http://127.0.0.1, "
+            f"http://[::1] and http:// addresses in this server's webhook networks: {networks})"
+        )
+
+
+def _resolved(host: str, port: int) -> list[str]:
+    try:
+        addresses = resolve(host, port)
+    except (OSError, UnicodeError) as exc:
+        raise _dns_failure(host, exc) from exc
+    if not addresses:
+        raise UrlRefused(f"host {host!r} does not resolve (no address in DNS)")
+    return addresses
 
 
 def _dns_failure(host: str, exc: BaseException) -> UrlRefused:
@@ -222,15 +316,7 @@ def _dns_failure(host: str, exc: BaseException) -> UrlRefused:
 def check_host(host: str, port: int, mode: str, policy: Policy) -> list[str]:
     """Resolve `host` and refuse it if any address is off limits; returns the addresses."""
     literal = _literal(host)
-    if literal is not None:
-        addresses = [str(literal)]
-    else:
-        try:
-            addresses = resolve(host, port)
-        except (OSError, UnicodeError) as exc:
-            raise _dns_failure(host, exc) from exc
-        if not addresses:
-            raise UrlRefused(f"host {host!r} does not resolve (no address in DNS)")
+    addresses = [str(literal)] if literal is not None else _resolved(host, port)
     for address in addresses:
         reason = address_refusal(address, mode, policy, port)
         if reason:

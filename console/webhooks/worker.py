@@ -22,7 +22,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
 from flask import Flask
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, false, or_, select, update
 
 from console.core.timeutil import utcnow
 from console.events.models import Event
@@ -93,7 +93,7 @@ class Claimer:
             if inflight[webhook_id] + taken[webhook_id] < per_webhook:
                 taken[webhook_id] += 1
                 chosen.append(delivery_id)
-        return self._jobs(chosen) if chosen else []
+        return self.jobs(chosen) if chosen else []
 
     def take(self, jobs: list[Job]) -> list[Job]:
         """Mark `jobs` delivering under one lease; returns those still claimable (the guard decides)."""
@@ -111,7 +111,7 @@ class Claimer:
             job.claim_token = values["claim_token"]
         return [job for job in jobs if job.delivery_id in claimed]
 
-    def _jobs(self, ids: list[uuid.UUID]) -> list[Job]:
+    def jobs(self, ids: list[uuid.UUID]) -> list[Job]:
         rows = db.session.connection().execute(_DETAILS, {"ids": ids}).all()
         secrets = self._secrets_for({row.api_key_id for row in rows})
         return [
@@ -150,8 +150,11 @@ class Claimer:
 
 # The hot statements, built once: building SQLAlchemy expressions costs more than running them here.
 T = WebhookDelivery.__table__
-_DUE = and_(T.c.status == PENDING, T.c.run_after <= bindparam("now"))
-_EXPIRED = and_(T.c.status == DELIVERING, T.c.claimed_until <= bindparam("now"))  # a dead worker's lease
+# Relayed rows are never the worker's: their listener fetches them (`relay.poll`).
+_DUE = and_(T.c.status == PENDING, T.c.relayed == false(), T.c.run_after <= bindparam("now"))
+_EXPIRED = and_(  # a dead worker's lease
+    T.c.status == DELIVERING, T.c.relayed == false(), T.c.claimed_until <= bindparam("now")
+)
 _TAKE = (
     update(T)
     .where(T.c.id.in_(bindparam("ids", expanding=True)), or_(_DUE, _EXPIRED))

@@ -32,6 +32,7 @@ FIELDS = {
     "pause_reason",
     "failing_since",
     "last_success_at",
+    "relayed",
 }
 
 

@@ -124,3 +124,14 @@ def test_webhooks_follow_a_rolled_key(app, visitor):
     with app.app_context():
         [hook] = db.session.scalars(select(Webhook).where(Webhook.workspace_id == visitor.workspace_id)).all()
         assert hook.api_key_id == new.id
+
+
+def test_a_relayed_webhook_is_labelled_in_the_webhooks_list(app, visitor):
+    from tests.conftest import VERSION
+
+    secret = sandbox_secret(app, visitor.workspace_id)
+    headers = {"x-api-secret": secret, "Service-Version": VERSION}
+    assert visitor.client.post("/sandbox/v1/sandbox/listen", json={}, headers=headers).status_code == 200
+    html = visitor.get("/webhooks").get_data(as_text=True)
+    assert "Relayed by <code>console listen</code>" in html and "relay://console-listen" in html
+    assert "last poll 20" in html

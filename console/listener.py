@@ -1,0 +1,247 @@
+"""`console listen`: receive a workspace's sandbox deliveries on a laptop the server cannot reach.
+
+The client half of the relay (console/webhooks/relay.py). It opens the key's relayed webhook,
+polls the service with short requests (once a second when idle, at once while work keeps
+coming), posts each delivery to the local endpoint exactly as received (the same headers, body
+and signature a direct delivery carries) and reports the answer, which the service records as an
+attempt. When the service is unreachable it retries with backoff; nothing is lost meanwhile:
+deliveries wait on the server, and one handed out but never reported goes out again after its lease.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+
+from console.api.versions import LATEST_VERSION
+
+SERVICE_TIMEOUT = (5.0, 15.0)  # connect, read: every call to the service answers at once
+IDLE_SECONDS = 1.0  # between polls that found nothing
+MAX_BACKOFF_SECONDS = 30.0
+EXCERPT_BYTES = 1024
+REPORT_TRIES = 3
+
+
+class Fatal(Exception):
+    """A problem retrying cannot fix (a wrong key, a URL that is not the service); the message says which."""
+
+
+class Unavailable(Exception):
+    """The service did not answer usefully this time (down, restarting, overloaded)."""
+
+
+def sandbox_base(api: str) -> str:
+    """The sandbox API base from what the user gave: the server root, `.../sandbox` or `.../sandbox/v1`."""
+    base = api.rstrip("/")
+    if base.endswith("/v1"):
+        return base
+    if base.endswith("/sandbox"):
+        return base + "/v1"
+    return base + "/sandbox/v1"
+
+
+class Service:
+    """Calls to the service's sandbox API with the key; every call has a timeout."""
+
+    def __init__(self, api: str, key: str, session: requests.Session | None = None) -> None:
+        self.base = sandbox_base(api)
+        self.session = session or requests.Session()
+        self.session.headers.update({"x-api-secret": key, "Service-Version": LATEST_VERSION})
+
+    def post(self, path: str, body: dict[str, Any] | None = None) -> requests.Response:
+        try:
+            response = self.session.post(self.base + path, json=body or {}, timeout=SERVICE_TIMEOUT)
+        except requests.RequestException as exc:
+            raise Unavailable(_network_problem(exc)) from None
+        if response.status_code == 429:
+            raise Unavailable(f"rate limited; retry after {response.headers.get('Retry-After', '1')} s")
+        if response.status_code >= 500:
+            raise Unavailable(f"the service answered {response.status_code}")
+        if not _is_json(response):
+            raise Fatal(
+                f"{self.base}{path} answered {response.status_code} without JSON: is --api the service's URL?"
+            )
+        if response.status_code == 401:
+            raise Fatal(f"the service refused the key: {error_message(response)}")
+        if response.status_code == 403:
+            raise Fatal(error_message(response))
+        return response
+
+
+def _is_json(response: requests.Response) -> bool:
+    return response.headers.get("Content-Type", "").startswith("application/json")
+
+
+def error_message(response: requests.Response) -> str:
+    try:
+        error = response.json()["error"]
+        return f"{error['code']}: {error['message']}"
+    except (ValueError, KeyError, TypeError):
+        return f"HTTP {response.status_code}"
+
+
+def _network_problem(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.Timeout):
+        return "no answer in time"
+    if isinstance(exc, requests.ConnectionError):
+        return "cannot connect"
+    return type(exc).__name__
+
+
+def forward(
+    session: requests.Session, url: str, item: dict[str, Any]
+) -> tuple[int | None, int, str | None, str | None]:
+    """Send one relayed request to the local endpoint: (status, latency ms, excerpt, error)."""
+    timeout = float(item.get("timeout_seconds") or 15)
+    started = time.perf_counter()
+    try:
+        response = session.request(
+            item["method"],
+            url,
+            headers=item["headers"],
+            data=item["body"].encode("utf-8"),
+            timeout=timeout,
+            allow_redirects=False,  # a direct delivery does not follow them either
+            stream=True,
+        )
+        try:
+            raw = response.raw.read(EXCERPT_BYTES, decode_content=True) or b""
+        finally:
+            response.close()
+    except requests.Timeout:
+        return None, _ms(started), None, f"timeout: no response within {timeout:g} s"
+    except requests.ConnectionError:
+        parts = urlsplit(url)
+        return None, _ms(started), None, f"connection failed: could not connect to {parts.netloc}"
+    except requests.RequestException as exc:
+        return None, _ms(started), None, f"network error: {type(exc).__name__}"
+    excerpt = raw.decode("utf-8", errors="replace") if raw else None
+    return response.status_code, _ms(started), excerpt, None
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+class Listener:
+    """The loop of `console listen`; `run(stop)` returns when `stop` is set (or on a Fatal problem)."""
+
+    def __init__(
+        self,
+        service: Service,
+        forward_to: str,
+        *,
+        events: list[str] | None = None,
+        version: str | None = None,
+        echo: Callable[[str], None] = print,
+        idle: float = IDLE_SECONDS,
+    ) -> None:
+        self.service = service
+        self.forward_to = forward_to
+        self.events = events
+        self.version = version
+        self.echo = echo
+        self.idle = idle
+        self.webhook_id: str | None = None
+        self.local = requests.Session()
+        self.local.trust_env = False  # the endpoint is local: no proxy from the environment
+
+    def open(self) -> dict[str, Any]:
+        body: dict[str, Any] = {}
+        if self.events:
+            body["enabled_events"] = self.events
+        if self.version:
+            body["version"] = self.version
+        response = self.service.post("/sandbox/listen", body)
+        if response.status_code != 200:
+            raise Fatal(f"could not open a listener: {error_message(response)}")
+        data = response.json()["data"]
+        self.webhook_id = data["id"]
+        return data
+
+    def run(self, stop: threading.Event) -> None:
+        backoff = 1.0
+        down_since: float | None = None
+        while not stop.is_set():
+            try:
+                if self.webhook_id is None:
+                    self._announce(self.open())
+                found = self.step(stop)
+            except Unavailable as exc:
+                if down_since is None:
+                    down_since = time.monotonic()
+                self.echo(f"{_now()}  service unavailable ({exc}); retrying in {backoff:g} s")
+                stop.wait(backoff)
+                backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
+                continue
+            if down_since is not None:
+                self.echo(f"{_now()}  reconnected")
+                down_since = None
+            backoff = 1.0
+            if not found:
+                stop.wait(self.idle)
+
+    def _announce(self, data: dict[str, Any]) -> None:
+        events = ", ".join(data["enabled_events"])
+        self.echo(
+            f"Ready: relaying sandbox webhook {data['id']} ({events}; version {data['version']}) "
+            f"to {self.forward_to}. Ctrl-C stops."
+        )
+        if data["status"] != "active":
+            self.echo(
+                f"Note: this webhook is {data['status']}; reactivate it (PUT /v1/webhooks/{data['id']} "
+                '{"status": "active"}) to receive events.'
+            )
+
+    def step(self, stop: threading.Event | None = None) -> int:
+        """One poll: forward and report everything handed out; returns how many there were."""
+        response = self.service.post(f"/sandbox/listen/{self.webhook_id}/poll", {})
+        if response.status_code == 404:
+            self.webhook_id = None  # deleted meanwhile: open a new listener
+            return 0
+        if response.status_code != 200:
+            raise Fatal(f"polling failed: {error_message(response)}")
+        items = response.json()["data"]["requests"]
+        for item in items:
+            self.handle(item)
+        return len(items)
+
+    def handle(self, item: dict[str, Any]) -> None:
+        status, latency, excerpt, error = forward(self.local, self.forward_to, item)
+        result: dict[str, Any] = {"latency_ms": latency}
+        if status is not None:
+            result["status_code"] = status
+            if excerpt:
+                result["response_excerpt"] = excerpt
+        else:
+            result["error"] = error
+        recorded = self._report(item["attempt_id"], result)
+        shown = str(status) if status is not None else error
+        kind = item.get("event_type") or item["kind"]
+        self.echo(f"{_now()}  {kind:<30} {item.get('event_id') or '-':<36}  {shown}  {latency} ms{recorded}")
+
+    def _report(self, attempt_id: str, result: dict[str, Any]) -> str:
+        path = f"/sandbox/listen/{self.webhook_id}/deliveries/{attempt_id}/result"
+        for attempt in range(REPORT_TRIES):
+            try:
+                response = self.service.post(path, result)
+            except Unavailable:
+                time.sleep(2**attempt)
+                continue
+            if response.status_code == 200:
+                data = response.json()["data"]
+                retry = data.get("next_attempt_at")
+                return f"  (retry at {retry})" if retry else ""
+            return f"  (not recorded: {error_message(response)})"
+        # Unreported: the lease runs out and the delivery is handed out again (at least once).
+        return "  (not recorded: service unavailable; it will be delivered again)"
+
+
+def _now() -> str:
+    return datetime.now().strftime("%H:%M:%S")

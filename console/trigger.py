@@ -1,0 +1,88 @@
+"""`console trigger SCENARIO`: run a sandbox scenario through the API, from a terminal.
+
+The scenarios are the console's gallery (console/web/scenarios.py: every row of the sandbox test
+data), by the same keys, plus the job scenarios' names as aliases (`success`, `pending_then_error`,
+`federal_sent`, ...). Each run creates a Link token and completes it headlessly
+(`POST /v1/sandbox/link_tokens/{id}/complete`), so it makes the same account, job and events
+(and webhook deliveries) a person going through Link would.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from console.link.sandbox_data import sandbox_test_data
+from console.listener import Fatal, Service, Unavailable, error_message
+from console.web.scenarios import Scenario, all_scenarios
+
+
+def aliases() -> dict[str, str]:
+    """Job scenario name (and `mfa`) -> the gallery key whose run produces it."""
+    data = sandbox_test_data()
+    found: dict[str, str] = {"mfa": "user_mfa_sms"}
+    for row in data["credentials"]:
+        if row["scenario"] and not row["mfa_method"] and row["error_code"] is None:
+            found.setdefault(row["scenario"], row["username"])
+    for row in data["federal_benefits"]:
+        found.setdefault(row["scenario"], f"federal_{row['scenario']}")
+    return found
+
+
+def resolve(name: str) -> Scenario:
+    """The gallery scenario called `name` (a key or an alias); ValueError names the choices."""
+    scenarios = {s.key: s for s in all_scenarios()}
+    key = aliases().get(name, name)
+    if key not in scenarios:
+        raise ValueError(f"unknown scenario {name!r}; `console trigger --list` shows them")
+    return scenarios[key]
+
+
+def listing() -> list[str]:
+    """Lines for `--list`: each scenario with its aliases, by group."""
+    by_key: dict[str, list[str]] = {}
+    for alias, key in aliases().items():
+        by_key.setdefault(key, []).append(alias)
+    lines, group = [], None
+    for scenario in all_scenarios():
+        if scenario.group != group:
+            group = scenario.group
+            lines.append(f"{group}:")
+        also = f" (also: {', '.join(by_key[scenario.key])})" if scenario.key in by_key else ""
+        lines.append(f"  {scenario.key:<24} {scenario.description}{also}")
+    return lines
+
+
+@dataclass(frozen=True)
+class Run:
+    scenario: str
+    link_token_id: str
+    job_id: str | None
+    outcome: str | None
+    state: str | None
+    error: str | None  # the Link error the flow stopped at (expected for the wrong-code scenarios)
+
+    def describe(self) -> str:
+        if self.error:
+            return f"{self.scenario}: Link token {self.link_token_id} stopped with {self.error}"
+        return (
+            f"{self.scenario}: Link token {self.link_token_id}, job {self.job_id}, outcome {self.outcome}"
+            f" (flow {self.state})"
+        )
+
+
+def run(service: Service, name: str) -> Run:
+    """Create the scenario's Link token and complete it headlessly."""
+    scenario = resolve(name)
+    response = service.post("/link_tokens", scenario.token_body())
+    if response.status_code != 200:
+        raise Fatal(f"creating the Link token failed: {error_message(response)}")
+    token_id = response.json()["data"]["id"]
+    response = service.post(f"/sandbox/link_tokens/{token_id}/complete", scenario.completion)
+    if response.status_code != 200:
+        return Run(scenario.key, token_id, None, None, None, error_message(response))
+    data: dict[str, Any] = response.json()["data"]
+    return Run(scenario.key, token_id, data["job_id"], data["outcome"], data["state"], None)
+
+
+__all__ = ["Fatal", "Run", "Unavailable", "aliases", "listing", "resolve", "run"]

@@ -1,0 +1,295 @@
+"""The relay for sandbox webhooks: listeners, polls, reported answers, leases and ad-hoc exchanges."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from console.api.ratelimit import RateLimiter
+from console.extensions import db
+from console.webhooks import relay, signing
+from console.webhooks.models import WebhookAttempt, WebhookDelivery
+from console.webhooks.worker import deliver_due
+from tests.conftest import assert_error
+
+
+@pytest.fixture(autouse=True)
+def generous_rate_limit(app):
+    app.extensions["ratelimiter"] = RateLimiter(
+        "memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1000/second")
+    )
+
+
+def listen(api, **body):
+    response = api.post("/sandbox/listen", json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]
+
+
+def test_event(api, webhook_id, event="account.added"):
+    response = api.post(f"/sandbox/webhooks/{webhook_id}/test", json={"event": event})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]["id"]
+
+
+test_event.__test__ = False  # a helper, not a test
+
+
+def poll(api, webhook_id):
+    response = api.post(f"/sandbox/listen/{webhook_id}/poll", json={})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]["requests"]
+
+
+def report(api, webhook_id, attempt_id, **result):
+    return api.post(f"/sandbox/listen/{webhook_id}/deliveries/{attempt_id}/result", json=result)
+
+
+def event_delivery(api, event_id):
+    response = api.get(f"/events/{event_id}")
+    assert response.status_code == 200
+    [delivery] = response.get_json()["data"]["deliveries"]
+    return delivery
+
+
+def test_listen_creates_one_relayed_webhook_per_key_and_reuses_it(api):
+    first = listen(api)
+    assert first["created"] is True and first["relayed"] is True
+    assert first["url"] == "relay://console-listen" and first["listener_connected"] is True
+    assert set(first["enabled_events"]) >= {"account.added", "direct_deposit_switch.added"}
+    again = listen(api, enabled_events=["account.added"], version="2023-11-22")
+    assert again["id"] == first["id"] and again["created"] is False
+    assert again["enabled_events"] == ["account.added"]
+    listed = api.get("/webhooks").get_json()["data"]
+    assert [w["id"] for w in listed] == [first["id"]] and listed[0]["relayed"] is True
+
+
+def test_listen_is_sandbox_only_and_validates_its_body(api, api_for):
+    assert_error(api_for("production").post("/sandbox/listen", json={}), 403, "FORBIDDEN", "SANDBOX_ONLY")
+    error = assert_error(
+        api.post("/sandbox/listen", json={"enabled_events": ["nope"]}), 400, "INVALID_REQUEST_PARAMETERS"
+    )
+    assert error["fields"][0]["name"] == "enabled_events[0]"
+
+
+def test_relay_url_cannot_be_registered_or_changed_by_hand(api, monkeypatch):
+    body = {
+        "url": "relay://console-listen",
+        "status": "active",
+        "enabled_events": ["account.added"],
+        "version": "2023-11-22",
+    }
+    error = assert_error(api.post("/webhooks", json=body), 400, "INVALID_REQUEST_PARAMETERS")
+    assert "POST /v1/sandbox/listen" in error["fields"][0]["message"]
+    hook = listen(api)
+    error = assert_error(
+        api.put(f"/webhooks/{hook['id']}", json={"url": "http://localhost:3000/x"}),
+        400,
+        "INVALID_REQUEST_PARAMETERS",
+    )
+    assert error["fields"] == [{"name": "url", "message": error["fields"][0]["message"]}]
+    assert "keeps its url" in error["fields"][0]["message"]
+
+
+def test_a_delivery_waits_for_the_listener_signed_as_a_direct_one_and_is_recorded(app, api, workspace):
+    hook = listen(api)
+    event_id = test_event(api, hook["id"])
+    with app.app_context():
+        assert deliver_due(app) == 0  # the worker never sends a relayed delivery
+    assert event_delivery(api, event_id)["status"] == "pending"
+    [item] = poll(api, hook["id"])
+    assert item["kind"] == "delivery" and item["event_id"] == event_id and item["method"] == "POST"
+    headers = item["headers"]
+    assert set(headers) == {
+        "Content-Type",
+        "User-Agent",
+        "x-service-signature",
+        "x-service-webhook-id",
+        "x-timestamp",
+        "service-version",
+    }
+    assert headers["x-service-webhook-id"] == hook["id"]
+    # Verifies with the key's own secret, exactly as the endpoint would verify a direct delivery.
+    payload = signing.verify(workspace.secrets["sandbox"], headers, item["body"])
+    assert payload["event_id"] == event_id
+    assert poll(api, hook["id"]) == []  # handed out under a lease: not twice
+    recorded = report(
+        api, hook["id"], item["attempt_id"], status_code=200, latency_ms=12, response_excerpt="ok"
+    )
+    assert recorded.status_code == 200 and recorded.get_json()["data"]["status"] == "delivered"
+    delivery = api.get(f"/events/{event_id}").get_json()["data"]["deliveries"][0]
+    assert delivery["status"] == "delivered" and delivery["attempt_count"] == 1
+    [attempt] = delivery["attempts"]
+    assert (
+        attempt["outcome"],
+        attempt["status_code"],
+        attempt["latency_ms"],
+        attempt["response_excerpt"],
+    ) == ("delivered", 200, 12, "ok")
+    with app.app_context():
+        row = db.session.get(WebhookAttempt, db.session.query(WebhookAttempt.id).scalar())
+        assert str(row.sent_timestamp) == headers["x-timestamp"]
+    # Reported twice: the second is refused, nothing recorded again.
+    assert_error(
+        report(api, hook["id"], item["attempt_id"], status_code=200, latency_ms=1),
+        409,
+        "INVALID_REQUEST_PARAMETERS",
+        "RELAY_LEASE_LOST",
+    )
+
+
+def test_a_500_is_a_failed_attempt_retried_with_the_usual_backoff(api):
+    hook = listen(api)
+    event_id = test_event(api, hook["id"])
+    [item] = poll(api, hook["id"])
+    answer = report(
+        api, hook["id"], item["attempt_id"], status_code=500, latency_ms=3, response_excerpt="boom"
+    )
+    data = answer.get_json()["data"]
+    assert data["status"] == "pending" and data["next_attempt_at"]
+    delivery = event_delivery(api, event_id)
+    assert delivery["status"] == "pending" and delivery["last_status_code"] == 500
+    assert poll(api, hook["id"]) == []  # the retry is not due yet (20 s +/- 20%)
+    assert api.post("/sandbox/clock/advance", json={"seconds": 30}).status_code == 200
+    [retry] = poll(api, hook["id"])
+    assert retry["event_id"] == event_id and retry["attempt_id"] != item["attempt_id"]
+    assert (
+        report(
+            api,
+            hook["id"],
+            retry["attempt_id"],
+            error="connection failed: could not connect to localhost:3000",
+            latency_ms=1,
+        ).status_code
+        == 200
+    )
+    attempts = api.get(f"/events/{event_id}").get_json()["data"]["deliveries"][0]["attempts"]
+    assert [(a["outcome"], a["status_code"]) for a in attempts] == [("retry", 500), ("retry", None)]
+    assert attempts[1]["error"] == "via listener: connection failed: could not connect to localhost:3000"
+
+
+def test_a_lease_that_runs_out_hands_the_delivery_out_again(app, api):
+    app.config["WEBHOOK_RELAY_LEASE_SECONDS"] = 0.0
+    hook = listen(api)
+    test_event(api, hook["id"])
+    [first] = poll(api, hook["id"])
+    [second] = poll(api, hook["id"])  # the first listener "died": its lease has run out
+    assert second["delivery_id"] == first["delivery_id"] and second["attempt_id"] != first["attempt_id"]
+    assert_error(
+        report(api, hook["id"], first["attempt_id"], status_code=200, latency_ms=1),
+        409,
+        "INVALID_REQUEST_PARAMETERS",
+        "RELAY_LEASE_LOST",
+    )
+    assert report(api, hook["id"], second["attempt_id"], status_code=200, latency_ms=1).status_code == 200
+
+
+def test_result_body_needs_exactly_one_of_status_code_and_error(api):
+    hook = listen(api)
+    test_event(api, hook["id"])
+    [item] = poll(api, hook["id"])
+    for body in ({"latency_ms": 1}, {"latency_ms": 1, "status_code": 200, "error": "x"}):
+        error = assert_error(
+            report(api, hook["id"], item["attempt_id"], **body), 400, "INVALID_REQUEST_PARAMETERS"
+        )
+        assert {f["name"] for f in error["fields"]} == {"status_code", "error"}
+    assert_error(
+        report(api, hook["id"], item["attempt_id"], status_code=99, latency_ms=1),
+        400,
+        "INVALID_REQUEST_PARAMETERS",
+    )
+
+
+def test_poll_and_report_only_for_the_workspaces_relayed_webhooks(app, api, client):
+    from tests.conftest import Api
+
+    direct = api.post(
+        "/webhooks",
+        json={
+            "url": "http://localhost:3000/h",
+            "status": "active",
+            "enabled_events": ["account.added"],
+            "version": "2023-11-22",
+        },
+    ).get_json()["data"]
+    assert_error(api.post(f"/sandbox/listen/{direct['id']}/poll", json={}), 404, "RECORD_NOT_FOUND")
+    hook = listen(api)
+    with app.app_context():
+        from console.keys.services import create_key
+        from console.workspaces.services import create_workspace
+
+        other = create_workspace("Other")
+        secret = create_key(other.id, "sandbox", "x").secret
+        db.session.commit()
+    stranger = Api(client, secret)
+    assert_error(stranger.post(f"/sandbox/listen/{hook['id']}/poll", json={}), 404, "RECORD_NOT_FOUND")
+    assert_error(
+        stranger.post(
+            f"/sandbox/listen/{hook['id']}/deliveries/{uuid.uuid4()}/result",
+            json={"status_code": 200, "latency_ms": 1},
+        ),
+        404,
+        "RECORD_NOT_FOUND",
+    )
+
+
+def test_deliveries_to_a_direct_webhook_are_not_relayed(app, api):
+    direct = api.post(
+        "/webhooks",
+        json={
+            "url": "http://localhost:3000/h",
+            "status": "active",
+            "enabled_events": ["account.added"],
+            "version": "2023-11-22",
+        },
+    ).get_json()["data"]
+    hook = listen(api)
+    test_event(api, direct["id"])
+    assert poll(api, hook["id"]) == []
+    with app.app_context():
+        assert [d.relayed for d in db.session.query(WebhookDelivery)] == [False]
+
+
+def _answer_when_asked(api, webhook_id, seen: list, status=202):
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        items = poll(api, webhook_id)
+        if items:
+            seen.extend(items)
+            for item in items:
+                report(
+                    api,
+                    webhook_id,
+                    item["attempt_id"],
+                    status_code=status,
+                    latency_ms=7,
+                    response_excerpt="seen",
+                )
+            return
+        time.sleep(0.05)
+
+
+def test_exchange_sends_one_request_through_the_listener_and_returns_its_answer(app, api):
+    hook = listen(api)
+    seen: list = []
+    helper = threading.Thread(target=_answer_when_asked, args=(api, hook["id"], seen))
+    helper.start()
+    with app.app_context():
+        answer = relay.exchange(hook["id"], "post", {"x-test": "1"}, b'{"a": 1}', timeout=5)
+    helper.join()
+    assert answer == relay.Answer(202, 7, "seen", None)
+    assert [(i["kind"], i["method"], i["headers"], i["body"]) for i in seen] == [
+        ("exchange", "POST", {"x-test": "1"}, '{"a": 1}')
+    ]
+    with app.app_context():  # nothing left behind
+        assert db.session.query(relay.RelayExchange).count() == 0
+
+
+def test_exchange_without_a_listener_times_out_with_a_clear_error(app, api):
+    hook = listen(api)
+    with app.app_context():
+        answer = relay.exchange(hook["id"], "POST", {}, "{}", timeout=0.3)
+    assert answer.status_code is None and "no listener fetched the request" in answer.error
