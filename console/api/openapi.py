@@ -17,7 +17,7 @@ from console.api.conventions import public
 from console.api.events import ResendRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
-from console.api.webhooks import TestEventRequest
+from console.api.webhooks import ConformanceRequest, TestEventRequest
 from console.core.bodies import openapi_schemas
 from console.link.headless import CompletionRequest
 from console.link_tokens.validation import LinkTokenRequest
@@ -199,6 +199,19 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Sandbox",
         "body": TestEventRequest,
         "response": "object",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): {
+        "summary": "Run the endpoint conformance check against a webhook (at most ~16 s)",
+        "tag": "Sandbox",
+        "body": ConformanceRequest,
+        "response": "single:ConformanceReport",
+        "sandbox": True,
+    },
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance"): {
+        "summary": "The webhook's latest conformance report (404 before the first run)",
+        "tag": "Sandbox",
+        "response": "single:ConformanceReport",
         "sandbox": True,
     },
     ("GET", "/openapi.json"): {

@@ -109,6 +109,14 @@ def post(
     app: Flask, url: str, path: str, body: bytes, headers: Mapping[str, str], limit: int
 ) -> tuple[int, bytes]:
     """POST to the app itself through WSGI; the status and at most `limit` bytes of the answer."""
+    status, _headers, raw = exchange(app, url, path, body, headers, limit)
+    return status, raw
+
+
+def exchange(
+    app: Flask, url: str, path: str, body: bytes, headers: Mapping[str, str], limit: int
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """`post`, with the response headers too."""
     parts = urlsplit(url)
     client = Client(app, use_cookies=False)
     answer = client.open(
@@ -120,6 +128,6 @@ def post(
         environ_overrides={"REMOTE_ADDR": "127.0.0.1"},
     )
     try:
-        return answer.status_code, answer.get_data()[:limit]
+        return answer.status_code, list(answer.headers.items()), answer.get_data()[:limit]
     finally:
         answer.close()
