@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from console.api.versions import LATEST_VERSION
 from console.clock.services import now as clock_now
+from console.conformance.sender import CONFORMANCE_HEADER
 from console.core import jsontext
 from console.events.services import EVENT_TYPES
 from console.extensions import db
@@ -38,6 +39,7 @@ KEPT_HEADERS = (
     "x-service-webhook-id",
     "x-timestamp",
     "service-version",
+    CONFORMANCE_HEADER,  # shown as a badge: the conformance check's traffic, not a real event
 )
 MAX_BODY_CHARS = 64_000
 
