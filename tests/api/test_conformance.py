@@ -287,3 +287,52 @@ def test_unknown_fields_are_refused(api):
     response = api.post(f"/sandbox/webhooks/{hook['id']}/conformance", json={"checks": ["signed_event"]})
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS")
     assert {f["name"] for f in error["fields"]} == {"checks"}
+
+
+def test_no_database_connection_is_held_while_the_endpoint_answers(app, api, workspace):
+    with app.app_context():
+        engine = db.engine
+    held: list[int] = []
+    endpoint = Endpoint(workspace.secrets["sandbox"])
+
+    def respond(record):
+        held.append(engine.pool.checkedout())
+        return endpoint(record)
+
+    with Receiver(respond) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        run_check(api, hook["id"])
+    assert len(held) == 7 and set(held) == {0}
+
+
+def test_a_paused_webhook_is_checked_too(app, api, workspace):
+    with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        api.put(f"/webhooks/{hook['id']}", json={"status": "paused"})
+        assert run_check(api, hook["id"])["passed"] is True
+
+
+def test_with_an_idempotency_key_a_retry_replays_the_report(app, api, workspace):
+    with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        path = f"/sandbox/webhooks/{hook['id']}/conformance"
+        first = api.post(path, headers={"Idempotency-Key": "conformance-1"})
+        again = api.post(path, headers={"Idempotency-Key": "conformance-1"})
+    assert first.status_code == again.status_code == 200
+    assert again.headers["Idempotent-Replayed"] == "true" and again.get_json() == first.get_json()
+    assert len(rx.requests) == 7  # the retry did not run the suite again
+
+
+def test_the_built_in_inbox_passes_even_on_an_advanced_clock(app, api, workspace):
+    """The inbox accepts timestamps on the workspace clock too; a stale one is still refused."""
+    from console.webhooks.own_inbox import token_for
+
+    api.post("/sandbox/clock/advance", json={"seconds": 600})
+    with app.app_context():
+        url = f"http://127.0.0.1:{app.config['LISTEN_PORT']}/inbox/" + token_for(
+            app.config["SECRET_KEY"], uuid.UUID(workspace.id)
+        )
+    hook = create_webhook(api, url)
+    report = run_check(api, hook["id"])
+    assert report["passed"] is True, failed(report)
+    assert by_name(report)["stale_timestamp"]["received"]["status"] == 400
