@@ -61,6 +61,23 @@ def _run_check(check: Check, plan: Plan, send) -> Outcome:
     return Outcome(check.name, check.title, verdict.passed, verdict.detail, verdict.warning, run.exchanges)
 
 
+REFUSAL_CHECKS = ("forged_signature", "altered_body", "stale_timestamp")
+
+
+def _qualify_refusals(outcomes: list[Outcome]) -> None:
+    """An endpoint that refuses everything passes the refusal checks without verifying anything: say so."""
+    signed = next(o for o in outcomes if o.name == "signed_event")
+    refused_good = signed.exchanges and signed.exchanges[-1].received.refused
+    if not refused_good:
+        return
+    for outcome in outcomes:
+        if outcome.name in REFUSAL_CHECKS and outcome.passed:
+            outcome.warning = (
+                "the correctly signed event was refused too, so this refusal proves little: fix signed_event "
+                "first, then run the check again"
+            )
+
+
 def run(app: Flask, plan: Plan) -> dict[str, Any]:
     """Run every check against the webhook's endpoint at once; the report (`data` of the API answer)."""
     started = time.perf_counter()
@@ -87,6 +104,7 @@ def run(app: Flask, plan: Plan) -> dict[str, Any]:
                 "Answer within 15 s; do slow work after answering."
             )
             outcomes.append(Outcome(check.name, check.title, False, detail))
+    _qualify_refusals(outcomes)
     outcomes.append(unsubscribed_not_sent(plan))
     return {
         "webhook_id": str(plan.target.webhook_id),

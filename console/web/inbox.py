@@ -39,7 +39,7 @@ KEPT_HEADERS = (
     "x-service-webhook-id",
     "x-timestamp",
     "service-version",
-    CONFORMANCE_HEADER,  # shown as a badge: the conformance check's traffic, not a real event
+    CONFORMANCE_HEADER,
 )
 MAX_BODY_CHARS = 64_000
 
@@ -144,6 +144,7 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
         verify_error=reason[:255] if key_last4 is None and reason else None,
         key_last4=key_last4,
         duplicate=duplicate,
+        conformance=kept.get(CONFORMANCE_HEADER) == "true",
     )
     db.session.add(message)
     db.session.flush()
@@ -188,10 +189,15 @@ def get(workspace_id: uuid.UUID, message_id: str) -> InboxMessage | None:
 
 
 def has_verified(workspace_id: uuid.UUID) -> bool:
+    """Whether a real event arrived verified (the conformance check's sample traffic does not count)."""
     return (
         db.session.scalars(
             select(InboxMessage.id)
-            .where(InboxMessage.workspace_id == workspace_id, InboxMessage.verified.is_(True))
+            .where(
+                InboxMessage.workspace_id == workspace_id,
+                InboxMessage.verified.is_(True),
+                InboxMessage.conformance.is_(False),
+            )
             .limit(1)
         ).first()
         is not None

@@ -336,3 +336,14 @@ def test_the_built_in_inbox_passes_even_on_an_advanced_clock(app, api, workspace
     report = run_check(api, hook["id"])
     assert report["passed"] is True, failed(report)
     assert by_name(report)["stale_timestamp"]["received"]["status"] == 400
+
+
+def test_an_endpoint_refusing_everything_fails_and_its_refusals_are_qualified(app, api, workspace):
+    with Receiver(Endpoint("sk_sandbox_some_other_secret")) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        report = run_check(api, hook["id"])
+    assert failed(report) == {"signed_event", "duplicate_event", "event:account.added"}
+    checks = by_name(report)
+    assert f"api_key_id {workspace.key_ids['sandbox']}" in checks["signed_event"]["detail"]
+    for name in ("forged_signature", "altered_body", "stale_timestamp"):
+        assert checks[name]["passed"] and "proves little" in checks[name]["warning"]

@@ -93,3 +93,13 @@ def test_another_visitors_webhook_is_not_checked(app, visitor, other_visitor):
     assert "No webhook with id" in html
     assert other_visitor.get(f"/webhooks/{hook_id}/conformance").status_code == 404
     assert re.search(r"✓ passed", html) is None
+
+
+def test_conformance_traffic_does_not_tick_the_walkthroughs_inbox_step(app, visitor):
+    from tests.web.test_walkthrough import done_steps
+
+    visitor.post(f"/webhooks/{inbox_webhook_id(app, visitor)}/conformance", htmx=True)
+    assert done_steps(visitor.get("/").get_data(as_text=True)) == ["key", "webhook"]
+    with app.app_context():
+        messages = db.session.scalars(select(InboxMessage)).all()
+        assert messages and all(m.conformance for m in messages)
