@@ -135,6 +135,11 @@ def signed(plan: Plan, body: bytes, *, secret: str | None = None, timestamp: int
     return Request(plan.target.url, headers, body)
 
 
+def a(word: str) -> str:
+    """`word` with its indefinite article ("an account.added", "a direct_deposit_switch.added")."""
+    return f"{'an' if word[:1] in 'aeiou' else 'a'} {word}"
+
+
 def new_event_id() -> str:
     return str(uuid.uuid4())
 
@@ -295,7 +300,7 @@ def duplicate_event(run: Run) -> Verdict:
 def event_type_check(event_type: str, without_action: bool = False) -> Check:
     name = f"event:{event_type}" + (":without_action" if without_action else "")
     shape = " (partner platform: params.action absent)" if without_action else ""
-    title = f"A {event_type} event{shape} is accepted"
+    title = f"{a(event_type).capitalize()} event{shape} is accepted"
 
     def check(run: Run) -> Verdict:
         plan = run.plan
@@ -310,11 +315,11 @@ def event_type_check(event_type: str, without_action: bool = False) -> Check:
             else f"as version {plan.version} delivers it"
         )
         if received.accepted:
-            detail = f"Accepted a {event_type} event ({shape_text}): {received.status} in {received.latency_ms:,} ms."
+            detail = f"Accepted {a(event_type)} event ({shape_text}): {received.status} in {received.latency_ms:,} ms."
             warning = "; ".join(w for w in (version_warning, acceptance_warning(received)) if w) or None
             return Verdict(True, detail, warning)
         detail = (
-            f"A {event_type} event ({shape_text}): {not_accepted(received)} Accept every event you subscribed "
+            f"{a(event_type).capitalize()} event ({shape_text}): {not_accepted(received)} Accept every event you subscribed "
             "to, including fields you do not use; ignore what you do not need rather than refusing it."
         )
         return Verdict(False, detail, version_warning)
