@@ -99,14 +99,30 @@ class Run:
     def __init__(self, plan: Plan, send: Send) -> None:
         self.plan = plan
         self._send = send
-        self.deadline = time.monotonic() + plan.timeout
+        self.started = time.monotonic()
+        self.deadline = self.started + plan.timeout
         self.exchanges: list[Exchange] = []
+        self.in_flight: tuple[Request, float] | None = None  # (request, when it went out), until answered
 
     def send(self, request: Request) -> Received:
-        remaining = max(self.deadline - time.monotonic(), 0.001)
-        received = self._send(request, remaining)
+        now = time.monotonic()
+        self.in_flight = (request, now)
+        received = self._send(request, max(self.deadline - now, 0.001))
         self.exchanges.append(Exchange(request, received))
+        self.in_flight = None
         return received
+
+    def given_up(self) -> list[Exchange]:
+        """The exchanges so far, the unanswered request last, when the run stops waiting for this check."""
+        exchanges = list(self.exchanges)
+        in_flight = self.in_flight
+        if in_flight is not None:
+            request, sent_at = in_flight
+            error = f"timeout: no complete answer within {self.plan.timeout:g} s"
+            exchanges.append(
+                Exchange(request, Received(None, int((time.monotonic() - sent_at) * 1000), error=error))
+            )
+        return exchanges
 
 
 # Building requests ----------------------------------------------------------------------------

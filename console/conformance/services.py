@@ -51,8 +51,7 @@ def plan(app: Flask, webhook: Webhook, workspace: Workspace) -> Plan:
     )
 
 
-def _run_check(check: Check, plan: Plan, send) -> Outcome:
-    run = Run(plan, send)
+def _run_check(check: Check, run: Run) -> Outcome:
     try:
         verdict = check.run(run)
     except Exception:  # a bug in a check must not take the report down with it
@@ -89,21 +88,26 @@ def run(app: Flask, plan: Plan) -> dict[str, Any]:
 
     pool = ThreadPoolExecutor(len(checks), thread_name_prefix="conformance")
     try:
-        futures = [pool.submit(_run_check, check, plan, send) for check in checks]
-        wait(futures, timeout=plan.timeout + GRACE_SECONDS)
+        runs = [Run(plan, send) for _ in checks]
+        futures = [pool.submit(_run_check, check, r) for check, r in zip(checks, runs, strict=True)]
+        # Decided here: a check woken by the abort below finishes with a misleading error, not its answer.
+        finished = wait(futures, timeout=plan.timeout + GRACE_SECONDS).done
+        given_up = {
+            i: r.given_up() for i, (r, f) in enumerate(zip(runs, futures, strict=True)) if f not in finished
+        }
     finally:
         transport.abort()  # wakes a check still blocked on a socket; its late answer is not used
         pool.shutdown(wait=False, cancel_futures=True)
     outcomes = []
-    for check, future in zip(checks, futures, strict=True):
-        if future.done() and not future.cancelled():
+    for i, (check, future) in enumerate(zip(checks, futures, strict=True)):
+        if future in finished:
             outcomes.append(future.result())
         else:
             detail = (
                 f"No complete answer within {plan.timeout:g} s: real deliveries would time out and be retried. "
                 "Answer within 15 s; do slow work after answering."
             )
-            outcomes.append(Outcome(check.name, check.title, False, detail))
+            outcomes.append(Outcome(check.name, check.title, False, detail, exchanges=given_up[i]))
     _qualify_refusals(outcomes)
     outcomes.append(unsubscribed_not_sent(plan))
     return {

@@ -347,3 +347,50 @@ def test_an_endpoint_refusing_everything_fails_and_its_refusals_are_qualified(ap
     assert f"api_key_id {workspace.key_ids['sandbox']}" in checks["signed_event"]["detail"]
     for name in ("forged_signature", "altered_body", "stale_timestamp"):
         assert checks[name]["passed"] and "proves little" in checks[name]["warning"]
+
+
+def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
+    """Each byte arrives within the socket timeout, yet the run still ends at its deadline."""
+    import socket
+
+    app.config["WEBHOOK_TIMEOUT_SECONDS"] = 1.0
+    server = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle(conn):
+        with conn:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok":
+                if stop.wait(0.3):
+                    return
+                try:
+                    conn.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def serve():
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=trickle, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        hook = create_webhook(
+            api, f"http://127.0.0.1:{server.getsockname()[1]}/hook", events=["account.added"]
+        )
+        started = time.monotonic()
+        report = run_check(api, hook["id"])
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        server.close()
+    assert elapsed < 4
+    signed_event = by_name(report)["signed_event"]
+    assert not signed_event["passed"] and signed_event["detail"].startswith("No complete answer within 1 s")
+    assert signed_event["sent"]["headers"]["x-service-conformance"] == "true"
+    assert signed_event["received"]["status"] is None and signed_event["received"]["error"].startswith(
+        "timeout"
+    )
