@@ -105,18 +105,10 @@ class OwnInbox:
         return path[path.rindex(PATH) :]
 
 
-def post(
-    app: Flask, url: str, path: str, body: bytes, headers: Mapping[str, str], limit: int
-) -> tuple[int, bytes]:
-    """POST to the app itself through WSGI; the status and at most `limit` bytes of the answer."""
-    status, _headers, raw = exchange(app, url, path, body, headers, limit)
-    return status, raw
-
-
 def exchange(
     app: Flask, url: str, path: str, body: bytes, headers: Mapping[str, str], limit: int
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """`post`, with the response headers too."""
+    """POST to the app itself through WSGI; the status, the headers and at most `limit` bytes of the answer."""
     parts = urlsplit(url)
     client = Client(app, use_cookies=False)
     answer = client.open(
