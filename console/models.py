@@ -1,6 +1,7 @@
 """Imports every model module so the metadata (and Alembic) sees all tables."""
 
 from console.accounts import models as accounts  # noqa: F401
+from console.conformance import models as conformance  # noqa: F401
 from console.events import models as events  # noqa: F401
 from console.health import models as health  # noqa: F401
 from console.idempotency import models as idempotency  # noqa: F401

@@ -19,7 +19,7 @@ from console.api.listen import PollRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.pagination import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
-from console.api.webhooks import TestEventRequest
+from console.api.webhooks import ConformanceRequest, TestEventRequest
 from console.api.world import PLATFORM_TYPES
 from console.core.bodies import openapi_schemas
 from console.events.services import EVENT_TYPES
@@ -256,6 +256,19 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Sandbox",
         "body": RelayResultRequest,
         "response": "single:RelayedResult",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): {
+        "summary": "Run the endpoint conformance check against a webhook (at most ~16 s)",
+        "tag": "Sandbox",
+        "body": ConformanceRequest,
+        "response": "single:ConformanceReport",
+        "sandbox": True,
+    },
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance"): {
+        "summary": "The webhook's latest conformance report (404 before the first run)",
+        "tag": "Sandbox",
+        "response": "single:ConformanceReport",
         "sandbox": True,
     },
     ("GET", "/openapi.json"): {

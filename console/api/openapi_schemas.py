@@ -211,4 +211,76 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
         {"event": STR, "event_id": UUID, "payload": {"type": "object"}}, ["event", "event_id", "payload"]
     ),
     "Object": {"type": "object"},
+    "ConformanceSent": obj(
+        {
+            "method": {"type": "string", "enum": ["POST"]},
+            "url": {"type": "string", "format": "uri"},
+            "headers": {
+                "type": "object",
+                "additionalProperties": STR,
+                "description": "As sent, x-service-signature and x-service-conformance: true included.",
+            },
+            "body": {"type": "string", "description": "The exact body, as text."},
+        },
+        ["method", "url", "headers", "body"],
+    ),
+    "ConformanceReceived": obj(
+        {
+            "status": {"type": ["integer", "null"], "description": "null when no HTTP answer came."},
+            "latency_ms": INT,
+            "headers": {"type": "object", "additionalProperties": STR},
+            "body_excerpt": {"type": ["string", "null"], "description": "The first 1 KB of the answer."},
+            "error": {
+                "type": ["string", "null"],
+                "description": "The network error, when there was no answer.",
+            },
+        },
+        ["status", "latency_ms", "headers", "body_excerpt", "error"],
+    ),
+    "ConformanceCheck": obj(
+        {
+            "name": {
+                "type": "string",
+                "description": "signed_event, forged_signature, altered_body, stale_timestamp, duplicate_event, "
+                "event:<type>, event:direct_deposit_switch.added:without_action, unsubscribed_event_not_sent.",
+            },
+            "title": STR,
+            "passed": BOOL,
+            "detail": STR,
+            "warning": {
+                "type": ["string", "null"],
+                "description": "Set on a passed check that is not quite right (slow answer, 2xx other than 200, "
+                "a shape not valid for the webhook's version); never fails the check.",
+            },
+            "sent": {"oneOf": [ref("ConformanceSent"), {"type": "null"}], "description": "The last request."},
+            "received": {
+                "oneOf": [ref("ConformanceReceived"), {"type": "null"}],
+                "description": "The answer to the last request.",
+            },
+            "exchanges": {
+                "type": "array",
+                "items": obj(
+                    {"sent": ref("ConformanceSent"), "received": ref("ConformanceReceived")},
+                    ["sent", "received"],
+                ),
+                "description": "Every request of the check in order (two for duplicate_event, none for "
+                "unsubscribed_event_not_sent).",
+            },
+        },
+        ["name", "title", "passed", "detail", "warning", "sent", "received", "exchanges"],
+    ),
+    "ConformanceReport": obj(
+        {
+            "webhook_id": UUID,
+            "url": STR,
+            "version": STR,
+            "enabled_events": {"type": "array", "items": STR},
+            "passed": {"type": "boolean", "description": "Every check passed (warnings do not count)."},
+            "ran_at": DATETIME,
+            "duration_ms": INT,
+            "sample_note": STR,
+            "checks": {"type": "array", "items": ref("ConformanceCheck")},
+        },
+        ["webhook_id", "url", "version", "enabled_events", "passed", "ran_at", "duration_ms", "checks"],
+    ),
 }

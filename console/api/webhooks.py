@@ -1,12 +1,14 @@
-"""Webhook endpoints: /v1/webhooks (create, list, get, update, delete) and the sandbox test event."""
+"""Webhook endpoints: /v1/webhooks (create, list, get, update, delete), the sandbox test event and
+the sandbox endpoint conformance check."""
 
 from __future__ import annotations
 
-from flask import g, jsonify
+from flask import current_app, g, jsonify
 
 from console.api import api
 from console.api.conventions import json_body, sandbox_only
 from console.api.pagination import paginate
+from console.conformance import services as conformance
 from console.core.bodies import RequestModel, one_of, validate
 from console.core.errors import FieldError
 from console.events import queries
@@ -72,3 +74,24 @@ def send_test_event(webhook_id: str):
     event, delivery = queries.send_test_event(_webhook(webhook_id), g.workspace, request.event)
     db.session.commit()
     return jsonify({"data": queries.serialize_event(event, [delivery])})
+
+
+class ConformanceRequest(RequestModel):
+    """POST /v1/sandbox/webhooks/{id}/conformance: no fields (the suite is the same for every webhook)."""
+
+
+@api.post("/sandbox/webhooks/<webhook_id>/conformance")
+@sandbox_only
+def run_conformance(webhook_id: str):
+    """Run the endpoint conformance suite against the webhook (even a paused one) and keep the report."""
+    validate(ConformanceRequest, json_body())
+    report = conformance.check_webhook(current_app._get_current_object(), _webhook(webhook_id), g.workspace)
+    db.session.commit()
+    return jsonify({"data": report})
+
+
+@api.get("/sandbox/webhooks/<webhook_id>/conformance")
+@sandbox_only
+def latest_conformance(webhook_id: str):
+    """The webhook's latest conformance report (404 before the first run)."""
+    return jsonify({"data": conformance.latest(_webhook(webhook_id))})

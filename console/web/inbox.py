@@ -18,6 +18,7 @@ from sqlalchemy import select
 
 from console.api.versions import LATEST_VERSION
 from console.clock.services import now as clock_now
+from console.conformance.sender import CONFORMANCE_HEADER
 from console.core import jsontext
 from console.events.services import EVENT_TYPES
 from console.extensions import db
@@ -38,6 +39,7 @@ KEPT_HEADERS = (
     "x-service-webhook-id",
     "x-timestamp",
     "service-version",
+    CONFORMANCE_HEADER,
 )
 MAX_BODY_CHARS = 64_000
 
@@ -142,6 +144,7 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
         verify_error=reason[:255] if key_last4 is None and reason else None,
         key_last4=key_last4,
         duplicate=duplicate,
+        conformance=kept.get(CONFORMANCE_HEADER) == "true",
     )
     db.session.add(message)
     db.session.flush()
@@ -186,10 +189,15 @@ def get(workspace_id: uuid.UUID, message_id: str) -> InboxMessage | None:
 
 
 def has_verified(workspace_id: uuid.UUID) -> bool:
+    """Whether a real event arrived verified (the conformance check's sample traffic does not count)."""
     return (
         db.session.scalars(
             select(InboxMessage.id)
-            .where(InboxMessage.workspace_id == workspace_id, InboxMessage.verified.is_(True))
+            .where(
+                InboxMessage.workspace_id == workspace_id,
+                InboxMessage.verified.is_(True),
+                InboxMessage.conformance.is_(False),
+            )
             .limit(1)
         ).first()
         is not None

@@ -68,6 +68,8 @@ class InboxMessage(IdMixin, db.Model):
     key_last4: Mapped[str | None] = mapped_column(String(4))
     # At-least-once delivery: a second copy of an event_id already received is marked, not dropped.
     duplicate: Mapped[bool] = mapped_column(default=False)
+    # Sent by the endpoint conformance check (`x-service-conformance: true`): sample traffic, not an event.
+    conformance: Mapped[bool] = mapped_column(default=False)
 
 
 class ConsoleLinkToken(IdMixin, db.Model):

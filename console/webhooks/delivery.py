@@ -10,6 +10,7 @@ kept only when the answer was HTTP: a port speaking another protocol is recorded
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.client
 import random
@@ -162,6 +163,13 @@ class Transport:
         self, url: str, body: bytes, headers: dict[str, str], timeout: float, mode: str
     ) -> tuple[int, bytes]:
         """POST and return the status and at most EXCERPT_BYTES + 1 bytes of the answer."""
+        status, _headers, raw = self.exchange(url, body, headers, timeout, mode)
+        return status, raw
+
+    def exchange(
+        self, url: str, body: bytes, headers: dict[str, str], timeout: float, mode: str
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """POST and return the status, the response headers and at most EXCERPT_BYTES + 1 bytes."""
         parts = urlsplit(url)
         scheme, host = parts.scheme.lower(), parts.hostname or ""
         port = parts.port or (443 if scheme == "https" else 80)
@@ -188,16 +196,38 @@ class Transport:
             except BaseException:
                 conn.close()
                 raise
-            return response.status, raw
+            return response.status, response.getheaders(), raw
         raise AssertionError("unreachable")
 
     def is_own_inbox(self, job: Job) -> bool:
         """Whether `job` goes to its own workspace's built-in inbox on this service (sandbox only)."""
-        return job.mode == SANDBOX and self.inbox.workspace_of(job.url) == job.workspace_id
+        return self.is_own_inbox_url(job.url, job.mode, job.workspace_id)
+
+    def is_own_inbox_url(self, url: str, mode: str, workspace_id: uuid.UUID) -> bool:
+        """Whether `url` is the built-in inbox of `workspace_id` on this service (sandbox only)."""
+        return mode == SANDBOX and self.inbox.workspace_of(url) == workspace_id
 
     def post_to_own_inbox(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         """The inbox view, called through the app in-process: the same answer, no socket."""
-        return own_inbox.post(self.app, url, self.inbox.app_path(url), body, headers, EXCERPT_BYTES + 1)
+        status, _headers, raw = self.exchange_with_own_inbox(url, body, headers)
+        return status, raw
+
+    def exchange_with_own_inbox(
+        self, url: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        """`post_to_own_inbox`, with the response headers too."""
+        return own_inbox.exchange(self.app, url, self.inbox.app_path(url), body, headers, EXCERPT_BYTES + 1)
+
+    def abort(self) -> None:
+        """Shut every socket down, waking threads still blocked reading them (a hard deadline), and close."""
+        with self._lock:
+            tables = list(self._tables)
+        for conns in tables:
+            for conn in list(conns.values()):
+                if conn.sock is not None:
+                    with contextlib.suppress(OSError):
+                        conn.sock.shutdown(socket.SHUT_RDWR)
+        self.close()
 
     def close(self) -> None:
         """Close every connection; call once the sending threads are done."""
@@ -209,7 +239,7 @@ class Transport:
             conns.clear()
 
 
-def _describe(exc: BaseException, timeout: float) -> str:
+def describe_error(exc: BaseException, timeout: float) -> str:
     """A short, secret-free description; exception texts may quote the URL, which can hold tokens."""
     if isinstance(exc, AddressRefused):
         return f"refused: {exc}"
@@ -232,6 +262,20 @@ def _describe(exc: BaseException, timeout: float) -> str:
     return f"network error: {type(exc).__name__}"
 
 
+def signed_headers(
+    secret: str, timestamp: int, body: bytes, webhook_id: uuid.UUID | str, version: str
+) -> dict[str, str]:
+    """The headers of a delivery of `body` sent at `timestamp` (Unix seconds), signed with `secret`."""
+    return {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "x-service-signature": sign(secret, timestamp, body),
+        "x-service-webhook-id": str(webhook_id),
+        "x-timestamp": str(timestamp),
+        "service-version": version,
+    }
+
+
 @dataclass
 class Signed:
     """One attempt's request, signed: the bytes signed are the bytes sent (directly or by a listener)."""
@@ -250,14 +294,7 @@ def sign_request(job: Job, clock=time.time) -> Signed:
     real = clock()
     timestamp = int(real)
     at = datetime.fromtimestamp(real, tz=UTC) + timedelta(seconds=job.clock_offset)
-    headers = {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "x-service-signature": sign(job.secret, timestamp, body),
-        "x-service-webhook-id": str(job.webhook_id),
-        "x-timestamp": str(timestamp),
-        "service-version": job.version,
-    }
+    headers = signed_headers(job.secret, timestamp, body, job.webhook_id, job.version)
     return Signed(body, headers, timestamp, at, shaped.warning)
 
 
@@ -302,7 +339,7 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
             status, raw = transport.post(job.url, signed.body, signed.headers, timeout, job.mode)
         excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace") if raw else None
     except (OSError, http.client.HTTPException, AddressRefused, urls.UrlRefused) as exc:
-        error = _describe(exc, timeout)
+        error = describe_error(exc, timeout)
     latency_ms = int((time.perf_counter() - started) * 1000)
     return classify(job, signed, status, excerpt, error, latency_ms)
 

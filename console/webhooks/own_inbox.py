@@ -105,10 +105,10 @@ class OwnInbox:
         return path[path.rindex(PATH) :]
 
 
-def post(
+def exchange(
     app: Flask, url: str, path: str, body: bytes, headers: Mapping[str, str], limit: int
-) -> tuple[int, bytes]:
-    """POST to the app itself through WSGI; the status and at most `limit` bytes of the answer."""
+) -> tuple[int, list[tuple[str, str]], bytes]:
+    """POST to the app itself through WSGI; the status, the headers and at most `limit` bytes of the answer."""
     parts = urlsplit(url)
     client = Client(app, use_cookies=False)
     answer = client.open(
@@ -120,6 +120,6 @@ def post(
         environ_overrides={"REMOTE_ADDR": "127.0.0.1"},
     )
     try:
-        return answer.status_code, answer.get_data()[:limit]
+        return answer.status_code, list(answer.headers.items()), answer.get_data()[:limit]
     finally:
         answer.close()

@@ -293,3 +293,35 @@ def test_exchange_without_a_listener_times_out_with_a_clear_error(app, api):
     with app.app_context():
         answer = relay.exchange(hook["id"], "POST", {}, "{}", timeout=0.3)
     assert answer.status_code is None and "no listener fetched the request" in answer.error
+
+
+def _conforming_listener(api, webhook_id, secret, stop, answered):
+    """A listener whose endpoint verifies like a correct receiver: 2xx when valid, 400 otherwise."""
+    while not stop.is_set():
+        for item in poll(api, webhook_id):
+            try:
+                signing.verify(secret, item["headers"], item["body"])
+                status = 200
+            except signing.WebhookVerificationError:
+                status = 400
+            answered.append(status)
+            report(api, webhook_id, item["attempt_id"], status_code=status, latency_ms=3)
+        time.sleep(0.05)
+
+
+def test_the_conformance_check_of_a_relayed_webhook_goes_through_its_listener(api, workspace):
+    hook = listen(api)
+    stop, answered = threading.Event(), []
+    helper = threading.Thread(
+        target=_conforming_listener, args=(api, hook["id"], workspace.secrets["sandbox"], stop, answered)
+    )
+    helper.start()
+    try:
+        response = api.post(f"/sandbox/webhooks/{hook['id']}/conformance", json={})
+    finally:
+        stop.set()
+        helper.join()
+    report_data = response.get_json()["data"]
+    failed = [(c["name"], c["detail"]) for c in report_data["checks"] if not c["passed"]]
+    assert report_data["passed"], failed
+    assert 200 in answered and 400 in answered  # the forged, altered and stale requests reached it too

@@ -1,4 +1,5 @@
-"""Webhooks: the workspace's registrations (through the API), the built-in inbox, the signature debugger."""
+"""Webhooks: the workspace's registrations (through the API), the built-in inbox, the signature debugger,
+and each webhook's endpoint conformance check."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import uuid
 from flask import abort, g, jsonify, redirect, render_template, request, url_for
 
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
+from console.conformance import services as conformance
 from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.modes import SANDBOX
 from console.web import debugger, inbox, requestlog, webhooklist
+from console.web.apiclient import response_json
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import view as exchange_view
 from console.web.workspace_session import api_client, console_key, has_workspace
@@ -23,6 +26,9 @@ def _context(verdict=None, debug_form: dict | None = None) -> dict:
     page = inbox.page(workspace.id, cursor=request.args.get("cursor"))
     return {
         "webhooks": webhooklist.list_webhooks(workspace.id, SANDBOX),
+        "conformance_reports": conformance.latest_by_webhook(workspace.id, SANDBOX)
+        if has_workspace()
+        else {},
         # A blank workspace (no action yet) has no inbox: its URL is made with the workspace.
         "inbox_url": inbox.inbox_url(workspace) if has_workspace() else None,
         "is_inbox_url": lambda url: inbox.is_inbox_url(workspace, url),
@@ -89,6 +95,47 @@ def set_webhook_status(webhook_id: str):
     path = f"/webhooks/{_webhook_id(webhook_id)}"
     api_client(g.console_workspace).call("PUT", path, body={"status": status}, step="webhook")
     return _after_change()
+
+
+def _conformance_context(webhook_id: str, exchange_row=None) -> dict:
+    """The conformance section: the webhook (None once deleted), its latest report, the API call just made."""
+    workspace = g.console_workspace
+    ident = uuid.UUID(webhook_id)
+    webhook = next((w for w in webhooklist.list_webhooks(workspace.id, SANDBOX) if w.id == ident), None)
+    report = conformance.latest_by_webhook(workspace.id, SANDBOX).get(ident) if webhook else None
+    error = None
+    if exchange_row is not None and exchange_row.status != 200:
+        body = response_json(exchange_row) or {}
+        error = (body.get("error") or {}).get("message") or f"The API answered {exchange_row.status}."
+    return {
+        "webhook": webhook,
+        "webhook_id": webhook_id,
+        "report": report,
+        "error": error,
+        "is_inbox_url": lambda url: inbox.is_inbox_url(workspace, url),
+        "exchange": exchange_view(exchange_row, console_key(workspace)) if exchange_row is not None else None,
+    }
+
+
+@bp.get("/webhooks/<webhook_id>/conformance")
+def conformance_report(webhook_id: str):
+    """The webhook's latest conformance report, with a button to run it (again)."""
+    context = _conformance_context(_webhook_id(webhook_id))
+    if context["webhook"] is None:
+        abort(404)
+    return render_htmx("console/conformance.html", "console/_conformance.html", **context)
+
+
+@bp.post("/webhooks/<webhook_id>/conformance")
+def run_conformance(webhook_id: str):
+    """POST /v1/sandbox/webhooks/{id}/conformance through the API (it shows in the request log)."""
+    webhook_id = _webhook_id(webhook_id)
+    path = f"/sandbox/webhooks/{webhook_id}/conformance"
+    row = api_client(g.console_workspace).call("POST", path, step="conformance")
+    if is_htmx():
+        # oob: the webhook's badge in the table above is updated with the same answer.
+        return render_template("console/_conformance.html", oob=True, **_conformance_context(webhook_id, row))
+    return redirect(url_for("console.conformance_report", webhook_id=webhook_id))
 
 
 @bp.get("/inbox/rows")
