@@ -22,7 +22,7 @@ from console.link import checks, sandbox_data
 from console.link import models as m
 from console.link.flow import route_of
 from console.link.models import LinkSession
-from console.link.presenters import ERROR_TITLES, TITLES
+from console.link.presenters import ERROR_TITLES
 from console.link_tokens.models import LinkToken
 from console.workspaces.models import Workspace
 from console.world.models import BENEFITS, Employer, Platform
@@ -32,6 +32,19 @@ UNUSED, OPEN, FINISHED, EXPIRED = "unused", "open", "finished", "expired"
 # The example a hint names when the person has to pick a benefits program themselves.
 EXAMPLE_PROGRAM = "ssa-retirement"
 EXAMPLE_LEGAL_NAME = ("Alex", "Doe")
+# Each screen as the hints call it (Link's own headings name the organisation and platform).
+SCREENS = {
+    m.INTRO: "intro",
+    m.MATCHING_WAIT: "matching",
+    m.MATCHES: "matched accounts",
+    m.MFA_METHOD: "verification method",
+    m.SEARCH: "search",
+    m.LOGIN: "login",
+    m.MFA: "verification code",
+    m.FEDERAL: "identity (legal name and SSN)",
+    m.ALLOCATION: "allocation",
+    m.CONFIRM: "confirmation",
+}
 OUTCOMES = {m.DONE: "completed", m.FAILED: "ended on an error", m.EXITED: "closed before the end"}
 
 
@@ -65,8 +78,8 @@ def state(link_token: LinkToken, session: LinkSession | None, at: datetime) -> T
         minutes = max(1, int((link_token.expires_at - at).total_seconds() // 60))
         return TokenState(UNUSED, f"Unused: ready to open (expires in {minutes} min).", True)
     if not session.finished:
-        screen = TITLES.get(session.state, session.state)
-        return TokenState(OPEN, f"Open: Link resumes at its “{screen}” screen.", True)
+        screen = SCREENS.get(session.state, session.state)
+        return TokenState(OPEN, f"Open: Link resumes at its {screen} screen.", True)
     outcome = OUTCOMES.get(session.state, session.state)
     if session.error_code:
         outcome += f" ({ERROR_TITLES.get(session.error_code, session.error_code)}, {session.error_code})"

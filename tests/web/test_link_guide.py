@@ -150,7 +150,7 @@ def test_an_expired_token_says_so(visitor):
 
 def test_an_open_token_says_where_link_resumes(visitor):
     open_in_link(visitor, create(visitor, "standard"))
-    assert "Open: Link resumes at its “Welcome” screen." in step_4(visitor)
+    assert "Open: Link resumes at its intro screen." in step_4(visitor)
 
 
 # --- the on-demand update preset always makes a valid request ---------------------------------------------
