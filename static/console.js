@@ -54,8 +54,12 @@
     var launcher = button.closest("[data-launcher]");
     var list = launcher.querySelector("[data-client-events]");
     var panel = launcher.querySelector(".client-events");
-    // Beside the Link modal while it is open, so each client event can be watched as it happens.
+    // What to enter in Link (looked up at each open: the state panel is swapped when Link closes).
+    var guide = launcher.querySelector("[data-link-guide]");
+    // Beside the Link modal while it is open, so each client event can be watched as it happens and the
+    // instructions read while typing: events to its right, instructions to its left.
     panel.classList.add("docked");
+    if (guide) guide.classList.add("docked");
     var callback = function (name) {
       return function (payload) { eventLine(list, "callback", name, payload); };
     };
@@ -68,6 +72,7 @@
       onExit: function (payload) {
         eventLine(list, "callback", "onExit", payload);
         panel.classList.remove("docked");
+        if (guide) guide.classList.remove("docked");
         // Lets the checklist and other panels refresh now instead of at their next poll.
         if (window.htmx) window.htmx.trigger(document.body, "link-closed");
       },

@@ -44,7 +44,8 @@ class StaleStep(Exception):
     """The request was made for a screen the flow has left; show the current one instead."""
 
 
-def _route(token: LinkToken) -> str:
+def route_of(token: LinkToken) -> str:
+    """How the person reaches a platform with this token (one of the models' routes)."""
     if token.account_id:
         return m.UPDATE
     if token.platform_id or token.employer_id:
@@ -134,7 +135,7 @@ class Flow:
     # -- start and expiry ----------------------------------------------------------------------
 
     def start(self) -> None:
-        route = _route(self.token)
+        route = route_of(self.token)
         self.row = LinkSession(
             workspace_id=self.token.workspace_id,
             mode=self.token.mode,

@@ -30,6 +30,8 @@ MATCHING_FIELDS = (
 TARGET_SLOTS = 2
 DEFAULT_TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}
 ORG_NAME = "Acme Neobank"
+# The federal benefits preset routes straight to this program (the only job a program does is a switch).
+FEDERAL_PROGRAM = "ssa-retirement"
 
 
 def _new_end_user_id() -> str:
@@ -54,6 +56,8 @@ def _matching(kind: str) -> dict[str, Any]:
 
 def _federal() -> dict[str, Any]:
     body = _base()
+    body["required_jobs"] = ["direct_deposit_switch"]
+    body["platform_id"] = str(PLATFORM_IDS[FEDERAL_PROGRAM])
     body["disable_direct_deposit_splitting"] = False
     return body
 
@@ -64,11 +68,13 @@ def _direct_platform() -> dict[str, Any]:
     return body
 
 
-def _on_demand(account_id: str | None) -> dict[str, Any]:
+def _on_demand(account_id: str | None, platform_matching: Mapping[str, str] | None) -> dict[str, Any]:
     # end_user_id carries over from the first connection (spec §8), so it is left out.
     body = _base()
     del body["end_user_id"]
     body["account_id"] = account_id or ""
+    if platform_matching:
+        body["end_user"] = {"platform_matching": dict(platform_matching)}
     return body
 
 
@@ -84,22 +90,31 @@ PRESETS: tuple[Preset, ...] = (
     Preset("prime_one", "Prime: one match", "Platform matching finds exactly one platform for the person."),
     Preset("prime_several", "Prime: several matches", "Platform matching offers every matched platform."),
     Preset("prime_none", "Prime: no match", "Nothing matches: Link falls back to the standard search."),
-    Preset("federal", "Federal benefits", "Pick a benefits program, then legal name and SSN; no password."),
+    Preset(
+        "federal",
+        "Federal benefits",
+        "Straight to a benefits program: legal name and a test SSN, no password.",
+    ),
     Preset("on_demand", "On-demand update", "A new token for an account you already connected."),
     Preset("direct", "Direct platform routing", "platform_id sends the person straight to Paycrest."),
 )
 PRESET_KEYS = {p.key for p in PRESETS}
 
 
-def preset_body(key: str, *, latest_account_id: str | None = None) -> dict[str, Any]:
-    """The request body a preset fills in (unknown keys give the standard switch)."""
+def preset_body(
+    key: str, *, account_id: str | None = None, platform_matching: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The request body a preset fills in (unknown keys give the standard switch).
+
+    `account_id` and `platform_matching` are the on-demand update's account and what its platform needs.
+    """
     builders = {
         "prime_one": lambda: _matching("one"),
         "prime_several": lambda: _matching("several"),
         "prime_none": lambda: _matching("none"),
         "federal": _federal,
         "direct": _direct_platform,
-        "on_demand": lambda: _on_demand(latest_account_id),
+        "on_demand": lambda: _on_demand(account_id, platform_matching),
     }
     return builders.get(key, _base)()
 
@@ -188,3 +203,35 @@ def body_from_form(form: Mapping[str, Any], required_jobs: list[str]) -> dict[st
             }
         }
     return body
+
+
+# The API names a field by its JSON path; each maps to the form input that holds it.
+_TARGET_FIELD = re.compile(r"^allocation\.targets(?:\[(\d+)\](?:\.(\w+))?)?$")
+_TARGET_INPUTS = {"type": "lt-type-{}", "routing_number": "lt-routing-{}", "account_number": "lt-account-{}"}
+_PLAIN_INPUTS = {
+    **{
+        name: f"lt-{name}" for name in ("org_name", "end_user_id", "account_id", "platform_id", "employer_id")
+    },
+    **{name: f"lt-{name}" for name in ("amount", "skip_intro_screen", "disable_direct_deposit_splitting")},
+    "allocation.type": "lt-allocation_type",
+    "allocation.value": "lt-allocation_value",
+    "allocation": "lt-routing-0",
+    "required_jobs": "lt-jobs",
+    "end_user": "lt-pm_enabled",
+    "end_user.platform_matching": "lt-pm_enabled",
+    **{f"end_user.platform_matching.{name}": f"lt-pm-{name}" for name, _ in MATCHING_FIELDS},
+}
+
+
+def field_input(name: str) -> str | None:
+    """The id of the form input (or group) a field error's JSON path names, or None when none holds it."""
+    if re.fullmatch(r"required_jobs\[\d+\]", name):
+        name = "required_jobs"
+    if name in _PLAIN_INPUTS:
+        return _PLAIN_INPUTS[name]
+    target = _TARGET_FIELD.match(name)
+    if target:
+        index = int(target.group(1) or 0)
+        if index < TARGET_SLOTS:
+            return _TARGET_INPUTS.get(target.group(2) or "routing_number", "lt-routing-{}").format(index)
+    return None

@@ -8,6 +8,7 @@ offers the newest by creation time.
 from __future__ import annotations
 
 import uuid
+from typing import NamedTuple
 
 from cryptography.fernet import InvalidToken
 from sqlalchemy import delete, select
@@ -21,6 +22,12 @@ from console.web.models import ConsoleLinkToken
 MAX_REMEMBERED = 10
 
 
+class Kept(NamedTuple):
+    link_token_id: str
+    token: str
+    origin: str | None  # "preset:<key>" or "scenario:<key>": what made it, for "Create a new token"
+
+
 def _uuid(value) -> uuid.UUID | None:
     try:
         return uuid.UUID(str(value))
@@ -28,7 +35,7 @@ def _uuid(value) -> uuid.UUID | None:
         return None
 
 
-def remember(workspace_id: uuid.UUID, link_token_id: str, token: str) -> None:
+def remember(workspace_id: uuid.UUID, link_token_id: str, token: str, origin: str | None = None) -> None:
     """Keep a token string the API just returned (in the caller's transaction), newest last."""
     ident = _uuid(link_token_id)
     if ident is None:
@@ -38,6 +45,7 @@ def remember(workspace_id: uuid.UUID, link_token_id: str, token: str) -> None:
         row = ConsoleLinkToken(workspace_id=workspace_id, link_token_id=ident)
         db.session.add(row)
     row.token_ciphertext = seal(token)
+    row.origin = origin
     row.created_at = utcnow()
     db.session.flush()
     keep = (
@@ -55,22 +63,23 @@ def remember(workspace_id: uuid.UUID, link_token_id: str, token: str) -> None:
     )
 
 
-def _string(row: ConsoleLinkToken | None) -> str | None:
+def _kept(row: ConsoleLinkToken | None) -> Kept | None:
     if row is None:
         return None
     try:
-        return unseal(row.token_ciphertext)
+        token = unseal(row.token_ciphertext)
     except InvalidToken:
         # Sealed under another SECRET_KEY: unusable, as if never kept.
         return None
+    return Kept(str(row.link_token_id), token, row.origin)
 
 
-def token_for(workspace_id: uuid.UUID, link_token_id: str | None) -> str | None:
-    """The string of a token this workspace's console created (None if unknown or another's)."""
+def kept(workspace_id: uuid.UUID, link_token_id: str | None) -> Kept | None:
+    """A token this workspace's console created (None if unknown or another's)."""
     ident = _uuid(link_token_id) if link_token_id else None
     if ident is None:
         return None
-    return _string(
+    return _kept(
         db.session.scalars(
             select(ConsoleLinkToken).where(
                 ConsoleLinkToken.workspace_id == workspace_id, ConsoleLinkToken.link_token_id == ident
@@ -79,13 +88,18 @@ def token_for(workspace_id: uuid.UUID, link_token_id: str | None) -> str | None:
     )
 
 
-def newest(workspace_id: uuid.UUID) -> tuple[str, str] | None:
-    """(link token id, token string) of the newest token the console created in the workspace."""
+def token_for(workspace_id: uuid.UUID, link_token_id: str | None) -> str | None:
+    """The string of a token this workspace's console created (None if unknown or another's)."""
+    found = kept(workspace_id, link_token_id)
+    return found.token if found else None
+
+
+def newest(workspace_id: uuid.UUID) -> Kept | None:
+    """The newest token the console created in the workspace."""
     row = db.session.scalars(
         select(ConsoleLinkToken)
         .where(ConsoleLinkToken.workspace_id == workspace_id)
         .order_by(ConsoleLinkToken.created_at.desc(), ConsoleLinkToken.id.desc())
         .limit(1)
     ).first()
-    token = _string(row)
-    return (str(row.link_token_id), token) if row is not None and token is not None else None
+    return _kept(row)

@@ -88,4 +88,6 @@ class ConsoleLinkToken(IdMixin, db.Model):
     )
     # `console.keys.secrets.seal` of the token string (Fernet, keyed from SECRET_KEY).
     token_ciphertext: Mapped[bytes] = mapped_column(LargeBinary)
+    # What made it ("preset:<key>" or "scenario:<key>"), so "Create a new token" can repeat it.
+    origin: Mapped[str | None] = mapped_column(String(80))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from console.link.sandbox_data import sandbox_test_data
-from console.web import linkform
+from console.web import linkform, linkguide
 from console.world.seed_data import PLATFORM_IDS
 
 # Test credentials work on every payroll platform; routing straight to one keeps a demo to one click.
 DEMO_PLATFORM = "paycrest"
 DEMO_PLATFORM_NAME = "Paycrest"
-FEDERAL_PROGRAM = "ssa-retirement"
+FEDERAL_PROGRAM = linkform.FEDERAL_PROGRAM
 FEDERAL_PROGRAM_NAME = "Social Security Retirement"
 FEDERAL_NAME = ("Alex", "Doe")
 
@@ -36,8 +36,13 @@ class Scenario:
         return {**linkform.preset_body(self.preset), **self.token_overrides}
 
 
+def _opening(preset: str, overrides: dict[str, Any], platform_name: str | None = None) -> str:
+    """What Link shows first for the row's token, from the same rule the Link flow follows."""
+    return linkguide.opening_for_body({**linkform.preset_body(preset), **overrides}, platform_name)
+
+
 def _login_steps(username: str, password: str, mfa: str | None, code: str) -> tuple[str, ...]:
-    steps = [f"Username {username}", f"Password {password}"]
+    steps = [f"{DEMO_PLATFORM_NAME}'s login: username {username}", f"Password {password}"]
     if mfa:
         steps.append(f"{mfa.upper()} code {code}")
     return (*steps, "Choose an allocation and confirm")
@@ -66,7 +71,7 @@ def _credentials(data: dict) -> list[Scenario]:
                 token_overrides=platform,
                 completion=completion,
                 steps=(
-                    f"Link opens at {DEMO_PLATFORM_NAME}'s login",
+                    _opening("direct", platform, DEMO_PLATFORM_NAME),
                     *_login_steps(row["username"], password, row["mfa_method"], data["mfa_code"]),
                 ),
             )
@@ -90,7 +95,7 @@ def _wrong_mfa(data: dict) -> list[Scenario]:
                 "mfa": {"method": row["method"], "code": row["wrong_code_example"]},
             },
             steps=(
-                f"Link opens at {DEMO_PLATFORM_NAME}'s login",
+                _opening("direct", platform, DEMO_PLATFORM_NAME),
                 *_login_steps(row["username"], data["password"], row["method"], row["wrong_code_example"])[
                     :-1
                 ],
@@ -109,10 +114,9 @@ def _matching(data: dict) -> list[Scenario]:
         if matched:
             completion = {"matched_platform_id": matched[0], "mfa": {"code": row["mfa_code"]}}
             steps = (
-                "Accept the terms",
                 "Wait for matching",
                 "Pick a matched platform",
-                f"Code {row['mfa_code']}",
+                f"Pick any verification method, then code {row['mfa_code']}",
             )
         else:
             completion = {
@@ -120,9 +124,8 @@ def _matching(data: dict) -> list[Scenario]:
                 "credentials": {"username": "user_good", "password": data["password"]},
             }
             steps = (
-                "Accept the terms",
-                "Nothing matches: search Paycrest",
-                f"user_good / {data['password']}",
+                f"Nothing matches: search {DEMO_PLATFORM_NAME}",
+                f"Username user_good, password {data['password']}",
             )
         name = row["platform_matching"]["first_name"] + " " + row["platform_matching"]["last_name"]
         rows.append(
@@ -134,7 +137,11 @@ def _matching(data: dict) -> list[Scenario]:
                 preset=presets[row["case"]],
                 token_overrides={},
                 completion={**completion, "allocation": {"type": "full"}},
-                steps=(*steps, "Confirm the switch"),
+                steps=(
+                    _opening(presets[row["case"]], {}) + " (accepting the terms)",
+                    *steps,
+                    "Choose an allocation and confirm",
+                ),
             )
         )
     return rows
@@ -160,8 +167,8 @@ def _federal(data: dict) -> list[Scenario]:
                 },
             },
             steps=(
-                f"Search “{FEDERAL_PROGRAM_NAME}”",
-                f"Legal name {first} {last}",
+                _opening("federal", {}, FEDERAL_PROGRAM_NAME),
+                f"{FEDERAL_PROGRAM_NAME}: legal name {first} {last}",
                 f"SSN {row['social_security_number']}",
                 "Confirm",
             ),

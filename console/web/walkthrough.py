@@ -13,7 +13,7 @@ from console.link_tokens.models import LinkToken
 from console.modes import SANDBOX
 from console.web import inbox, requestlog, webhooklist
 from console.workspaces.models import Workspace
-from console.world.models import Employer, Platform
+from console.world.models import Employer, Person, Platform
 
 JOBS_STEP = "jobs"
 
@@ -54,15 +54,64 @@ def current_step(steps: list[Step]) -> int:
     return next((s.number for s in steps if not s.done), steps[-1].number)
 
 
-def latest_account_id(workspace_id, mode: str = SANDBOX) -> str | None:
-    """The newest connected account, for the on-demand update preset."""
-    account_id = db.session.scalars(
-        select(Account.id)
+@dataclass(frozen=True)
+class OnDemandChoice:
+    """The account the on-demand update preset names, what else it must send, and why (shown on the page)."""
+
+    account_id: str
+    platform_matching: dict[str, str] | None
+    note: str
+
+
+def _identity(person: Person) -> dict[str, str]:
+    """The person's `end_user.platform_matching`, as the Link token request spells it."""
+    return {
+        "social_security_number": person.ssn,
+        "first_name": person.first_name,
+        "last_name": person.last_name,
+        "date_of_birth": person.date_of_birth.isoformat(),
+        "mobile_phone_number": person.phone,
+        "home_address_zip_code": person.zip,
+        "email": person.email,
+    }
+
+
+def on_demand_choice(workspace_id, mode: str = SANDBOX) -> OnDemandChoice | None:
+    """The newest account an on-demand update can be requested for, with what its platform needs.
+
+    A partner platform deletes the person's matching data after each flow, so the API requires
+    `end_user.platform_matching` again (spec section 8): filled in from the world person behind the
+    account when the console knows it; otherwise the newest account elsewhere is chosen instead.
+    """
+    rows = db.session.execute(
+        select(Account, Platform)
+        .join(Platform, Platform.id == Account.platform_id)
         .where(Account.workspace_id == workspace_id, Account.mode == mode)
-        .order_by(Account.created_at.desc())
-        .limit(1)
-    ).first()
-    return str(account_id) if account_id else None
+        .order_by(Account.created_at.desc(), Account.id.desc())
+        .limit(50)
+    ).all()
+    skipped: Platform | None = None
+    for account, platform in rows:
+        newest = "your newest connected account" if skipped is None else "your newest account elsewhere"
+        if not platform.is_partner:
+            note = f"account_id is {newest}, on {platform.name}."
+            if skipped is not None:
+                note = (
+                    f"Your newest account is on {skipped.name}, a partner platform that needs the person's "
+                    f"matching data again, which the console does not know for it; so {note}"
+                )
+            return OnDemandChoice(str(account.id), None, note)
+        person = db.session.get(Person, account.person_id) if account.person_id else None
+        if person is not None:
+            return OnDemandChoice(
+                str(account.id),
+                _identity(person),
+                f"account_id is {newest}, on {platform.name}, a partner platform: it deletes the person's "
+                f"matching data after each flow, so the preset sends end_user.platform_matching again "
+                f"({person.full_name}'s).",
+            )
+        skipped = skipped or platform
+    return None
 
 
 def form_choices() -> dict:

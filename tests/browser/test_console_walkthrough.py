@@ -156,9 +156,11 @@ def test_walkthrough_prime_with_several_matches(page, console_live):
 def test_walkthrough_federal_benefits_sent_after_one_business_day(page, console_live):
     start(page, console_live)
     create_token(page, "Federal benefits")
+    guide = page.locator("#step-link [data-link-guide]")
+    assert "900000001: Accepted: processing, then sent one business day later." in guide.inner_text()
+    assert "user_good" not in guide.inner_text()
     frame = open_link(page)
-    frame.get_by_role("button", name="Continue").click()
-    search_and_choose(frame, "Social Security Ret", "Social Security Retirement")
+    frame.get_by_role("button", name="Continue").click()  # the preset routes straight to the program
     frame.get_by_label("Legal first name").fill("Ada")
     frame.get_by_label("Legal last name").fill("Lovelace")
     frame.get_by_label("Social Security number").fill("900000001")

@@ -72,7 +72,7 @@ def test_step_4_offers_the_newest_token_after_a_reload_and_another_page(app, vis
 def test_another_workspace_cannot_open_link_with_my_token(visitor, other_visitor):
     token_id, token = create_token(visitor)
     page = other_visitor.get(f"/launch?link_token_id={token_id}").get_data(as_text=True)
-    assert token not in page and "Create a Link token first" in page
+    assert token not in page and "is not one this console created in your" in page
 
 
 def test_a_legacy_cookie_loses_its_link_tokens(app, client, visitor):

@@ -7,7 +7,7 @@ from itertools import groupby
 from flask import abort, g, redirect, render_template, request, url_for
 
 from console.extensions import db
-from console.web import linktokens, scenarios
+from console.web import linkguide, linktokens, scenarios
 from console.web.apiclient import response_json
 from console.web.blueprint import bp
 from console.web.exchanges import view as exchange_view
@@ -35,7 +35,7 @@ def run_scenario(key: str):
         return render_template(
             "console/scenario_failed.html", scenario=scenario, exchanges=[exchange_view(created, client.key)]
         ), 502
-    linktokens.remember(workspace.id, data["id"], data["token"])
+    linktokens.remember(workspace.id, data["id"], data["token"], f"scenario:{key}")
     db.session.commit()
     if request.form.get("via") == "browser":
         return redirect(url_for("console.launch", link_token_id=data["id"], scenario=key))
@@ -54,14 +54,18 @@ def run_scenario(key: str):
 
 @bp.get("/launch", endpoint="launch")
 def launch_page():
-    """Open Link with a token this session created, with the SDK's client events streaming beside it."""
+    """Open Link with a token this session created, with what to enter and the SDK's client events beside it."""
     link_token_id = request.args.get("link_token_id", "")
-    token = linktokens.token_for(g.console_workspace.id, link_token_id)
+    kept = linktokens.kept(g.console_workspace.id, link_token_id)
+    link = linkguide.view(g.console_workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
     scenario = scenarios.get(request.args.get("scenario", ""))
+    if scenario is None and link is not None and (link.origin or "").startswith("scenario:"):
+        scenario = scenarios.get(link.origin.removeprefix("scenario:"))
     return render_template(
         "console/launch.html",
-        link_token_id=link_token_id if token else None,
-        link_token=token,
+        link=link,
+        asked_for=link_token_id,
         scenario=scenario,
-        autoopen=bool(token and request.args.get("scenario")),
+        # Only straight after "Run in Link": a reload shows the token's state instead of reopening it.
+        autoopen=bool(link and link.state.kind == linkguide.UNUSED and request.args.get("scenario")),
     )

@@ -8,7 +8,17 @@ from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.modes import SANDBOX, base_url
-from console.web import inbox, linkform, linktokens, requestlog, walkthrough, webhooklist
+from console.web import (
+    fielderrors,
+    inbox,
+    linkform,
+    linkguide,
+    linktokens,
+    requestlog,
+    scenarios,
+    walkthrough,
+    webhooklist,
+)
 from console.web.apiclient import api_root, response_json
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import masked_secret
@@ -24,22 +34,51 @@ STEP_PARTIALS = {
     "jobs": "console/_step_jobs.html",
 }
 
+# The walkthrough's own-URL webhook form: which input holds each field the API may name.
+WEBHOOK_INPUTS = {"url": "wh-url", "version": "wh-version", "enabled_events": "wh-events"}
+
 
 def _exchange(step: str, key):
     row = requestlog.latest(g.console_workspace.id, step)
     return exchange_view(row, key) if row is not None else None
 
 
-def context(form_values: dict | None = None, preset: str = "standard", jobs_link_token_id: str = "") -> dict:
+def preset_body(preset: str) -> tuple[dict, str | None]:
+    """A preset's request body for this workspace, and the note saying what it chose (on-demand update)."""
+    if preset != "on_demand":
+        return linkform.preset_body(preset), None
+    choice = walkthrough.on_demand_choice(g.console_workspace.id)
+    if choice is None:
+        return linkform.preset_body(preset), None
+    body = linkform.preset_body(
+        preset, account_id=choice.account_id, platform_matching=choice.platform_matching
+    )
+    return body, choice.note
+
+
+def newest_link(workspace) -> linkguide.TokenView | None:
+    kept = linktokens.newest(workspace.id)
+    return linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
+
+
+def context(
+    form_values: dict | None = None,
+    preset: str = "standard",
+    jobs_link_token_id: str = "",
+    field_errors: fielderrors.FieldErrors | None = None,
+    webhook_form: dict | None = None,
+    webhook_errors: fielderrors.FieldErrors | None = None,
+) -> dict:
     """Everything the walkthrough's steps show, from the database and this session."""
     workspace = g.console_workspace
     steps = walkthrough.checklist(workspace)
     key = console_key(workspace)
-    link_token_id, link_token = linktokens.newest(workspace.id) or (None, None)
+    link = newest_link(workspace)
+    link_token_id = link.link_token_id if link else None
     jobs_exchange = _exchange(walkthrough.JOBS_STEP, key)
     inbox_page = inbox.page(workspace.id, limit=10)
+    body, on_demand_note = preset_body(preset) if form_values is None or preset == "on_demand" else ({}, None)
     if form_values is None:
-        body = linkform.preset_body(preset, latest_account_id=walkthrough.latest_account_id(workspace.id))
         form_values = linkform.form_values(body)
     return {
         "has_workspace": has_workspace(),
@@ -59,14 +98,17 @@ def context(form_values: dict | None = None, preset: str = "standard", jobs_link
         "presets": linkform.PRESETS,
         "preset": preset,
         "form": form_values,
+        "on_demand_note": on_demand_note,
+        "field_errors": field_errors or fielderrors.FieldErrors(),
+        "webhook_form": webhook_form,
+        "webhook_errors": webhook_errors or fielderrors.FieldErrors(),
         "job_choices": linkform.JOB_CHOICES,
         "target_types": linkform.TARGET_TYPES,
         "target_slots": range(linkform.TARGET_SLOTS),
         "matching_fields": linkform.MATCHING_FIELDS,
         **walkthrough.form_choices(),
         "link_token_exchange": _exchange("link_token", key),
-        "link_token_id": link_token_id,
-        "link_token": link_token,
+        "link": link,
         "inbox_page": inbox_page,
         "inbox_cursor": inbox.live_cursor(inbox_page.rows),
         "jobs_exchange": jobs_exchange,
@@ -116,8 +158,17 @@ def register_webhook():
         "enabled_events": request.form.getlist("enabled_events"),
         "version": request.form.get("version", ""),
     }
-    api_client(g.console_workspace).call("POST", "/webhooks", body=body, step="webhook")
-    return step_response("webhook")
+    row = api_client(g.console_workspace).call("POST", "/webhooks", body=body, step="webhook")
+    if row.status == 200:
+        return step_response("webhook")
+    # Refused: the form comes back as typed, with the API's field errors beside the fields.
+    errors = fielderrors.place(fielderrors.of_response(row), _webhook_input)
+    body["refusal"] = fielderrors.message_of(row)
+    return step_response("webhook", webhook_form=body, webhook_errors=errors)
+
+
+def _webhook_input(name: str) -> str | None:
+    return WEBHOOK_INPUTS.get(fielderrors.list_index_removed(name))
 
 
 @bp.get("/walkthrough/link-token-form")
@@ -130,22 +181,61 @@ def link_token_form():
     )
 
 
-@bp.post("/walkthrough/link-token")
-def create_link_token():
-    """POST /v1/link_tokens with the form's body; remember the returned token to open Link with."""
-    jobs = request.form.getlist("required_jobs")
-    body = linkform.body_from_form(request.form, jobs)
+def _create_link_token(body: dict, preset: str):
+    """POST /v1/link_tokens with a body; remember the returned token (and its preset) to open Link with."""
     row = api_client(g.console_workspace).call("POST", "/link_tokens", body=body, step="link_token")
     data = (response_json(row) or {}).get("data") or {}
-    if row.status == 200 and data.get("id") and data.get("token"):
-        linktokens.remember(g.console_workspace.id, data["id"], data["token"])
+    created = row.status == 200 and data.get("id") and data.get("token")
+    if created:
+        origin = f"preset:{preset}" if preset in linkform.PRESET_KEYS else None
+        linktokens.remember(g.console_workspace.id, data["id"], data["token"], origin)
         db.session.commit()
+    return data.get("id") if created else None, row
+
+
+@bp.post("/walkthrough/link-token")
+def create_link_token():
+    """POST /v1/link_tokens with the form's body, exactly as typed."""
+    jobs = request.form.getlist("required_jobs")
+    body = linkform.body_from_form(request.form, jobs)
+    preset = request.form.get("preset", "")
+    _id, row = _create_link_token(body, preset)
     return step_response(
         "link_token",
         "link",
         "jobs",
         form_values=linkform.form_values(body),
-        preset=request.form.get("preset", ""),
+        preset=preset,
+        field_errors=fielderrors.place(fielderrors.of_response(row), linkform.field_input),
+    )
+
+
+@bp.post("/walkthrough/link-token/again")
+def create_link_token_again():
+    """ "Create a new token" for a used or expired one: the same preset's body, made afresh."""
+    preset = request.form.get("preset", "")
+    if preset not in linkform.PRESET_KEYS:
+        preset = "standard"
+    body, _note = preset_body(preset)
+    link_token_id, _row = _create_link_token(body, preset)
+    if not is_htmx() and link_token_id:
+        return redirect(url_for("console.launch", link_token_id=link_token_id))
+    return step_response("link", "link_token", "jobs", form_values=linkform.form_values(body), preset=preset)
+
+
+@bp.get("/walkthrough/link-state")
+def link_state():
+    """The state of one token this console created, refreshed when Link closes."""
+    kept = linktokens.kept(g.console_workspace.id, request.args.get("link_token_id", ""))
+    link = linkguide.view(g.console_workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
+    if link is None:
+        return "", 204
+    scenario = scenarios.get(request.args.get("scenario", ""))
+    return render_template(
+        "console/_link_state.html",
+        link=link,
+        scenario=scenario,
+        is_walkthrough=request.args.get("walkthrough") == "1",
     )
 
 

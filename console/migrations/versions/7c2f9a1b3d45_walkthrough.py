@@ -1,0 +1,26 @@
+"""walkthrough: what made each console Link token (preset or scenario), to offer it again
+
+Revision ID: 7c2f9a1b3d45
+Revises: 5d58ae9f4d90
+Create Date: 2026-11-23 12:05:00
+
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+# revision identifiers, used by Alembic.
+revision = '7c2f9a1b3d45'
+down_revision = '5d58ae9f4d90'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    with op.batch_alter_table('console_link_tokens', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('origin', sa.String(length=80), nullable=True))
+
+
+def downgrade():
+    with op.batch_alter_table('console_link_tokens', schema=None) as batch_op:
+        batch_op.drop_column('origin')
