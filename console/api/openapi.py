@@ -17,7 +17,7 @@ from console.api.conventions import public
 from console.api.events import ResendRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
-from console.api.webhooks import TestEventRequest
+from console.api.webhooks import ReplayRequest, TestEventRequest
 from console.core.bodies import openapi_schemas
 from console.link.headless import CompletionRequest
 from console.link_tokens.validation import LinkTokenRequest
@@ -144,6 +144,12 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "Delete a webhook",
         "tag": "Webhooks",
         "response": "empty",
+    },
+    ("POST", "/webhooks/{webhook_id}/replay"): {
+        "summary": "Resend every failed delivery of events since a moment (the webhook must be active)",
+        "tag": "Webhooks",
+        "body": ReplayRequest,
+        "response": "object",
     },
     ("GET", "/events"): {
         "summary": "List events with their delivery status",

@@ -195,9 +195,12 @@ class Transport:
         """Whether `job` goes to its own workspace's built-in inbox on this service (sandbox only)."""
         return job.mode == SANDBOX and self.inbox.workspace_of(job.url) == job.workspace_id
 
-    def post_to_own_inbox(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        """The inbox view, called through the app in-process: the same answer, no socket."""
-        return own_inbox.post(self.app, url, self.inbox.app_path(url), body, headers, EXCERPT_BYTES + 1)
+    def post_to_own_inbox(
+        self, url: str, body: bytes, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes]:
+        """The inbox view, called through the app in-process: the same answer, no socket, same timeout."""
+        path = self.inbox.app_path(url)
+        return own_inbox.post(self.app, url, path, body, headers, EXCERPT_BYTES + 1, timeout)
 
     def close(self) -> None:
         """Close every connection; call once the sending threads are done."""
@@ -252,7 +255,7 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
     started = time.perf_counter()
     try:
         if transport.is_own_inbox(job):
-            status, raw = transport.post_to_own_inbox(job.url, body, headers)
+            status, raw = transport.post_to_own_inbox(job.url, body, headers, timeout)
         else:
             urls.check_delivery_url(job.url, job.mode, transport.policy)
             status, raw = transport.post(job.url, body, headers, timeout, job.mode)

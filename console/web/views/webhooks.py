@@ -139,7 +139,5 @@ def inbox_receive(token: str):
         return jsonify({"error": "unknown inbox"}), 404
     message = inbox.receive(workspace, request.headers, request.get_data(cache=False))
     db.session.commit()
-    if not message.verified:
-        # 4xx, not 5xx: a bad signature will not get better by retrying.
-        return jsonify({"error": f"signature not verified: {message.verify_error}"}), 400
-    return jsonify({"received": True, "event_id": message.event_id, "duplicate": message.duplicate})
+    status, body, headers = inbox.answer(message)
+    return jsonify(body), status, headers
