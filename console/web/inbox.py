@@ -19,14 +19,14 @@ from sqlalchemy import or_, select
 from console.api.versions import LATEST_VERSION
 from console.clock.services import now as clock_now
 from console.core import jsontext
+from console.core.errors import FieldError, ValidationFailed
+from console.core.timeutil import utcnow
 from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
 from console.web import keyset, webhooklist
 from console.web.apiclient import ApiClient, api_root
-from console.core.errors import FieldError, ValidationFailed
-from console.core.timeutil import utcnow
 from console.web.models import ConsoleRequest, InboxMessage, InboxSetting
 from console.webhooks import WebhookVerificationError, own_inbox, verify
 from console.webhooks.models import ACTIVE
@@ -126,7 +126,9 @@ def set_behaviour(workspace_id: uuid.UUID, value: Any) -> str:
     """Choose how the inbox answers from now on; the caller commits."""
     if value not in BEHAVIOURS:
         raise ValidationFailed([FieldError("behaviour", f"must be one of {', '.join(BEHAVIOURS)}")])
-    setting = db.session.scalars(select(InboxSetting).where(InboxSetting.workspace_id == workspace_id)).first()
+    setting = db.session.scalars(
+        select(InboxSetting).where(InboxSetting.workspace_id == workspace_id)
+    ).first()
     if setting is None:
         setting = InboxSetting(workspace_id=workspace_id, behaviour=value)
         db.session.add(setting)

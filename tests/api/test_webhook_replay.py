@@ -51,11 +51,19 @@ def test_replay_resends_failed_deliveries_since_a_moment(app, api, workspace):
 
 def test_replay_validates_its_body_and_scope(api, api_for):
     webhook_id = hook(api, "http://127.0.0.1:9/hook")
-    error = assert_error(api.post(f"/webhooks/{webhook_id}/replay", json={}), 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
+    error = assert_error(
+        api.post(f"/webhooks/{webhook_id}/replay", json={}),
+        400,
+        "INVALID_REQUEST_PARAMETERS",
+        "INVALID_FIELDS",
+    )
     assert error["fields"][0]["name"] == "since"
     for bad in ("yesterday", 12, "", "2024-13-01T00:00:00Z"):
         response = api.post(f"/webhooks/{webhook_id}/replay", json={"since": bad})
-        assert assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")["fields"][0]["name"] == "since", bad
+        assert (
+            assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")["fields"][0]["name"]
+            == "since"
+        ), bad
     unknown = api.post(f"/webhooks/{webhook_id}/replay", json={"since": "2024-01-01T00:00:00Z", "x": 1})
     assert_error(unknown, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
     other_mode = api_for("development").post(f"/webhooks/{webhook_id}/replay", json={"since": "2024-01-01"})

@@ -124,6 +124,7 @@ def _fill(app, client, visitor) -> None:
     """Give a visitor's workspace a row in every owned table."""
     run_headless(visitor, "user_good")
     visitor.post("/walkthrough/link-token", {"required_jobs": "direct_deposit_switch", "org_name": "Acme"})
+    visitor.post("/inbox/behaviour", {"behaviour": "ok"})
     deliver_workspace_events(app, client, visitor.workspace_id)
     with app.app_context():
         workspace = db.session.get(Workspace, visitor.workspace_id)
