@@ -320,3 +320,24 @@ def test_another_workspaces_endpoint_page_is_not_found(app, visitor, other_visit
     assert visitor.post(f"/webhooks/{webhook_id}/replay", {"since": "2000-01-01T00:00"}).status_code == 404
     assert visitor.post(f"/webhooks/{webhook_id}/test").status_code == 404
     assert visitor.get("/webhooks/not-a-uuid").status_code == 404
+
+
+def test_a_replacement_the_quota_refuses_keeps_the_old_webhook(app, visitor):
+    inbox_webhook(app, visitor)
+    with app.app_context():
+        url = db.session.scalars(select(Webhook.url)).one()
+    form = {"url": url, "status": "active", "enabled_events": ["account.added"], "version": "2023-04-18"}
+    for _ in range(9):
+        visitor.post("/webhooks", form)
+    assert "10/10" in text_of(visitor.get("/webhooks")) and "limit reached" in text_of(
+        visitor.get("/webhooks")
+    )
+    with app.app_context():
+        old = db.session.scalars(select(Webhook).where(Webhook.version == "2023-04-18")).first()
+    response = visitor.post(f"/webhooks/{old.id}/replace")
+    assert response.headers["Location"] == f"/webhooks/{old.id}"
+    page = text_of(visitor.get(f"/webhooks/{old.id}"))
+    assert "POST /webhooks → 403" in page or "→ 403" in page
+    assert "WEBHOOK_LIMIT_REACHED" in page
+    with app.app_context():
+        assert db.session.get(Webhook, old.id).deleted_at is None

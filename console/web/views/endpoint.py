@@ -23,7 +23,12 @@ from console.web.exchanges import view as exchange_view
 from console.web.workspace_session import api_client, console_key, has_workspace
 from console.webhooks import services as webhooks
 
-STEP = "endpoint"  # the request log step of this page's calls
+
+def step_of(webhook_id) -> str:
+    """The request log step of one endpoint page's calls, so each page shows its own last call."""
+    return f"endpoint:{webhook_id}"
+
+
 DATETIME_LOCAL = "%Y-%m-%dT%H:%M"
 
 
@@ -51,7 +56,7 @@ def _context(webhook, verdict=None, debug_form: dict | None = None) -> dict:
     at = now(workspace)
     attempts = endpoint.recent_attempts(webhook.id)
     key = endpoint.owner_key(webhook)
-    row = requestlog.latest(workspace.id, STEP) if has_workspace() else None
+    row = requestlog.latest(workspace.id, step_of(webhook.id)) if has_workspace() else None
     is_inbox = inbox.is_inbox_url(workspace, webhook.url)
     return {
         "webhook": webhook,
@@ -92,7 +97,8 @@ def send_test(webhook_id: str):
     webhook = _webhook(webhook_id)
     chosen = request.form.get("event") or None
     body = {"event": chosen} if chosen else {}
-    api_client(g.console_workspace).call("POST", f"/sandbox/webhooks/{webhook.id}/test", body=body, step=STEP)
+    path = f"/sandbox/webhooks/{webhook.id}/test"
+    api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
     return redirect(_back(webhook.id))
 
 
@@ -110,7 +116,8 @@ def replay(webhook_id: str):
     """POST /v1/webhooks/{id}/replay with the chosen moment."""
     webhook = _webhook(webhook_id)
     body = {"since": since_of(request.form.get("since", ""))}
-    api_client(g.console_workspace).call("POST", f"/webhooks/{webhook.id}/replay", body=body, step=STEP)
+    path = f"/webhooks/{webhook.id}/replay"
+    api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
     return redirect(_back(webhook.id))
 
 
@@ -123,11 +130,13 @@ def replace(webhook_id: str):
     """
     webhook = _webhook(webhook_id)
     client = api_client(g.console_workspace)
-    created = client.call("POST", "/webhooks", body=endpoint.replacement_body(webhook), step=STEP)
-    if created.status != 200:
+    body = endpoint.replacement_body(webhook)
+    created = client.call("POST", "/webhooks", body=body, step=step_of(webhook.id))
+    if created.status != 200:  # e.g. the key's 10 are used: the old one stays, the page shows why
         return redirect(_back(webhook.id))
     new_id = response_json(created)["data"]["id"]
-    client.call("DELETE", f"/webhooks/{webhook.id}", step=STEP)
+    # Logged on the new webhook's page, which the visitor lands on: it shows the old one went.
+    client.call("DELETE", f"/webhooks/{webhook.id}", step=step_of(new_id))
     return redirect(_back(new_id))
 
 

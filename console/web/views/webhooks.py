@@ -17,8 +17,7 @@ from console.modes import SANDBOX
 from console.web import debugger, endpoint, inbox, requestlog, webhooklist
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import view as exchange_view
-from console.web.views.endpoint import STEP as ENDPOINT_STEP
-from console.web.views.endpoint import debugger_form
+from console.web.views.endpoint import debugger_form, step_of
 from console.web.workspace_session import api_client, console_key, has_workspace
 from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
@@ -101,7 +100,7 @@ def set_webhook_status(webhook_id: str):
     status = "paused" if request.form.get("status") == "paused" else "active"
     ident = _webhook_id(webhook_id)
     from_endpoint = request.form.get("back") == "endpoint"
-    step = ENDPOINT_STEP if from_endpoint else "webhook"
+    step = step_of(ident) if from_endpoint else "webhook"
     api_client(g.console_workspace).call("PUT", f"/webhooks/{ident}", body={"status": status}, step=step)
     if from_endpoint:
         return redirect(url_for("console.webhook_endpoint", webhook_id=ident))
