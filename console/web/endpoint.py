@@ -123,6 +123,18 @@ def quota(key: ApiKey) -> Quota:
     return Quota(key, owned_count(key.id))
 
 
+def quotas(workspace_id: uuid.UUID, mode: str, console_key: ApiKey | None) -> list[Quota]:
+    """n/10 for the console's key (it registers the console's webhooks) and every other key owning one."""
+    owners = db.session.scalars(
+        select(Webhook.api_key_id)
+        .where(Webhook.workspace_id == workspace_id, Webhook.mode == mode, Webhook.deleted_at.is_(None))
+        .distinct()
+    ).all()
+    ids = list(dict.fromkeys([*([console_key.id] if console_key is not None else []), *owners]))
+    keys = {k.id: k for k in db.session.scalars(select(ApiKey).where(ApiKey.id.in_(ids)))} if ids else {}
+    return [quota(keys[i]) for i in ids if i in keys]
+
+
 def failed_count(webhook_id: uuid.UUID) -> int:
     return db.session.scalar(
         select(func.count())

@@ -30,8 +30,9 @@ def _context(verdict=None, debug_form: dict | None = None) -> dict:
     key = console_key(workspace)
     return {
         "webhooks": webhooklist.list_webhooks(workspace.id, SANDBOX),
-        # New webhooks are owned by the console's key: its n/10 is the quota that matters here.
-        "quota": endpoint.quota(key) if key is not None else None,
+        # The console's key first: it owns what the console registers.
+        "quotas": endpoint.quotas(workspace.id, SANDBOX, key),
+        "console_key_id": key.id if key is not None else None,
         "predates_prime": endpoint.predates_prime,
         "inbox_behaviour": inbox.behaviour(workspace.id),
         "behaviours": inbox.BEHAVIOURS,
