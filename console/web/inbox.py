@@ -198,7 +198,8 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
         verify_error=reason[:255] if key_last4 is None and reason else None,
         key_last4=key_last4,
         duplicate=duplicate,
-        behaviour=None if (current := behaviour(workspace.id)) == OK else current,
+        # The mode it met; a bad signature is answered 400 whatever the mode, so it met none.
+        behaviour=None if key_last4 is None or (current := behaviour(workspace.id)) == OK else current,
     )
     db.session.add(message)
     db.session.flush()

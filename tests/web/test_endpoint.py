@@ -346,3 +346,15 @@ def test_a_replacement_the_quota_refuses_keeps_the_old_webhook(app, visitor):
     assert "WEBHOOK_LIMIT_REACHED" in page
     with app.app_context():
         assert db.session.get(Webhook, old.id).deleted_at is None
+
+
+def test_a_bad_signature_is_answered_400_whatever_the_mode(app, client, visitor):
+    set_behaviour(visitor, "fail")
+    event = {"event": "account.added", "event_id": "e1"}
+    bad = deliver_to_inbox(app, client, visitor.workspace_id, event, secret="sk_sandbox_someone_else")
+    assert bad.status_code == 400
+    good = deliver_to_inbox(app, client, visitor.workspace_id, event)
+    assert good.status_code == 500 and "set to answer 500" in good.get_json()["error"]
+    with app.app_context():
+        kept = db.session.scalars(select(InboxMessage).order_by(InboxMessage.received_at)).all()
+    assert [(m.verified, m.behaviour) for m in kept] == [(False, None), (True, "fail")]
