@@ -243,6 +243,16 @@ def get(workspace_id: uuid.UUID, message_id: str) -> InboxMessage | None:
     return message if message is not None and message.workspace_id == workspace_id else None
 
 
+def latest_for_webhook(workspace_id: uuid.UUID, webhook_id: uuid.UUID) -> InboxMessage | None:
+    """The newest message a webhook delivered here (by its `x-service-webhook-id`)."""
+    return db.session.scalars(
+        _scope(workspace_id)
+        .where(InboxMessage.webhook_id == str(webhook_id))
+        .order_by(InboxMessage.received_at.desc(), InboxMessage.id.desc())
+        .limit(1)
+    ).first()
+
+
 def has_verified(workspace_id: uuid.UUID) -> bool:
     return (
         db.session.scalars(

@@ -273,6 +273,9 @@ def test_the_debugger_from_an_inbox_delivery_uses_the_owning_keys_secret(app, vi
     form = {"key_id": key_id, "secret": "", "headers": headers, "body": body, "ignore_age": "1"}
     verdict = text_of(visitor.post("/webhooks/debugger", form, htmx=True))
     assert "Valid: Signature valid" in verdict
+    # The endpoint page's debugger comes filled in with the newest delivery and the same key.
+    endpoint_html = visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True)
+    assert f'name="key_id" value="{key_id}"' in endpoint_html and unescape(endpoint_html).count(body) >= 1
     # Revealing is an explicit POST with the CSRF token, as on the keys page.
     assert visitor.client.get(f"/keys/{key_id}/reveal").status_code == 405
     assert visitor.post(f"/keys/{key_id}/reveal", htmx=True, csrf=False).status_code == 400

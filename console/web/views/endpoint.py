@@ -51,6 +51,15 @@ def debugger_form(key, headers: str = "", body: str = "") -> dict:
     }
 
 
+def _debug_latest(webhook, key, is_inbox: bool) -> dict:
+    """The debugger with the signing key, filled in with the webhook's newest inbox message if any."""
+    message = inbox.latest_for_webhook(g.console_workspace.id, webhook.id) if is_inbox else None
+    if message is None:
+        return debugger_form(key)
+    headers = "\n".join(f"{k}: {v}" for k, v in message.headers.items())
+    return debugger_form(key, headers, message.body)
+
+
 def _context(webhook, verdict=None, debug_form: dict | None = None) -> dict:
     workspace = g.console_workspace
     at = now(workspace)
@@ -78,7 +87,7 @@ def _context(webhook, verdict=None, debug_form: dict | None = None) -> dict:
         "behaviours": inbox.BEHAVIOURS,
         "exchange": exchange_view(row, console_key(workspace)) if row is not None else None,
         "verdict": verdict,
-        "debug": debug_form or debugger_form(key),
+        "debug": debug_form or _debug_latest(webhook, key, is_inbox),
     }
 
 
