@@ -19,7 +19,7 @@ from console.api.listen import PollRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.pagination import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
-from console.api.webhooks import ConformanceRequest, TestEventRequest
+from console.api.webhooks import ConformanceRequest, ReplayRequest, TestEventRequest
 from console.api.world import PLATFORM_TYPES
 from console.core.bodies import openapi_schemas
 from console.events.services import EVENT_TYPES
@@ -175,6 +175,12 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "Delete a webhook",
         "tag": "Webhooks",
         "response": "empty",
+    },
+    ("POST", "/webhooks/{webhook_id}/replay"): {
+        "summary": "Resend every failed delivery of events since a moment (the webhook must be active)",
+        "tag": "Webhooks",
+        "body": ReplayRequest,
+        "response": "object",
     },
     ("GET", "/events"): {
         "summary": "List events with their delivery status",

@@ -9,8 +9,9 @@ from console.api import api
 from console.api.conventions import json_body, sandbox_only
 from console.api.pagination import paginate
 from console.conformance import services as conformance
-from console.core.bodies import RequestModel, one_of, validate
+from console.core.bodies import RequestModel, moment, one_of, validate
 from console.core.errors import FieldError
+from console.core.timeutil import isoformat
 from console.events import queries
 from console.events.services import EVENT_TYPES
 from console.extensions import db
@@ -95,3 +96,18 @@ def run_conformance(webhook_id: str):
 def latest_conformance(webhook_id: str):
     """The webhook's latest conformance report (404 before the first run)."""
     return jsonify({"data": conformance.latest(_webhook(webhook_id))})
+
+
+class ReplayRequest(RequestModel):
+    """POST /v1/webhooks/{id}/replay: resend every failed delivery of events since a moment."""
+
+    since: moment(description="Events at or after this moment (workspace clock; no offset means UTC).")
+
+
+@api.post("/webhooks/<webhook_id>/replay")
+def replay_failed(webhook_id: str):
+    webhook = _webhook(webhook_id)
+    since = validate(ReplayRequest, json_body()).since
+    replayed = services.replay_failed(webhook, g.workspace, since)
+    db.session.commit()
+    return jsonify({"data": {"webhook_id": str(webhook.id), "since": isoformat(since), "replayed": replayed}})

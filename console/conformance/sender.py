@@ -103,7 +103,7 @@ def send(webhook: Target, request: Request, *, transport: Transport, timeout: fl
                 raise TimeoutError("the built-in inbox is busy")
             try:
                 status, headers, raw = transport.exchange_with_own_inbox(
-                    request.url, request.body, request.headers
+                    request.url, request.body, request.headers, timeout
                 )
             finally:
                 _INBOX_SLOTS.release()

@@ -14,6 +14,7 @@ maximum length; arrays have a maximum number of items; unknown fields are refuse
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import (
@@ -29,6 +30,7 @@ from pydantic.json_schema import GenerateJsonSchema, models_json_schema
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from console.core.errors import FieldError, ValidationFailed
+from console.core.timeutil import parse_datetime
 
 Check = Callable[[Any], str | None]
 M = TypeVar("M", bound=BaseModel)
@@ -229,6 +231,30 @@ def integer(low: int, high: int, *, description: str | None = None) -> Any:
         return None
 
     return Annotated[int, Field(ge=low, le=high, description=description), guarded(rule)]
+
+
+MAX_DATETIME_LENGTH = 64
+NOT_A_DATETIME = "must be an ISO 8601 datetime, e.g. 2024-01-31T12:00:00Z"
+
+
+def moment(*, description: str | None = None) -> Any:
+    """An ISO 8601 datetime string (no offset means UTC), given to the model as an aware UTC datetime."""
+
+    def rule(value: Any) -> str | None:
+        if not isinstance(value, str):
+            return NOT_A_STRING
+        if "\x00" in value:
+            return NUL_MESSAGE
+        if len(value) > MAX_DATETIME_LENGTH:
+            return f"must be at most {MAX_DATETIME_LENGTH} characters"
+        try:
+            parse_datetime(value)
+        except ValueError:
+            return NOT_A_DATETIME
+        return None
+
+    field = Field(description=description, json_schema_extra={"maxLength": MAX_DATETIME_LENGTH})
+    return Annotated[datetime, field, guarded(rule, parse_datetime)]
 
 
 def boolean(description: str | None = None) -> Any:

@@ -12,7 +12,7 @@ from sqlalchemy import Select, select
 from console.clock.services import now
 from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
 from console.core.lookup import get_scoped
-from console.core.timeutil import isoformat, parse_datetime, utcnow
+from console.core.timeutil import isoformat, parse_datetime
 from console.events.models import Event
 from console.events.services import EVENT_TYPES, record_event
 from console.extensions import db
@@ -120,19 +120,6 @@ def get_event(workspace_id: uuid.UUID, mode: str, event_id: uuid.UUID | str) -> 
     return get_scoped(Event, workspace_id, mode, event_id, "event")
 
 
-def _requeue(delivery: WebhookDelivery, at: datetime) -> None:
-    """Start a new round: up to 6 attempts within 15 minutes, from now."""
-    delivery.status = PENDING
-    delivery.skip_reason = None
-    delivery.round_attempts = 0
-    delivery.first_attempt_at = None
-    delivery.due_at = at
-    delivery.run_after = utcnow()
-    # An attempt still in flight finishes, but its result no longer moves this delivery.
-    delivery.claim_token = None
-    delivery.claimed_until = None
-
-
 def resend(event: Event, workspace: Workspace, webhook_id: str | None = None) -> list[WebhookDelivery]:
     """Deliver `event` again to one webhook, or to every active webhook subscribed to its type."""
     if webhook_id is not None:
@@ -159,7 +146,7 @@ def resend(event: Event, workspace: Workspace, webhook_id: str | None = None) ->
         if delivery is None:  # the webhook was created or subscribed after the event
             delivery = webhooks.new_delivery(event, hook, workspace)
             db.session.add(delivery)
-        _requeue(delivery, at)
+        webhooks.requeue(delivery, at)
         result.append(delivery)
     db.session.flush()
     return result

@@ -28,24 +28,30 @@ from console.webhooks.models import (
 from console.webhooks.signing import sign
 
 # Worst first: an event's badge shows the least happy of its deliveries.
-_SEVERITY = ("failed", "retrying", "sending", "pending", "skipped", "delivered")
+_SEVERITY = ("failed", "retrying", "sending", "queued", "pending", "skipped", "delivered")
 
 
 @dataclass(frozen=True)
 class DeliveryView:
     delivery: WebhookDelivery
     url: str
-    status: str  # delivered | failed | retrying | sending | pending | skipped
+    status: str  # delivered | failed | retrying | sending | queued | pending | skipped
     headers: dict[str, str]  # of the last attempt, reconstructed (see `sent_headers`)
     body: str  # the bytes sent, as the webhook's version shapes them
     next_attempt_at: datetime | None
     attempts: list[WebhookAttempt]
 
 
-def display_status(status: str, attempt_count: int) -> str:
-    """One word for a delivery: a pending row that was tried already is retrying."""
+def display_status(status: str, attempt_count: int, round_attempts: int) -> str:
+    """One word for a delivery: a pending row is retrying only when its current round was tried.
+
+    A resend starts a new round (`round_attempts` back to 0, due now) while `attempt_count` keeps
+    counting every attempt ever made, so a resent delivery is "queued", not "retrying".
+    """
     if status == PENDING:
-        return "retrying" if attempt_count else "pending"
+        if round_attempts:
+            return "retrying"
+        return "queued" if attempt_count else "pending"
     if status == DELIVERING:
         return "sending"
     return {DELIVERED: "delivered", FAILED: "failed", SKIPPED: "skipped"}.get(status, status)
@@ -56,13 +62,16 @@ def status_by_event(event_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, str]:
     if not event_ids:
         return {}
     rows = db.session.execute(
-        select(WebhookDelivery.event_id, WebhookDelivery.status, WebhookDelivery.attempt_count).where(
-            WebhookDelivery.event_id.in_(list(event_ids))
-        )
+        select(
+            WebhookDelivery.event_id,
+            WebhookDelivery.status,
+            WebhookDelivery.attempt_count,
+            WebhookDelivery.round_attempts,
+        ).where(WebhookDelivery.event_id.in_(list(event_ids)))
     )
     result: dict[uuid.UUID, str] = {}
-    for event_id, status, attempts in rows:
-        word = display_status(status, attempts)
+    for event_id, status, attempts, round_attempts in rows:
+        word = display_status(status, attempts, round_attempts)
         current = result.get(event_id)
         if current is None or _SEVERITY.index(word) < _SEVERITY.index(current):
             result[event_id] = word
@@ -104,10 +113,11 @@ def for_event(event: Event) -> list[DeliveryView]:
             DeliveryView(
                 delivery=d,
                 url=d.webhook.url,
-                status=display_status(d.status, d.attempt_count),
+                status=display_status(d.status, d.attempt_count, d.round_attempts),
                 headers=sent_headers(d, event, body),
                 body=body.decode("utf-8"),
-                next_attempt_at=d.due_at if d.status == PENDING else None,
+                # Only a retry waits; a queued (first or resent) delivery goes out at once.
+                next_attempt_at=d.due_at if d.status == PENDING and d.round_attempts else None,
                 attempts=list(d.attempts),
             )
         )

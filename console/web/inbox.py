@@ -14,19 +14,21 @@ from collections.abc import Mapping
 from typing import Any
 
 from flask import current_app, url_for
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
 from console.api.versions import LATEST_VERSION
 from console.clock.services import now as clock_now
 from console.conformance.sender import CONFORMANCE_HEADER
 from console.core import jsontext
+from console.core.errors import FieldError, ValidationFailed
+from console.core.timeutil import utcnow
 from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
 from console.web import keyset, webhooklist
 from console.web.apiclient import ApiClient, api_root
-from console.web.models import ConsoleRequest, InboxMessage
+from console.web.models import ConsoleRequest, InboxMessage, InboxSetting
 from console.webhooks import WebhookVerificationError, own_inbox, verify
 from console.webhooks.models import ACTIVE
 from console.workspaces.models import Workspace
@@ -42,6 +44,16 @@ KEPT_HEADERS = (
     CONFORMANCE_HEADER,
 )
 MAX_BODY_CHARS = 64_000
+
+# How the inbox answers a verified delivery, so anyone can watch retries, timeouts and the pause.
+OK, FAIL, SLOW, TIMEOUT = "ok", "fail", "slow", "timeout"
+SLOW_SECONDS = 3.0
+BEHAVIOURS = {
+    OK: "Answer 200 OK at once",
+    FAIL: "Answer 500 (every delivery fails and is retried)",
+    SLOW: f"Answer 200 OK after {SLOW_SECONDS:g} s",
+    TIMEOUT: "Do not answer before the sender's timeout (each attempt times out)",
+}
 
 
 def inbox_token(workspace_id: uuid.UUID) -> str:
@@ -104,6 +116,48 @@ def _verify_with_keys(
     return None, reason
 
 
+def behaviour(workspace_id: uuid.UUID) -> str:
+    """How the workspace's inbox answers now (OK unless set otherwise)."""
+    value = db.session.scalars(
+        select(InboxSetting.behaviour).where(InboxSetting.workspace_id == workspace_id)
+    ).first()
+    return value or OK
+
+
+def set_behaviour(workspace_id: uuid.UUID, value: Any) -> str:
+    """Choose how the inbox answers from now on; the caller commits."""
+    if value not in BEHAVIOURS:
+        raise ValidationFailed([FieldError("behaviour", f"must be one of {', '.join(BEHAVIOURS)}")])
+    setting = db.session.scalars(
+        select(InboxSetting).where(InboxSetting.workspace_id == workspace_id)
+    ).first()
+    if setting is None:
+        setting = InboxSetting(workspace_id=workspace_id, behaviour=value)
+        db.session.add(setting)
+    setting.behaviour = value
+    setting.updated_at = utcnow()
+    db.session.flush()
+    return value
+
+
+def answer(message: InboxMessage) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """(status, JSON body, extra headers) for a stored delivery, as the inbox is set to answer.
+
+    A bad signature is answered 400 whatever the setting: retrying will not fix it. A held answer
+    is only asked for (`own_inbox.DELAY_HEADER`): the in-process sender waits, the view never does.
+    """
+    if not message.verified:
+        return 400, {"error": f"signature not verified: {message.verify_error}"}, {}
+    if message.behaviour == FAIL:
+        return 500, {"error": "the inbox is set to answer 500 (Webhooks page, Inbox)"}, {}
+    received = {"received": True, "event_id": message.event_id, "duplicate": message.duplicate}
+    if message.behaviour == SLOW:
+        return 200, received, {own_inbox.DELAY_HEADER: f"{SLOW_SECONDS:g}"}
+    if message.behaviour == TIMEOUT:
+        return 200, received, {own_inbox.DELAY_HEADER: own_inbox.HOLD_PAST_TIMEOUT}
+    return 200, received, {}
+
+
 def _label(value: Any) -> str | None:
     """A short string from the delivery's envelope, storable in any database (no NUL)."""
     return str(value)[:64].replace("\x00", "\ufffd") if value else None
@@ -127,6 +181,8 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
                     InboxMessage.workspace_id == workspace.id,
                     InboxMessage.event_id == event_id,
                     InboxMessage.verified.is_(True),
+                    # One answered 500 was refused, as a real receiver would have rolled it back.
+                    or_(InboxMessage.behaviour.is_(None), InboxMessage.behaviour != FAIL),
                 )
                 .limit(1)
             ).first()
@@ -145,6 +201,8 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
         key_last4=key_last4,
         duplicate=duplicate,
         conformance=kept.get(CONFORMANCE_HEADER) == "true",
+        # The mode it met; a bad signature is answered 400 whatever the mode, so it met none.
+        behaviour=None if key_last4 is None or (current := behaviour(workspace.id)) == OK else current,
     )
     db.session.add(message)
     db.session.flush()
@@ -186,6 +244,16 @@ def get(workspace_id: uuid.UUID, message_id: str) -> InboxMessage | None:
     except ValueError:
         return None
     return message if message is not None and message.workspace_id == workspace_id else None
+
+
+def latest_for_webhook(workspace_id: uuid.UUID, webhook_id: uuid.UUID) -> InboxMessage | None:
+    """The newest message a webhook delivered here (by its `x-service-webhook-id`)."""
+    return db.session.scalars(
+        _scope(workspace_id)
+        .where(InboxMessage.webhook_id == str(webhook_id))
+        .order_by(InboxMessage.received_at.desc(), InboxMessage.id.desc())
+        .limit(1)
+    ).first()
 
 
 def has_verified(workspace_id: uuid.UUID) -> bool:

@@ -70,6 +70,20 @@ class InboxMessage(IdMixin, db.Model):
     duplicate: Mapped[bool] = mapped_column(default=False)
     # Sent by the endpoint conformance check (`x-service-conformance: true`): sample traffic, not an event.
     conformance: Mapped[bool] = mapped_column(default=False)
+    # How the inbox was set to answer when this arrived (`InboxSetting.behaviour`); None: at once, 200.
+    behaviour: Mapped[str | None] = mapped_column(String(16))
+
+
+class InboxSetting(IdMixin, db.Model):
+    """How a workspace's built-in inbox answers (see `console.web.inbox.BEHAVIOURS`); no row: 200 at once."""
+
+    __tablename__ = "console_inbox_settings"
+
+    workspace_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), unique=True
+    )
+    behaviour: Mapped[str] = mapped_column(String(16))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class ConsoleLinkToken(IdMixin, db.Model):

@@ -207,16 +207,19 @@ class Transport:
         """Whether `url` is the built-in inbox of `workspace_id` on this service (sandbox only)."""
         return mode == SANDBOX and self.inbox.workspace_of(url) == workspace_id
 
-    def post_to_own_inbox(self, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        """The inbox view, called through the app in-process: the same answer, no socket."""
-        status, _headers, raw = self.exchange_with_own_inbox(url, body, headers)
+    def post_to_own_inbox(
+        self, url: str, body: bytes, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes]:
+        """The inbox view, called through the app in-process: the same answer, no socket, same timeout."""
+        status, _headers, raw = self.exchange_with_own_inbox(url, body, headers, timeout)
         return status, raw
 
     def exchange_with_own_inbox(
-        self, url: str, body: bytes, headers: dict[str, str]
+        self, url: str, body: bytes, headers: dict[str, str], timeout: float
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         """`post_to_own_inbox`, with the response headers too."""
-        return own_inbox.exchange(self.app, url, self.inbox.app_path(url), body, headers, EXCERPT_BYTES + 1)
+        path = self.inbox.app_path(url)
+        return own_inbox.exchange(self.app, url, path, body, headers, EXCERPT_BYTES + 1, timeout)
 
     def abort(self) -> None:
         """Shut every socket down, waking threads still blocked reading them (a hard deadline), and close."""
@@ -333,7 +336,7 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
     started = time.perf_counter()
     try:
         if transport.is_own_inbox(job):
-            status, raw = transport.post_to_own_inbox(job.url, signed.body, signed.headers)
+            status, raw = transport.post_to_own_inbox(job.url, signed.body, signed.headers, timeout)
         else:
             urls.check_delivery_url(job.url, job.mode, transport.policy)
             status, raw = transport.post(job.url, signed.body, signed.headers, timeout, job.mode)

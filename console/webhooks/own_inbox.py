@@ -11,6 +11,7 @@ but the inbox view can be reached this way.
 from __future__ import annotations
 
 import ipaddress
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +25,11 @@ from werkzeug.test import Client
 from console.webhooks.urls import DEFAULT_LISTEN_HOST, DEFAULT_LISTEN_PORT
 
 SALT = "console-inbox"
+# The inbox view asks for its answer to be held (seconds, or "timeout": past the sender's timeout) with
+# this response header. The wait happens here, in the delivering worker thread and bounded by its
+# timeout, never in the view: a request from outside gets its answer at once and pins no serving thread.
+DELAY_HEADER = "X-Console-Inbox-Delay"
+HOLD_PAST_TIMEOUT = "timeout"
 PATH = "/inbox/"
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
@@ -105,10 +111,33 @@ class OwnInbox:
         return path[path.rindex(PATH) :]
 
 
+def _hold_for(answer_delay: str | None, timeout: float) -> float | None:
+    """Seconds to hold the answer, or None for "longer than the sender waits"."""
+    if not answer_delay:
+        return 0.0
+    if answer_delay == HOLD_PAST_TIMEOUT:
+        return None
+    try:
+        seconds = float(answer_delay)
+    except ValueError:
+        return 0.0
+    return seconds if 0 <= seconds < timeout else None
+
+
 def exchange(
-    app: Flask, url: str, path: str, body: bytes, headers: Mapping[str, str], limit: int
+    app: Flask,
+    url: str,
+    path: str,
+    body: bytes,
+    headers: Mapping[str, str],
+    limit: int,
+    timeout: float,
 ) -> tuple[int, list[tuple[str, str]], bytes]:
-    """POST to the app itself through WSGI; the status, the headers and at most `limit` bytes of the answer."""
+    """POST to the app itself through WSGI; the status, the headers and at most `limit` bytes of the answer.
+
+    An answer the inbox asks to hold (`DELAY_HEADER`) is held here; one held as long as the
+    sender's `timeout` raises `TimeoutError`, exactly as a socket that never answered would.
+    """
     parts = urlsplit(url)
     client = Client(app, use_cookies=False)
     answer = client.open(
@@ -120,6 +149,18 @@ def exchange(
         environ_overrides={"REMOTE_ADDR": "127.0.0.1"},
     )
     try:
-        return answer.status_code, list(answer.headers.items()), answer.get_data()[:limit]
+        status, answer_headers, data = (
+            answer.status_code,
+            list(answer.headers.items()),
+            answer.get_data()[:limit],
+        )
+        delay = answer.headers.get(DELAY_HEADER)
     finally:
-        answer.close()
+        answer.close()  # the view's database session is gone before any wait
+    hold = _hold_for(delay, timeout)
+    if hold is None:
+        time.sleep(timeout)
+        raise TimeoutError("the inbox held its answer past the timeout")
+    if hold:
+        time.sleep(hold)
+    return status, answer_headers, data

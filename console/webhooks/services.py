@@ -13,7 +13,7 @@ from sqlalchemy import func, select, update
 from console.api.versions import SUPPORTED_VERSIONS
 from console.clock.services import now, real_time_of
 from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
-from console.core.errors import FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
+from console.core.errors import Conflict, FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
 from console.core.timeutil import isoformat, utcnow
 from console.events.models import Event
 from console.events.services import EVENT_TYPES
@@ -24,6 +24,7 @@ from console.scheduler.services import schedule, task_handler
 from console.webhooks import own_inbox, urls
 from console.webhooks.models import (
     ACTIVE,
+    FAILED,
     PAUSED,
     PENDING,
     SKIPPED,
@@ -294,6 +295,56 @@ def fan_out(event: Event) -> list[WebhookDelivery]:
     deliveries = [new_delivery(event, hook, workspace) for hook in subscribed]
     db.session.add_all(deliveries)
     return deliveries
+
+
+# Resending ----------------------------------------------------------------------------------
+
+
+def _new_round(at: datetime) -> dict[str, Any]:
+    """Column values starting a new round: up to 6 attempts within 15 minutes, from now.
+
+    `attempt_count` keeps counting (it numbers the attempts); `round_attempts` back to 0 is what
+    says "not tried in this round yet", so the console shows the delivery queued, not retrying.
+    """
+    return {
+        "status": PENDING,
+        "skip_reason": None,
+        "round_attempts": 0,
+        "first_attempt_at": None,
+        "due_at": at,
+        "run_after": utcnow(),
+        # An attempt still in flight finishes, but its result no longer moves this delivery.
+        "claim_token": None,
+        "claimed_until": None,
+    }
+
+
+def requeue(delivery: WebhookDelivery, at: datetime) -> None:
+    """Send `delivery` again now, as a new round (resend)."""
+    for name, value in _new_round(at).items():
+        setattr(delivery, name, value)
+
+
+def replay_failed(webhook: Webhook, workspace: Workspace, since: datetime) -> int:
+    """Send again every delivery to `webhook` that failed, of events at or after `since` (workspace clock).
+
+    Failed means given up on (its round's attempts used up, or a 4xx); skipped deliveries (paused)
+    are not failures and are resent one by one (POST /v1/events/{id}/resend).
+    """
+    if webhook.status != ACTIVE:
+        raise Conflict(f"Webhook {webhook.id} is paused; make it active (PUT status=active) and replay.")
+    result = db.session.execute(
+        update(WebhookDelivery)
+        .where(
+            WebhookDelivery.webhook_id == webhook.id,
+            WebhookDelivery.status == FAILED,
+            WebhookDelivery.created_at >= since,
+        )
+        .values(**_new_round(now(workspace)))
+        .execution_options(synchronize_session=False)
+    )
+    db.session.flush()
+    return result.rowcount or 0
 
 
 # Pausing ------------------------------------------------------------------------------------

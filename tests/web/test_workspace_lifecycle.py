@@ -8,10 +8,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, text, update
 
+from console.conformance.models import ConformanceReport
 from console.core.timeutil import utcnow
 from console.extensions import db
+from console.idempotency.models import IdempotencyKey
+from console.keys.models import ApiKey
 from console.scheduler.services import schedule
-from console.webhooks.models import WebhookAttempt, WebhookDelivery
+from console.webhooks.models import RelayExchange, WebhookAttempt, WebhookDelivery
 from console.workspaces.collection import CollectionLoop, collect_idle
 from console.workspaces.models import Workspace
 from console.workspaces.services import ACTIVITY_RESOLUTION, create_workspace, demo_workspace
@@ -36,6 +39,10 @@ OWNED = {
     "console_requests": "workspace_id",
     "console_inbox_messages": "workspace_id",
     "console_link_tokens": "workspace_id",
+    "console_inbox_settings": "workspace_id",
+    "conformance_reports": "workspace_id",
+    "idempotency_keys": "api_key_id IN (SELECT id FROM api_keys WHERE workspace_id = :ws)",
+    "relay_exchanges": "webhook_id IN (SELECT id FROM webhooks WHERE workspace_id = :ws)",
     "world_deposit_allocations": "workspace_id",
 }
 
@@ -123,6 +130,7 @@ def _fill(app, client, visitor) -> None:
     """Give a visitor's workspace a row in every owned table."""
     run_headless(visitor, "user_good")
     visitor.post("/walkthrough/link-token", {"required_jobs": "direct_deposit_switch", "org_name": "Acme"})
+    visitor.post("/inbox/behaviour", {"behaviour": "ok"})
     deliver_workspace_events(app, client, visitor.workspace_id)
     with app.app_context():
         workspace = db.session.get(Workspace, visitor.workspace_id)
@@ -141,6 +149,31 @@ def _fill(app, client, visitor) -> None:
                 outcome="delivered",
                 status_code=200,
                 latency_ms=1,
+            )
+        )
+        key = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == workspace.id)).first()
+        later = utcnow() + timedelta(days=1)
+        db.session.add(
+            IdempotencyKey(
+                api_key_id=key.id, key="k1", request_hash="0" * 64, locked_at=utcnow(), expires_at=later
+            )
+        )
+        db.session.add(
+            ConformanceReport(
+                workspace_id=workspace.id,
+                mode="sandbox",
+                webhook_id=delivery.webhook_id,
+                passed=True,
+                ran_at=utcnow(),
+            )
+        )
+        db.session.add(
+            RelayExchange(
+                webhook_id=delivery.webhook_id,
+                method="POST",
+                body="{}",
+                expires_at=later,
+                created_at=utcnow(),
             )
         )
         # A switched payroll record: the workspace's copy of a seeded allocation line.
@@ -280,11 +313,18 @@ def test_keeping_a_workspace_names_it(app, visitor):
         assert (workspace.name, workspace.kept) == ("Sales demo", True)
 
 
-@pytest.mark.parametrize("name", ["", "   ", "x" * 121, "bad\x00name"])
+@pytest.mark.parametrize("name", ["", "   ", "x" * 121])
 def test_a_bad_name_is_refused_with_a_message(app, visitor, name):
     response = visitor.post("/workspace/keep", {"name": name}, headers={"Referer": "https://evil.example/x"})
     assert response.status_code == 302 and response.headers["Location"] == "/"
     page = visitor.get("/").get_data(as_text=True)
     assert "The workspace was not kept" in page
+    with app.app_context():
+        assert db.session.get(Workspace, visitor.workspace_id).kept is False
+
+
+def test_a_name_with_a_nul_is_refused_by_the_consoles_parameter_check(app, visitor):
+    response = visitor.post("/workspace/keep", {"name": "bad\x00name"})
+    assert response.status_code == 400 and "name" in response.get_data(as_text=True)
     with app.app_context():
         assert db.session.get(Workspace, visitor.workspace_id).kept is False

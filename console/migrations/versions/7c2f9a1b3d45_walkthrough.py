@@ -1,7 +1,7 @@
 """walkthrough: what made each console Link token (preset or scenario), to offer it again
 
 Revision ID: 7c2f9a1b3d45
-Revises: 5d58ae9f4d90
+Revises: c0f0a11ce001
 Create Date: 2026-11-23 12:05:00
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = '7c2f9a1b3d45'
-down_revision = '5d58ae9f4d90'
+down_revision = 'c0f0a11ce001'
 branch_labels = None
 depends_on = None
 

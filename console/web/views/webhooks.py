@@ -3,20 +3,26 @@ and each webhook's endpoint conformance check."""
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 from flask import abort, g, jsonify, redirect, render_template, request, url_for
+from sqlalchemy import select
 
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.conformance import services as conformance
 from console.events.services import EVENT_TYPES
 from console.extensions import db
+from console.keys.models import ApiKey
+from console.keys.services import secret_of
 from console.modes import SANDBOX
-from console.web import debugger, inbox, requestlog, webhooklist
+from console.web import debugger, endpoint, inbox, requestlog, webhooklist
 from console.web.apiclient import response_json
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import view as exchange_view
+from console.web.views.endpoint import debugger_form, step_of
 from console.web.workspace_session import api_client, console_key, has_workspace
+from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
 
 
@@ -24,11 +30,18 @@ def _context(verdict=None, debug_form: dict | None = None) -> dict:
     workspace = g.console_workspace
     row = requestlog.latest(workspace.id, "webhook")
     page = inbox.page(workspace.id, cursor=request.args.get("cursor"))
+    key = console_key(workspace)
     return {
         "webhooks": webhooklist.list_webhooks(workspace.id, SANDBOX),
         "conformance_reports": conformance.latest_by_webhook(workspace.id, SANDBOX)
         if has_workspace()
         else {},
+        # The console's key first: it owns what the console registers.
+        "quotas": endpoint.quotas(workspace.id, SANDBOX, key),
+        "console_key_id": key.id if key is not None else None,
+        "predates_prime": endpoint.predates_prime,
+        "inbox_behaviour": inbox.behaviour(workspace.id),
+        "behaviours": inbox.BEHAVIOURS,
         # A blank workspace (no action yet) has no inbox: its URL is made with the workspace.
         "inbox_url": inbox.inbox_url(workspace) if has_workspace() else None,
         "is_inbox_url": lambda url: inbox.is_inbox_url(workspace, url),
@@ -40,7 +53,7 @@ def _context(verdict=None, debug_form: dict | None = None) -> dict:
         "latest_version": LATEST_VERSION,
         "exchange": exchange_view(row, console_key(workspace)) if row is not None else None,
         "verdict": verdict,
-        "debug": debug_form or {"secret": "", "headers": "", "body": "", "ignore_age": False},
+        "debug": debug_form or {**debugger_form(None), "ignore_age": False},
     }
 
 
@@ -90,10 +103,14 @@ def delete_webhook(webhook_id: str):
 
 @bp.post("/webhooks/<webhook_id>/status")
 def set_webhook_status(webhook_id: str):
-    """Pause or reactivate through PUT /v1/webhooks/{id}."""
+    """Pause or reactivate through PUT /v1/webhooks/{id} (from the list, or from the endpoint page)."""
     status = "paused" if request.form.get("status") == "paused" else "active"
-    path = f"/webhooks/{_webhook_id(webhook_id)}"
-    api_client(g.console_workspace).call("PUT", path, body={"status": status}, step="webhook")
+    ident = _webhook_id(webhook_id)
+    from_endpoint = request.form.get("back") == "endpoint"
+    step = step_of(ident) if from_endpoint else "webhook"
+    api_client(g.console_workspace).call("PUT", f"/webhooks/{ident}", body={"status": status}, step=step)
+    if from_endpoint:
+        return redirect(url_for("console.webhook_endpoint", webhook_id=ident))
     return _after_change()
 
 
@@ -154,26 +171,53 @@ def inbox_rows():
     )
 
 
+def _workspace_key(key_id: str | None) -> ApiKey | None:
+    """One of the visitor's own keys by id, else None (a forged id finds nothing)."""
+    try:
+        ident = uuid.UUID(str(key_id))
+    except ValueError:
+        return None
+    key = db.session.get(ApiKey, ident)
+    return key if key is not None and key.workspace_id == g.console_workspace.id else None
+
+
+def _signing_key(message) -> ApiKey | None:
+    """The key that owns the webhook a delivery names (its secret signed it); else the key that verified it."""
+    workspace_id = g.console_workspace.id
+    webhook = None
+    with contextlib.suppress(ValueError):
+        webhook = db.session.get(Webhook, uuid.UUID(message.webhook_id or ""))
+    if webhook is not None and webhook.workspace_id == workspace_id:
+        return _workspace_key(webhook.api_key_id)
+    if message.key_last4:  # a webhook deleted since, or a hand-made delivery that verified
+        return db.session.scalars(
+            select(ApiKey)
+            .where(ApiKey.workspace_id == workspace_id, ApiKey.secret_last4 == message.key_last4)
+            .order_by(ApiKey.created_at.desc())
+        ).first()
+    return None
+
+
 @bp.get("/inbox/messages/<message_id>/debug")
 def debug_message(message_id: str):
-    """The debugger, filled in with one inbox message (the secret is left for the person to paste)."""
+    """The debugger, filled in with one inbox message and the key whose secret signs its webhook."""
     message = inbox.get(g.console_workspace.id, message_id)
     if message is None:
         abort(404)
     headers = "\n".join(f"{k}: {v}" for k, v in message.headers.items())
-    form = {"secret": "", "headers": headers, "body": message.body, "ignore_age": True}
+    form = debugger_form(_signing_key(message), headers, message.body)
     return render_htmx("console/webhooks.html", "console/_debugger.html", **_context(debug_form=form))
 
 
 @bp.post("/webhooks/debugger")
 def run_debugger():
-    form = {
-        "secret": request.form.get("secret", ""),
-        "headers": request.form.get("headers", ""),
-        "body": request.form.get("body", ""),
-        "ignore_age": bool(request.form.get("ignore_age")),
-    }
-    verdict = debugger.check(form["secret"], form["headers"], form["body"], ignore_age=form["ignore_age"])
+    """Verify with the pasted secret, or (none pasted) with the secret of the attached key."""
+    key = _workspace_key(request.form.get("key_id"))
+    form = debugger_form(key, request.form.get("headers", ""), request.form.get("body", ""))
+    form["secret"] = request.form.get("secret", "")
+    form["ignore_age"] = bool(request.form.get("ignore_age"))
+    secret = form["secret"] or (secret_of(key) if key is not None else "")
+    verdict = debugger.check(secret, form["headers"], form["body"], ignore_age=form["ignore_age"])
     return render_htmx("console/webhooks.html", "console/_debugger.html", **_context(verdict, form))
 
 
@@ -186,7 +230,5 @@ def inbox_receive(token: str):
         return jsonify({"error": "unknown inbox"}), 404
     message = inbox.receive(workspace, request.headers, request.get_data(cache=False))
     db.session.commit()
-    if not message.verified:
-        # 4xx, not 5xx: a bad signature will not get better by retrying.
-        return jsonify({"error": f"signature not verified: {message.verify_error}"}), 400
-    return jsonify({"received": True, "event_id": message.event_id, "duplicate": message.duplicate})
+    status, body, headers = inbox.answer(message)
+    return jsonify(body), status, headers
