@@ -54,4 +54,4 @@ def _configure_database(app: Flask) -> None:
     if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         return
     with app.app_context():
-        sqlite.configure(db.engine)
+        app.extensions["sqlite_write_gate"] = sqlite.configure(db.engine)
