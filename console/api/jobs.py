@@ -8,16 +8,14 @@ from console.api import api
 from console.api.pagination import paginate
 from console.jobs import services
 from console.jobs.models import Job
-from console.jobs.serializers import JOB_COLUMNS, serialize_job
+from console.jobs.serializers import serialize_job
 
 
 @api.get("/jobs")
 def list_jobs():
     filters = {name: request.args[name] for name in services.JOB_FILTERS if name in request.args}
-    order_by = [Job.created_at, Job.id]
-    query = services.jobs_query(g.workspace.id, g.api_mode, filters).with_only_columns(
-        *JOB_COLUMNS, Job.__table__.c.created_at
-    )
+    query = services.jobs_query(g.workspace.id, g.api_mode, filters)
+    order_by = [Job.__table__.c.created_at, Job.__table__.c.id]
     return jsonify(paginate(query, order_by=order_by, serialize=serialize_job, columns=True))
 
 

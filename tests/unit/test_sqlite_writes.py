@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import event, text
 
 from console import create_app
+from console.core.sqlite import FileLock
 from console.extensions import db
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
@@ -131,3 +132,28 @@ def test_many_concurrent_writers_all_succeed(sqlite_app):
     assert errors == []
     with sqlite_app.app_context():
         assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 160
+
+
+def test_the_file_lock_passes_between_holders_at_once_and_times_out_cleanly(tmp_path):
+    """Two FileLocks on one path conflict like two processes do (flock is per open file)."""
+    path = str(tmp_path / "db-writelock")
+    first, second, third = FileLock(path), FileLock(path), FileLock(path)
+    assert first.acquire(1)
+    started = time.monotonic()
+    assert not second.acquire(0.2)  # held elsewhere: gives up after its timeout
+    assert 0.15 < time.monotonic() - started < 2
+
+    released_at: list[float] = []
+
+    def release_later() -> None:
+        time.sleep(0.2)
+        released_at.append(time.monotonic())
+        first.release()
+
+    threading.Thread(target=release_later).start()
+    assert second.acquire(5)  # its helper thread was already waiting in the kernel
+    assert time.monotonic() - released_at[0] < 0.1
+    assert not third.acquire(0.05)
+    second.release()
+    assert third.acquire(1)  # nobody left holding it: the abandoned wait handed it back
+    third.release()
