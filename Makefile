@@ -6,7 +6,7 @@ HOST ?= 127.0.0.1
 PORT ?= 5000
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format install browser-deps test-fast worker bench clean
+.PHONY: run test lint format install browser-deps bench-deps test-fast worker bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -41,7 +41,12 @@ test: $(STAMP) browser-deps lint ## Lint, then the whole pytest suite.
 test-fast: $(STAMP) ## The suite without the browser tests.
 	$(BIN)/pytest -q -m "not browser"
 
-bench: $(STAMP) ## Run the benchmarks under bench/ (see BENCHMARKS.md).
+bench-deps: ## Install Debian's wrk (the HTTP load generator bench.api drives), if missing.
+	@command -v wrk >/dev/null 2>&1 || { \
+		(apt-get update -q && apt-get install -y -q wrk) >/dev/null \
+		|| echo "warning: could not install wrk; the API benchmark will be skipped"; }
+
+bench: $(STAMP) bench-deps ## Run the benchmarks under bench/ (see BENCHMARKS.md).
 	$(BIN)/python -m bench
 
 clean:

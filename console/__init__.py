@@ -54,20 +54,11 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def _configure_database(app: Flask) -> None:
-    """SQLite gets WAL (readers don't block the writer) and enforced foreign keys."""
-    from sqlalchemy import event
-
+    """SQLite gets its pragmas (WAL, enforced foreign keys, ...) and the write gate: see console.core.sqlite."""
+    from console.core import sqlite
     from console.extensions import db
 
     if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         return
     with app.app_context():
-        engine = db.engine
-
-        @event.listens_for(engine, "connect")
-        def _pragmas(dbapi_connection, _record):
-            cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA foreign_keys=ON")
-            cursor.execute("PRAGMA journal_mode=WAL")
-            cursor.execute("PRAGMA busy_timeout=5000")
-            cursor.close()
+        app.extensions["sqlite_write_gate"] = sqlite.configure(db.engine)

@@ -15,7 +15,8 @@ from console.jobs.serializers import serialize_job
 def list_jobs():
     filters = {name: request.args[name] for name in services.JOB_FILTERS if name in request.args}
     query = services.jobs_query(g.workspace.id, g.api_mode, filters)
-    return jsonify(paginate(query, order_by=[Job.created_at, Job.id], serialize=serialize_job))
+    order_by = [Job.__table__.c.created_at, Job.__table__.c.id]
+    return jsonify(paginate(query, order_by=order_by, serialize=serialize_job, columns=True))
 
 
 @api.get("/jobs/<job_id>")

@@ -13,5 +13,7 @@ from console.link_tokens import services
 @api.post("/link_tokens")
 def create_link_token():
     created = services.create_link_token(g.api_key, json_body())
+    # Built before the commit, which expires the row: reading it afterwards would load it again.
+    body = {"data": services.serialize(created.link_token, created.token)}
     db.session.commit()
-    return jsonify({"data": services.serialize(created.link_token, created.token)})
+    return jsonify(body)

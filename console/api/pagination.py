@@ -133,15 +133,24 @@ def paginate(
     serialize: Callable[[Any], dict],
     descending: bool = True,
     key: Callable[[Any], Sequence[Any]] | None = None,
+    columns: bool = False,
 ) -> dict:
-    """Run one page of `query` ordered by `order_by` (last column unique) and build the envelope."""
+    """Run one page of `query` ordered by `order_by` (last column unique) and build the envelope.
+
+    `query` selects one entity; or, with `columns=True`, named columns including those of `order_by`
+    (a view reading only what it shows): `serialize` then gets rows, with attribute access.
+    """
     limit = page_limit()
     cursor = request.args.get("cursor")
     if cursor:
         values = decode_cursor(cursor, order_by)
         query = query.where(_after(order_by, values, descending))
     ordering = [c.desc() for c in order_by] if descending else [c.asc() for c in order_by]
-    rows = list(db.session.scalars(query.order_by(*ordering).limit(limit + 1)))
+    page = query.order_by(*ordering).limit(limit + 1)
+    # Columns run on the session's connection directly: plain rows, without the ORM's result processing
+    # (half the cost of a page of jobs).
+    result = db.session.connection().execute(page) if columns else db.session.scalars(page)
+    rows = list(result.all())
     has_more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = None

@@ -26,8 +26,9 @@ def _webhook(webhook_id: str) -> Webhook:
 @api.post("/webhooks")
 def create_webhook():
     webhook = services.create_webhook(g.api_key, json_body())
+    response = {"data": services.serialize(webhook)}  # before the commit expires (and would reload) it
     db.session.commit()
-    return jsonify({"data": services.serialize(webhook)})
+    return jsonify(response)
 
 
 @api.get("/webhooks")
@@ -45,8 +46,9 @@ def get_webhook(webhook_id: str):
 def update_webhook(webhook_id: str):
     body = json_body()
     webhook = services.update_webhook(_webhook(webhook_id), g.workspace, body)
+    response = {"data": services.serialize(webhook)}  # before the commit expires (and would reload) it
     db.session.commit()
-    return jsonify({"data": services.serialize(webhook)})
+    return jsonify(response)
 
 
 @api.delete("/webhooks/<webhook_id>")

@@ -15,10 +15,11 @@ from console.extensions import db
 
 class Job(IdMixin, CreatedAtMixin, db.Model):
     __tablename__ = "jobs"
+    # Each list filter's index ends with the list's order, (created_at, id): a page is an index range.
     __table_args__ = (
-        Index("ix_jobs_scope_link_token", "workspace_id", "mode", "link_token_id", "created_at"),
-        Index("ix_jobs_scope_account", "workspace_id", "mode", "account_id", "created_at"),
-        Index("ix_jobs_scope_created", "workspace_id", "mode", "created_at"),
+        Index("ix_jobs_scope_link_token", "workspace_id", "mode", "link_token_id", "created_at", "id"),
+        Index("ix_jobs_scope_account", "workspace_id", "mode", "account_id", "created_at", "id"),
+        Index("ix_jobs_scope_created", "workspace_id", "mode", "created_at", "id"),
     )
 
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))

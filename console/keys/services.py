@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import hmac
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import Select, bindparam, select
+from sqlalchemy.orm import contains_eager
 
 from console.core.errors import FieldError, NotFound, Unauthorized, ValidationFailed
 from console.core.timeutil import utcnow
@@ -14,6 +16,7 @@ from console.extensions import db
 from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
 from console.modes import MODES
+from console.workspaces.models import Workspace
 
 
 @dataclass(frozen=True)
@@ -41,8 +44,19 @@ def create_key(workspace_id: uuid.UUID, mode: str, label: str = "") -> CreatedKe
     return CreatedKey(key, secret)
 
 
+@functools.cache
+def _key_by_hash() -> Select:
+    """The key with this hash and its workspace, in one query (built once: every API request runs it)."""
+    return (
+        select(ApiKey)
+        .join(Workspace, ApiKey.workspace_id == Workspace.id)
+        .options(contains_eager(ApiKey.workspace))
+        .where(ApiKey.secret_hash == bindparam("digest"))
+    )
+
+
 def authenticate(secret: str | None, mode: str) -> ApiKey:
-    """The active key for this secret in this mode, or `Unauthorized`.
+    """The active key for this secret in this mode, with its workspace loaded, or `Unauthorized`.
 
     The secret is found by its hash, so no comparison ever runs over the secret
     itself; the stored hash is still compared in constant time as a second guard.
@@ -50,7 +64,7 @@ def authenticate(secret: str | None, mode: str) -> ApiKey:
     if not secret:
         raise Unauthorized("Missing x-api-secret header.", code="MISSING_API_SECRET")
     digest = key_secrets.hash_secret(secret)
-    key = db.session.scalars(select(ApiKey).where(ApiKey.secret_hash == digest)).first()
+    key = db.session.scalars(_key_by_hash(), {"digest": digest}).first()
     if key is None or not hmac.compare_digest(key.secret_hash, digest):
         raise Unauthorized("The x-api-secret is not a valid API secret.")
     if not key.is_active:

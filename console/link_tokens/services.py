@@ -76,6 +76,7 @@ def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
     token = secrets.token_urlsafe(32)
     created = now(key.workspace)
     link_token = LinkToken(
+        id=uuid.uuid4(),  # known now, so nothing needs a flush before the request's one commit
         workspace_id=key.workspace_id,
         mode=key.mode,
         api_key_id=key.id,
@@ -95,7 +96,6 @@ def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
         expires_at=created + TOKEN_LIFETIME,
     )
     db.session.add(link_token)
-    db.session.flush()
     schedule(key.workspace, EXPIRE_TASK_KIND, link_token.expires_at, {"link_token_id": str(link_token.id)})
     return CreatedLinkToken(link_token, token)
 

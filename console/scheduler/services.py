@@ -71,8 +71,9 @@ def _load_handler_modules() -> None:
 
 
 def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:
-    """Add a task due at `due_at` on the workspace clock to the current transaction."""
+    """Add a task due at `due_at` on the workspace clock to the current transaction (flushed with it)."""
     task = ScheduledTask(
+        id=uuid.uuid4(),
         workspace_id=workspace.id,
         kind=kind,
         payload=payload,
@@ -82,7 +83,6 @@ def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[st
         attempts=0,
     )
     db.session.add(task)
-    db.session.flush()
     return task
 
 

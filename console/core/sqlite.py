@@ -1,0 +1,156 @@
+"""SQLite connections tuned for a threaded server: pragmas, and writers that queue instead of polling.
+
+SQLite allows one writing transaction at a time. A second writer gets SQLITE_BUSY and SQLite's busy
+handler retries it after sleeping 1, 2, 5, 10 ... then 100 ms at a time, while every other writer that
+arrives meanwhile may take the lock first. Under a steady stream of writes, a writer can lose that race
+for a second or more (the API's POST p99 was 1.2 s), and a process whose writer sleeps there serves
+nothing meanwhile. So writers queue at a write gate instead, whose waiters wake the moment it is free:
+a lock per process, then a file lock (`<database>-writelock`) shared by every process on the database
+(serving processes, the worker). SQLite's busy handler only matters if the gate times out.
+
+The gate is taken just before a transaction's first write (an INSERT, UPDATE or DELETE; reads before it
+run outside any transaction, as the pysqlite driver does) and released when the connection goes back
+to the pool (a Session commit or rollback returns it) or runs a read after its transaction ended.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+import time
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+# How long a statement waits for the database lock before failing ("database is locked"); the same
+# bound applies to waiting for the gate, after which the write goes ahead and SQLite decides.
+BUSY_TIMEOUT_MS = 5000
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLAC")
+PRAGMAS = (
+    "PRAGMA foreign_keys=ON",
+    # Readers never block the writer, nor the writer readers.
+    "PRAGMA journal_mode=WAL",
+    # In WAL mode: a commit survives a crash of the app (not of the machine) without an fsync each time;
+    # the WAL is synced at checkpoints.
+    "PRAGMA synchronous=NORMAL",
+    f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+)
+
+
+class FileLock:
+    """An exclusive `flock` on a file, shared by every process that opens it, taken with a timeout.
+
+    A waiting process sleeps in the kernel and gets the lock the moment it is released (no polling,
+    so no process loses every race to one that keeps writing). `flock` has no timeout, so a helper
+    thread does the blocking call; a caller that gives up leaves it to hand the lock back. The file is
+    opened once per process (after a fork, a shared open file would share the lock too).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._pid = -1
+
+    def _open(self) -> None:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self._mutex = threading.Lock()
+        self._wanted = threading.Event()
+        self._granted = threading.Event()
+        self._waiter_busy = False
+        self._pid = os.getpid()
+        threading.Thread(target=self._wait_forever, name="sqlite-write-lock", daemon=True).start()
+
+    def acquire(self, timeout: float) -> bool:
+        if self._pid != os.getpid():
+            self._open()
+        with self._mutex:
+            if not self._waiter_busy:
+                try:
+                    fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return True
+                except BlockingIOError:
+                    pass
+            self._waiter_busy = True
+            self._granted.clear()
+            self._wanted.set()
+        if self._granted.wait(timeout):
+            return True
+        with self._mutex:
+            self._wanted.clear()  # the waiter hands the lock back when it gets it
+            return self._granted.is_set()
+
+    def release(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+
+    def _wait_forever(self) -> None:
+        while True:
+            self._wanted.wait()
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            with self._mutex:
+                self._waiter_busy = False
+                if self._wanted.is_set():
+                    self._wanted.clear()
+                    self._granted.set()
+                else:
+                    fcntl.flock(self.fd, fcntl.LOCK_UN)  # its caller gave up meanwhile
+
+
+class WriteGate:
+    """One writing connection at a time: a lock per process, and a file lock across processes.
+
+    `holders` are the DBAPI connections (by id) holding it, with whether they hold the file lock too.
+    """
+
+    def __init__(self, timeout: float, lock_path: str | None) -> None:
+        self.lock = threading.Lock()
+        self.timeout = timeout
+        self.file_lock = FileLock(lock_path) if lock_path else None
+        self.holders: dict[int, bool] = {}
+
+    def enter(self, dbapi_connection: Any) -> None:
+        deadline = time.monotonic() + self.timeout
+        if not self.lock.acquire(timeout=self.timeout):
+            return  # proceed without it; SQLite's own lock and busy timeout still protect the data
+        across = self.file_lock is not None and self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
+        self.holders[id(dbapi_connection)] = across
+
+    def leave(self, dbapi_connection: Any) -> None:
+        across = self.holders.pop(id(dbapi_connection), None)
+        if across is None:
+            return
+        if across:
+            self.file_lock.release()  # type: ignore[union-attr]
+        self.lock.release()
+
+
+def configure(engine: Engine) -> WriteGate:
+    """Install the pragmas and the write gate on a SQLite engine; returns the gate."""
+    database = engine.url.database
+    on_disk = bool(database) and database != ":memory:" and not database.startswith("file::memory:")
+    gate = WriteGate(BUSY_TIMEOUT_MS / 1000, f"{database}-writelock" if on_disk else None)
+
+    @event.listens_for(engine, "connect")
+    def _pragmas(dbapi_connection, _record):
+        cursor = dbapi_connection.cursor()
+        for pragma in PRAGMAS:
+            cursor.execute(pragma)
+        cursor.close()
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def _gate(conn, _cursor, statement, _parameters, _context, _executemany):
+        dbapi_connection = conn.connection.dbapi_connection
+        held = id(dbapi_connection) in gate.holders
+        if statement.lstrip()[:6].upper() in _WRITES:
+            if not held:
+                gate.enter(dbapi_connection)
+        elif held and not dbapi_connection.in_transaction:
+            gate.leave(dbapi_connection)  # its writing transaction has ended (committed or rolled back)
+
+    def _leave(dbapi_connection, *_args):
+        if dbapi_connection is not None:
+            gate.leave(dbapi_connection)
+
+    for name in ("checkin", "invalidate", "soft_invalidate", "close", "detach"):
+        event.listen(engine.pool, name, _leave)
+    return gate

@@ -1,0 +1,116 @@
+"""The two busiest calls do only the database work their answer needs: statements and commits per request."""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+
+import pytest
+from sqlalchemy import event
+
+from console.extensions import db
+from console.keys.services import authenticate
+from tests.factories import new_switch
+
+LINK_TOKEN = {
+    "org_name": "Acme",
+    "end_user_id": "user-1",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
+    },
+}
+
+
+@contextlib.contextmanager
+def recorded(app):
+    """Every SQL statement and commit the app's engine runs meanwhile, as text ("COMMIT" for a commit)."""
+    with app.app_context():
+        engine = db.engine
+    seen: list[str] = []
+
+    def statement(_conn, _cursor, sql, *_args):
+        seen.append(" ".join(sql.split()))
+
+    def commit(_conn):
+        seen.append("COMMIT")
+
+    event.listen(engine, "before_cursor_execute", statement)
+    event.listen(engine, "commit", commit)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+        event.remove(engine, "commit", commit)
+
+
+def verbs(seen: list[str]) -> list[str]:
+    return [s if s == "COMMIT" else " ".join(s.split()[:3]) for s in seen]
+
+
+def test_authentication_loads_the_key_and_its_workspace_in_one_query(app, workspace):
+    with app.app_context(), recorded(app) as seen:
+        key = authenticate(workspace.secrets["sandbox"], "sandbox")
+        assert len(seen) == 1 and "JOIN workspaces" in seen[0]
+        assert key.workspace.id == uuid.UUID(workspace.id)  # already loaded: no second query
+        assert len(seen) == 1
+
+
+def test_creating_a_link_token_is_one_read_two_inserts_and_one_commit(app, api):
+    api.post("/link_tokens", json=LINK_TOKEN)  # warm: world rows, caches
+    with recorded(app) as seen:
+        response = api.post("/link_tokens", json=LINK_TOKEN)
+    assert response.status_code == 200, response.get_json()
+    assert seen[0].startswith("SELECT") and "JOIN workspaces" in seen[0], seen
+    # One flush at the commit, and nothing after it: the answer is built from what the request holds.
+    assert verbs(seen[1:]) == ["INSERT INTO link_tokens", "INSERT INTO scheduled_tasks", "COMMIT"], seen
+
+
+@pytest.mark.parametrize("filter_name", ["link_token_id", "account_id", None])
+def test_listing_jobs_is_two_queries_and_no_commit(app, api, workspace, filter_name):
+    with app.app_context():
+        job = new_switch(workspace.id, "success")
+        job_id, value = str(job.id), str(getattr(job, filter_name)) if filter_name else None
+        db.session.commit()
+    url = f"/jobs?{filter_name}={value}" if filter_name else "/jobs"
+    with recorded(app) as seen:
+        response = api.get(url)
+    assert response.status_code == 200, response.get_json()
+    assert [j["id"] for j in response.get_json()["data"]] == [job_id]
+    assert len(seen) == 2, seen
+    assert "JOIN workspaces" in seen[0]
+    assert seen[1].startswith("SELECT jobs.id, jobs.account_id, jobs.link_token_id")
+    assert "COMMIT" not in seen
+
+
+def test_job_list_pages_come_straight_from_an_index(app, workspace):
+    """SQLite's plan for every list filter: an index search, with no sort of the matching jobs."""
+    from sqlalchemy import text
+
+    from console.api.pagination import _after
+    from console.core.timeutil import utcnow
+    from console.jobs.models import Job
+    from console.jobs.services import jobs_query
+
+    order = (Job.created_at.desc(), Job.id.desc())
+    with app.app_context():
+        if db.engine.dialect.name != "sqlite":
+            pytest.skip("SQLite's EXPLAIN QUERY PLAN; PostgreSQL chooses by statistics")
+        ws = uuid.UUID(workspace.id)
+        for filters, index in (
+            ({"link_token_id": str(uuid.uuid4())}, "ix_jobs_scope_link_token"),
+            ({"account_id": str(uuid.uuid4())}, "ix_jobs_scope_account"),
+            ({}, "ix_jobs_scope_created"),
+        ):
+            for cursor in (False, True):
+                query = jobs_query(ws, "sandbox", filters)
+                if cursor:
+                    query = query.where(_after([Job.created_at, Job.id], [utcnow(), uuid.uuid4()], True))
+                sql = (
+                    query.order_by(*order)
+                    .limit(26)
+                    .compile(db.engine, compile_kwargs={"literal_binds": True})
+                )
+                plan = " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
+                assert f"USING INDEX {index} " in plan, (filters, plan)
+                assert "TEMP B-TREE" not in plan, (filters, plan)

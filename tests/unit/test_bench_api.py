@@ -1,0 +1,52 @@
+"""bench.api: wrk's answers are counted by status, and a flood of errors is never reported as throughput."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from bench import api as bench
+
+
+def _run(rps: float, p99: float, non_2xx: int = 0) -> bench.Run:
+    return bench.Run(rps, p99 / 2, p99, non_2xx, {})
+
+
+def _row(server: str, kind: str | None, *runs: bench.Run) -> bench.Row:
+    row = bench.Row(server, server, "GET", "/", None, "/", kind=kind)  # type: ignore[arg-type]
+    row.runs.extend(runs)
+    return row
+
+
+def test_the_table_gives_medians_ratios_to_the_baseline_and_the_targets():
+    rows = [
+        _row("bare", None, _run(1000, 5), _run(900, 6), _run(1100, 4)),
+        _row("fast", "GET", _run(400, 20), _run(350, 25), _run(300, 40)),
+        _row("errors", "POST", _run(500, 10, non_2xx=3), _run(500, 10), _run(500, 10)),
+    ]
+    lines = bench.table(rows).splitlines()
+    assert lines[2].startswith("| bare | 1,000 | 1,000 / 900 / 1,100 | 2.5 | 5.0 | 0 | 1.00 |")
+    assert "| fast | 350 |" in lines[3] and "| 0.35 |" in lines[3] and "**met**" in lines[3]
+    # Its ratio and p99 would pass, but 3 answers were not 2xx.
+    assert "| 3 | 0.50 |" in lines[4] and "not met" in lines[4]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed")
+def test_wrk_counts_2xx_and_the_rest_separately(tmp_path):
+    server = bench.Server(
+        "bare", [bench.gunicorn("bench.api_apps:bare", workers=1)], {}, "/", tmp_path / "log"
+    )
+    script = bench.write_script(tmp_path / "s.lua", method="GET", paths=["/"], secrets=["a", "b"], body=None)
+    missing = bench.write_script(
+        tmp_path / "m.lua", method="GET", paths=["/missing"], secrets=["a"], body=None
+    )
+    server.start()
+    try:
+        ok = bench.wrk(server.url + "/", script, threads=1, connections=2, duration=1)
+        bad = bench.wrk(server.url + "/missing", missing, threads=1, connections=2, duration=1)
+    finally:
+        server.stop()
+    assert ok.rps > 0 and ok.non_2xx == 0 and ok.detail["n2xx"] == ok.detail["requests"]
+    assert bad.rps == 0 and bad.non_2xx == bad.detail["n4xx"] == bad.detail["requests"] > 0

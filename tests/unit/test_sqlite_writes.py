@@ -1,0 +1,159 @@
+"""SQLite connections: their pragmas, and the write gate that makes writers of one process queue, not poll."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+from sqlalchemy import event, text
+
+from console import create_app
+from console.core.sqlite import FileLock
+from console.extensions import db
+from console.workspaces.models import Workspace
+from tests.conftest import base_config
+
+
+@pytest.fixture
+def sqlite_app(tmp_path):
+    app = create_app(base_config(f"sqlite:///{tmp_path / 'gate.db'}"))
+    with app.app_context():
+        db.create_all()
+    yield app
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def _add_workspace(name: str) -> None:
+    db.session.add(Workspace(id=uuid.uuid4(), name=name))
+
+
+def test_every_connection_gets_wal_normal_sync_a_busy_timeout_and_foreign_keys(sqlite_app):
+    with sqlite_app.app_context():
+        pragma = lambda name: db.session.execute(text(f"PRAGMA {name}")).scalar()  # noqa: E731
+        assert pragma("journal_mode") == "wal"
+        assert pragma("synchronous") == 1  # NORMAL
+        assert pragma("busy_timeout") == 5000
+        assert pragma("foreign_keys") == 1
+
+
+def test_the_gate_is_held_from_the_first_write_to_the_commit_and_never_for_reads(sqlite_app):
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    with sqlite_app.app_context():
+        db.session.execute(text("SELECT count(*) FROM workspaces")).scalar()
+        assert not gate.lock.locked()
+        _add_workspace("one")
+        db.session.flush()
+        assert gate.lock.locked()
+        db.session.execute(text("SELECT count(*) FROM workspaces")).scalar()  # still the same transaction
+        assert gate.lock.locked()
+        db.session.commit()
+        assert not gate.lock.locked()
+
+
+def test_a_failed_write_releases_the_gate(sqlite_app):
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    with sqlite_app.app_context():
+        ident = uuid.uuid4()
+        db.session.add(Workspace(id=ident, name="first"))
+        db.session.commit()
+        db.session.add(Workspace(id=ident, name="duplicate"))
+        with pytest.raises(Exception, match="UNIQUE"):
+            db.session.commit()
+        db.session.rollback()
+        assert not gate.lock.locked()
+        _add_workspace("after the failure")
+        db.session.commit()
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 2
+
+
+def test_a_second_writer_waits_on_the_gate_and_writes_as_soon_as_the_first_commits(sqlite_app):
+    """The second INSERT reaches SQLite only after the first transaction committed (no busy polling)."""
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    committed_at: list[float] = []
+    reached_sqlite: dict[str, float] = {}
+    first_holds = threading.Event()
+
+    def statement(_conn, _cursor, sql, *_args):
+        # Registered after the gate's own listener, so it runs once the gate let the statement through.
+        if sql.startswith("INSERT"):
+            reached_sqlite.setdefault(threading.current_thread().name, time.monotonic())
+
+    with sqlite_app.app_context():
+        event.listen(db.engine, "before_cursor_execute", statement)
+
+    def first() -> None:
+        with sqlite_app.app_context():
+            _add_workspace("first")
+            db.session.flush()
+            first_holds.set()
+            time.sleep(0.3)
+            db.session.commit()
+            committed_at.append(time.monotonic())
+
+    def second() -> None:
+        first_holds.wait(5)
+        with sqlite_app.app_context():
+            _add_workspace("second")
+            db.session.commit()
+
+    threads = [threading.Thread(target=first, name="first"), threading.Thread(target=second, name="second")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert committed_at and set(reached_sqlite) == {"first", "second"}
+    # Without the gate the second INSERT would reach SQLite at once and sleep in its busy handler.
+    assert reached_sqlite["second"] >= committed_at[0] - 0.005
+    assert reached_sqlite["second"] - committed_at[0] < 0.25
+    assert not gate.lock.locked()
+
+
+def test_many_concurrent_writers_all_succeed(sqlite_app):
+    errors: list[BaseException] = []
+
+    def writer(n: int) -> None:
+        try:
+            for i in range(20):
+                with sqlite_app.app_context():
+                    _add_workspace(f"w{n}-{i}")
+                    db.session.commit()
+        except BaseException as exc:  # collected: a thread's exception would otherwise be lost
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 160
+
+
+def test_the_file_lock_passes_between_holders_at_once_and_times_out_cleanly(tmp_path):
+    """Two FileLocks on one path conflict like two processes do (flock is per open file)."""
+    path = str(tmp_path / "db-writelock")
+    first, second, third = FileLock(path), FileLock(path), FileLock(path)
+    assert first.acquire(1)
+    started = time.monotonic()
+    assert not second.acquire(0.2)  # held elsewhere: gives up after its timeout
+    assert 0.15 < time.monotonic() - started < 2
+
+    released_at: list[float] = []
+
+    def release_later() -> None:
+        time.sleep(0.2)
+        released_at.append(time.monotonic())
+        first.release()
+
+    threading.Thread(target=release_later).start()
+    assert second.acquire(5)  # its helper thread was already waiting in the kernel
+    assert time.monotonic() - released_at[0] < 0.1
+    assert not third.acquire(0.05)
+    second.release()
+    assert third.acquire(1)  # nobody left holding it: the abandoned wait handed it back
+    third.release()
