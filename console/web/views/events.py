@@ -42,7 +42,8 @@ def event_rows():
     filters = eventlog.parse_filters(request.args)
     if "after" in request.args:
         fresh = eventlog.newer(workspace.id, SANDBOX, filters, request.args["after"])
-        if not fresh:
+        changed = eventlog.changed_badges(workspace.id, request.args.getlist("shown"))
+        if not fresh and not changed:
             return "", 204
         return render_template(
             "console/_event_poll.html",
@@ -50,6 +51,7 @@ def event_rows():
             statuses=eventlog.statuses(fresh),
             filters=filters,
             live_cursor=eventlog.live_cursor(fresh, request.args["after"]),
+            changed=changed,
         )
     found = eventlog.page(workspace.id, SANDBOX, filters, cursor=request.args.get("cursor"))
     return render_template(
