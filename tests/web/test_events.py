@@ -140,7 +140,9 @@ def test_the_live_poll_redraws_a_badge_whose_delivery_changed(app, visitor):
     query = "".join(f"&shown={s}" for s in shown)
     assert visitor.get(poll + query, htmx=True).status_code == 204  # nothing changed
     with app.app_context():
-        delivery = db.session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)).one()
+        delivery = db.session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)
+        ).one()
         delivery.status, delivery.attempt_count = "delivered", 1
         db.session.commit()
     answer = visitor.get(poll + query, htmx=True).get_data(as_text=True)
