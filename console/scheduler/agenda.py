@@ -44,8 +44,8 @@ class Item:
 class Source:
     """Another table's pending work: its soonest items, and the due moment of its next one."""
 
-    items: Callable[[uuid.UUID, int], list[Item]]
-    next_due_at: Callable[[uuid.UUID], datetime | None]
+    items: Callable[[uuid.UUID, int, datetime | None], list[Item]]  # (workspace id, limit, due after)
+    next_due_at: Callable[[uuid.UUID, datetime | None], datetime | None]
 
 
 _sources: list[Source] = []
@@ -56,35 +56,38 @@ def agenda_source(source: Source) -> Source:
     return source
 
 
-def _task_items(workspace_id: uuid.UUID, limit: int) -> list[Item]:
+def _pending_tasks(workspace_id: uuid.UUID, after: datetime | None):
+    query = [ScheduledTask.workspace_id == workspace_id, ScheduledTask.status == "pending"]
+    if after is not None:
+        query.append(ScheduledTask.due_at > after)
+    return query
+
+
+def _task_items(workspace_id: uuid.UUID, limit: int, after: datetime | None) -> list[Item]:
     tasks = db.session.scalars(
         select(ScheduledTask)
-        .where(ScheduledTask.workspace_id == workspace_id, ScheduledTask.status == "pending")
+        .where(*_pending_tasks(workspace_id, after))
         .order_by(ScheduledTask.due_at, ScheduledTask.created_at)
         .limit(limit)
     )
     return [Item(t.due_at, t.kind, services.describe(t), t.id, dict(t.payload or {})) for t in tasks]
 
 
-def upcoming(workspace: Workspace, limit: int = 20) -> list[Item]:
-    """The workspace's next `limit` scheduled items of every kind, soonest first."""
+def upcoming(workspace: Workspace, limit: int = 20, *, after: datetime | None = None) -> list[Item]:
+    """The workspace's next `limit` scheduled items of every kind (due after `after` when given), soonest first."""
     services.load_handler_modules()
-    items = _task_items(workspace.id, limit)
+    items = _task_items(workspace.id, limit, after)
     for source in _sources:
-        items += source.items(workspace.id, limit)
+        items += source.items(workspace.id, limit, after)
     return sorted(items, key=lambda item: item.due_at)[:limit]
 
 
-def next_due_at(workspace: Workspace) -> datetime | None:
-    """When the workspace's soonest scheduled item is due on its clock (None when nothing is)."""
+def next_due_at(workspace: Workspace, *, after: datetime | None = None) -> datetime | None:
+    """When the workspace's soonest scheduled item (due after `after` when given) is due on its clock."""
     services.load_handler_modules()
     moments = [
-        db.session.scalar(
-            select(func.min(ScheduledTask.due_at)).where(
-                ScheduledTask.workspace_id == workspace.id, ScheduledTask.status == "pending"
-            )
-        )
+        db.session.scalar(select(func.min(ScheduledTask.due_at)).where(*_pending_tasks(workspace.id, after)))
     ]
-    moments += [source.next_due_at(workspace.id) for source in _sources]
+    moments += [source.next_due_at(workspace.id, after) for source in _sources]
     found = [m for m in moments if m is not None]
     return min(found) if found else None

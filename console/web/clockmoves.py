@@ -89,5 +89,6 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
         iso = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
         return Move("/sandbox/clock/jump", {"to": iso}, moment, kept)
     if by == "next":
-        return Move("/sandbox/clock/advance_to_next", {}, agenda.next_due_at(workspace), kept)
+        target = agenda.next_due_at(workspace, after=clock.now(workspace))
+        return Move("/sandbox/clock/advance_to_next", {}, target, kept)
     raise FormError("by", "is not a clock move")

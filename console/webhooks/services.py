@@ -378,13 +378,20 @@ def _describe_pause_check(task) -> str:
     return f"Webhook {task.payload['webhook_id']} is paused if it still has had no 200 OK for 30 days"
 
 
-def _delivery_items(workspace_id: uuid.UUID, limit: int) -> list[agenda.Item]:
+def _pending_deliveries(workspace_id: uuid.UUID, after: datetime | None) -> list:
+    query = [WebhookDelivery.workspace_id == workspace_id, WebhookDelivery.status == PENDING]
+    if after is not None:
+        query.append(WebhookDelivery.due_at > after)
+    return query
+
+
+def _delivery_items(workspace_id: uuid.UUID, limit: int, after: datetime | None) -> list[agenda.Item]:
     """Pending deliveries as scheduled items: the first attempt or a retry, due on the workspace clock."""
     rows = db.session.execute(
         select(WebhookDelivery, Event.type, Webhook.url)
         .join(Event, Event.id == WebhookDelivery.event_id)
         .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
-        .where(WebhookDelivery.workspace_id == workspace_id, WebhookDelivery.status == PENDING)
+        .where(*_pending_deliveries(workspace_id, after))
         .order_by(WebhookDelivery.due_at, WebhookDelivery.id)
         .limit(limit)
     )
@@ -408,11 +415,9 @@ def _delivery_items(workspace_id: uuid.UUID, limit: int) -> list[agenda.Item]:
     return items
 
 
-def _next_delivery_due(workspace_id: uuid.UUID) -> datetime | None:
+def _next_delivery_due(workspace_id: uuid.UUID, after: datetime | None) -> datetime | None:
     return db.session.scalar(
-        select(func.min(WebhookDelivery.due_at)).where(
-            WebhookDelivery.workspace_id == workspace_id, WebhookDelivery.status == PENDING
-        )
+        select(func.min(WebhookDelivery.due_at)).where(*_pending_deliveries(workspace_id, after))
     )
 
 

@@ -46,10 +46,16 @@ def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict
         "confirm": confirm,
         "form_errors": form_errors,
         "form": form or {},
-        "next_item": (agenda.upcoming(g.console_workspace, limit=1) or [None])[0]
-        if g.console_workspace.id
-        else None,
+        "next_item": _next_item(),
+        "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
     }
+
+
+def _next_item() -> agenda.Item | None:
+    workspace = g.console_workspace
+    if not workspace.id:
+        return None
+    return next(iter(agenda.upcoming(workspace, limit=1, after=clock_now(workspace))), None)
 
 
 def _clock_context(**move) -> dict:
