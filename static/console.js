@@ -126,7 +126,7 @@
 
   // "58 s", "1 min 58 s", "3 h 5 min", "2 d 4 h": seconds shown while under an hour, so it visibly counts.
   function durationText(total) {
-    var s = Math.max(0, Math.round(total));
+    var s = Math.max(0, Math.floor(total));  // floor, as the server renders it
     var d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
     s = s % 60;
     if (d) return d + " d" + (h ? " " + h + " h" : "");

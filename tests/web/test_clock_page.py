@@ -114,7 +114,9 @@ def test_polls_answer_204_until_something_changes(visitor):
     html = text(visitor.get(f"/timeline/link-tokens/{link_token_id}"))
     poll = re.search(r'id="timeline-body" hx-get="([^"]+)"', html).group(1)
     assert visitor.get(poll, htmx=True).status_code == 204
-    clock_poll = re.search(r'id="clock-scheduled"[^>]*?hx-get="([^"]+)"', text(visitor.get("/clock"))).group(1)
+    clock_poll = re.search(r'id="clock-scheduled"[^>]*?hx-get="([^"]+)"', text(visitor.get("/clock"))).group(
+        1
+    )
     index_poll = re.search(r'id="timelines" hx-get="([^"]+)"', text(visitor.get("/timeline"))).group(1)
     assert visitor.get(clock_poll, htmx=True).status_code == 204
     assert visitor.get(index_poll, htmx=True).status_code == 204
