@@ -125,3 +125,15 @@ def test_polls_answer_204_until_something_changes(visitor):
     assert redrawn.status_code == 200 and "retry succeeded" in text(redrawn)
     assert visitor.get(clock_poll, htmx=True).status_code == 200
     assert visitor.get(index_poll, htmx=True).status_code == 200
+
+
+def test_the_request_log_polls_for_new_calls(visitor):
+    visitor.start()
+    html = text(visitor.get("/requests"))
+    poll = re.search(r'id="request-poller" hx-get="([^"]+)"', html).group(1)
+    assert visitor.get(poll, htmx=True).status_code == 204
+    visitor.post("/clock/advance", {"by": "hour"}, htmx=True)
+    answer = text(visitor.get(poll, htmx=True))
+    assert 'hx-swap-oob="afterbegin:#request-list"' in answer and "/sandbox/clock/advance" in answer
+    newer = re.search(r'id="request-poller" hx-get="([^"]+)"', answer).group(1)
+    assert visitor.get(newer, htmx=True).status_code == 204
