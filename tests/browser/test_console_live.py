@@ -83,3 +83,24 @@ def test_the_clock_page_jumps_and_goes_to_the_next_item(page, console_live):
     )
     # The used token's expiry fired on the way, said as what it was.
     assert "expired; its flow had already ended (success)" in page.locator("#clock .fired").inner_text()
+
+
+SET_VISIBILITY = """state => {
+  Object.defineProperty(document, "visibilityState", {configurable: true, get: () => state});
+  document.dispatchEvent(new Event("visibilitychange"));
+}"""
+
+
+def test_polling_pauses_while_the_tab_is_hidden(page, live_server):
+    polls: list[str] = []
+    page.on("request", lambda r: polls.append(r.url) if "/clock/scheduled" in r.url else None)
+    page.goto(live_server.url + "/clock")
+    page.wait_for_timeout(2600)
+    assert polls, "the scheduled list polls while visible"
+    page.evaluate(SET_VISIBILITY, "hidden")
+    polls.clear()
+    page.wait_for_timeout(4500)
+    assert polls == []
+    page.evaluate(SET_VISIBILITY, "visible")
+    page.wait_for_timeout(600)  # less than one interval: the catch-up poll is immediate
+    assert len(polls) >= 1

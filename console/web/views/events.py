@@ -6,6 +6,7 @@ import json
 
 from flask import abort, g, render_template, request
 
+from console.clock.services import now as clock_now
 from console.events.services import EVENT_TYPES
 from console.modes import SANDBOX
 from console.web import deliveries, eventlog
@@ -69,6 +70,7 @@ def _detail_context(event, exchange=None) -> dict:
         "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
         "deliveries": deliveries.for_event(event),
         "exchange": exchange,
+        "now": clock_now(g.console_workspace),
     }
 
 
