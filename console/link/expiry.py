@@ -39,16 +39,16 @@ def expire_link_token(task: ScheduledTask, workspace: Workspace) -> dict[str, An
     link_token = db.session.get(LinkToken, uuid.UUID(task.payload["link_token_id"]))
     if link_token is None:
         return {"summary": "Link token no longer exists: nothing to expire"}
-    before = _session_of(link_token.id)
+    session = _session_of(link_token.id)
+    before = session.state if session is not None else None  # read now: loading the flow changes the row
     link_flow.load(link_token)
     if before is None:
         summary = f"Link token {link_token.id} expired unused"
-    elif before.state in TERMINAL:
-        summary = f"Link token {link_token.id} expired; its flow had already ended ({before.state})"
+    elif before in TERMINAL:
+        summary = f"Link token {link_token.id} expired; its flow had already ended ({before})"
     else:
         summary = (
-            f"Link token {link_token.id} expired mid-flow on {_screen(before.state)}; "
-            "its matching data was erased"
+            f"Link token {link_token.id} expired mid-flow on {_screen(before)}; its matching data was erased"
         )
     return {"summary": summary, "link_token_id": str(link_token.id)}
 

@@ -116,3 +116,38 @@ def test_clock_lists_pending_webhook_deliveries(app, api, workspace):
         f"Webhook delivery {delivery['payload']['delivery_id']} of direct_deposit_switch.added to "
         f"{LOCAL}: first attempt"
     )
+
+
+def test_a_token_open_mid_flow_is_described_listed_and_expired_as_such(app, api, workspace):
+    import uuid
+
+    from console.clock.services import now
+    from console.extensions import db
+    from console.link import flow as link_flow
+    from console.link.expiry import open_tokens_expiring_by
+    from console.link_tokens.models import LinkToken
+    from console.workspaces.models import Workspace
+
+    opened, unused, used = new_token(api), new_token(api), new_token(api)
+    ok(complete(api, used, platform_id=PAYCREST, credentials=creds("user_good")))
+    with app.app_context():
+        link_flow.load(db.session.get(LinkToken, uuid.UUID(opened["id"])))  # Link shows its intro
+        db.session.commit()
+        ws = db.session.get(Workspace, uuid.UUID(str(workspace.id)))
+        assert open_tokens_expiring_by(ws, now(ws) + timedelta(minutes=30)) == []  # they live an hour
+        listed = {str(o.link_token.id): o for o in open_tokens_expiring_by(ws, now(ws) + timedelta(hours=2))}
+        assert set(listed) == {opened["id"], unused["id"]}  # the finished one is not open
+        assert listed[opened["id"]].described == f"Link token {opened['id']} (open on the intro screen)"
+        assert listed[unused["id"]].described == f"Link token {unused['id']} (never opened)"
+    due = {
+        i["payload"].get("link_token_id"): i for i in api.get("/sandbox/clock").get_json()["data"]["next_due"]
+    }
+    assert (
+        due[opened["id"]]["description"]
+        == f"Link token {opened['id']} will expire mid-flow (open on the intro screen)"
+    )
+    fired = {f["summary"] for f in ok(api.post("/sandbox/clock/advance", json={"hours": 2}))["fired"]}
+    assert (
+        f"Link token {opened['id']} expired mid-flow on the intro screen; its matching data was erased"
+        in fired
+    )
