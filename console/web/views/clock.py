@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from flask import g, redirect, render_template, request, url_for
 
 from console.clock.services import now as clock_now
@@ -47,6 +49,7 @@ def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict
         "form_errors": form_errors,
         "form": form or {},
         "next_item": _next_item(),
+        "jump_default": (clock_now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
         "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
     }
 
