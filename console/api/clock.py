@@ -92,7 +92,7 @@ def _moment_error(value: Any) -> str | None:
         return "must be an ISO 8601 date and time, e.g. 2026-11-24T14:00:00Z"
     try:
         parse_datetime(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         return "must be an ISO 8601 date and time, e.g. 2026-11-24T14:00:00Z"
     return None
 

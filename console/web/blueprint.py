@@ -106,7 +106,7 @@ def _clocktime(value: datetime | str | None, precision: str = "seconds", real: b
     if isinstance(value, str):
         try:
             value = parse_datetime(value)
-        except ValueError:
+        except (ValueError, OverflowError):
             return value
     if value.tzinfo is not None:
         value = value.astimezone(UTC)

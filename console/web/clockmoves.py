@@ -84,7 +84,7 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
         text = (form.get("to") or "").strip()
         try:
             moment = parse_datetime(text)
-        except ValueError:
+        except (ValueError, OverflowError):
             raise FormError("to", "must be a date and time, e.g. 2026-11-24T14:00") from None
         iso = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
         return Move("/sandbox/clock/jump", {"to": iso}, moment, kept)

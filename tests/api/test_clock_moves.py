@@ -41,6 +41,8 @@ def test_jump_to_the_past_or_now_is_a_field_error_and_moves_nothing(api):
 def test_jump_refuses_bad_moments_and_more_than_400_days(api):
     for body, message in [
         ({"to": "tomorrow"}, "must be an ISO 8601 date and time"),
+        ({"to": "0001-01-01T00:00+01:00"}, "must be an ISO 8601 date and time"),  # before year 1 in UTC
+        ({"to": "9999-12-31T23:59-01:00"}, "must be an ISO 8601 date and time"),  # after year 9999 in UTC
         ({"to": 5}, "must be a string"),
         ({}, "is required"),
         ({"to": isoformat(clock_now(api) + timedelta(days=401))}, "moves the clock more than 400 days"),
