@@ -80,9 +80,10 @@ def timeline_body(kind: str, subject_id: str):
     kinds = {"link-tokens": "link_token", "accounts": "account"}
     if kind not in kinds:
         abort(404)
-    found = timeline_or_404(kinds[kind], subject_id)
+    # The cheap check first: a 204 shows nothing, so it needs no lookup of the subject.
     if live.unchanged(g.console_workspace, request.args.get("pulse")):
         return "", 204
+    found = timeline_or_404(kinds[kind], subject_id)
     return render_template(
         "console/_timeline_body.html", timeline=found, pulse=live.pulse(g.console_workspace)
     )
