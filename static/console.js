@@ -1,5 +1,5 @@
-/* The console's few behaviours: copy buttons, confirmations, and the Link launcher with its client-event
-   stream. Everything else is server-rendered and swapped by htmx. Event delegation, so fragments htmx
+/* The console's few behaviours: copy buttons, confirmations, the Link launcher with its client-event
+   stream, and the live parts: countdowns, the ticking workspace clock, polling paused in hidden tabs. Everything else is server-rendered and swapped by htmx. Event delegation, so fragments htmx
    swaps in work without re-binding. */
 (function () {
   "use strict";
@@ -100,4 +100,66 @@
     var auto = document.querySelector("[data-link-open][data-autoopen]");
     if (auto) openLink(auto);
   });
+
+  // Live pages poll (hx-trigger="every 2s" on [data-poll]); a hidden tab asks nothing until shown again.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    if (document.visibilityState !== "visible" && source && source.hasAttribute("data-poll")) {
+      event.preventDefault();
+    }
+  });
+  document.addEventListener("visibilitychange", function () {
+    if (document.visibilityState !== "visible" || !window.htmx) return;
+    // Catch up at once instead of waiting for the next tick.
+    document.querySelectorAll("[data-poll]").forEach(function (el) { window.htmx.trigger(el, "live-refresh"); });
+  });
+
+  /* Countdowns and clocks. The server renders how many seconds are left ([data-due]) and what the
+     workspace clock reads ([data-clock-now]); only the time elapsed since is measured here, so the
+     visitor's own clock (skewed, or in another time zone) never matters. */
+  var DAYS = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"];
+  var MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+
+  // The same format as the server's `clocktime` filter: "Tue 24 Nov 2026 14:02[:05]" (UTC).
+  function clockText(date, seconds) {
+    var text = DAYS[date.getUTCDay()] + " " + pad(date.getUTCDate()) + " " + MONTHS[date.getUTCMonth()] + " " +
+      date.getUTCFullYear() + " " + pad(date.getUTCHours()) + ":" + pad(date.getUTCMinutes());
+    return seconds ? text + ":" + pad(date.getUTCSeconds()) : text;
+  }
+
+  // "58 s", "1 min 58 s", "3 h 5 min", "2 d 4 h": seconds shown while under an hour, so it visibly counts.
+  function durationText(total) {
+    var s = Math.max(0, Math.floor(total));  // floor, as the server renders it
+    var d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+    s = s % 60;
+    if (d) return d + " d" + (h ? " " + h + " h" : "");
+    if (h) return h + " h" + (m ? " " + m + " min" : "");
+    if (m) return m + " min" + (s ? " " + s + " s" : "");
+    return s + " s";
+  }
+
+  function since(el) {
+    if (el._liveStart === undefined) el._liveStart = performance.now();
+    return (performance.now() - el._liveStart) / 1000;
+  }
+
+  function tick() {
+    document.querySelectorAll("[data-due]").forEach(function (el) {
+      var left = parseFloat(el.getAttribute("data-due")) - since(el);
+      if (isNaN(left)) return;
+      el.textContent = left > 0.5
+        ? "in " + durationText(left) + (el.getAttribute("data-due-suffix") || "")
+        : "due now (the worker runs it within a second)";
+    });
+    document.querySelectorAll("[data-clock-now]").forEach(function (el) {
+      var start = Date.parse(el.getAttribute("data-clock-now"));
+      if (isNaN(start)) return;
+      el.textContent = clockText(new Date(start + since(el) * 1000), el.hasAttribute("data-clock-seconds"));
+    });
+  }
+  setInterval(tick, 1000);
+  document.addEventListener("DOMContentLoaded", tick);
+  document.addEventListener("htmx:afterSettle", tick);
 })();

@@ -1,8 +1,10 @@
-"""The sandbox clock: GET /v1/sandbox/clock and POST /v1/sandbox/clock/advance."""
+"""The sandbox clock: GET /v1/sandbox/clock, and moving it: POST /v1/sandbox/clock/advance (by an
+amount), /jump (to a moment) and /advance_to_next (to the next scheduled item)."""
 
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Annotated, Any
 
 from flask import g, jsonify
@@ -13,8 +15,8 @@ from console.api import api
 from console.api.conventions import json_body, sandbox_only
 from console.clock import services as clock
 from console.core.bodies import RequestModel, field_error, guarded, validate
-from console.core.timeutil import isoformat
-from console.scheduler.services import upcoming
+from console.core.timeutil import isoformat, parse_datetime
+from console.scheduler import agenda
 
 
 def _clock_state(**extra: Any) -> dict:
@@ -83,10 +85,44 @@ class ClockAdvanceRequest(RequestModel):
         return next((unit, getattr(self, unit)) for unit in clock.UNITS if getattr(self, unit) is not None)
 
 
+def _moment_error(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return "must be a string"
+    if len(value) > 64 or "\x00" in value:
+        return "must be an ISO 8601 date and time, e.g. 2026-11-24T14:00:00Z"
+    try:
+        parse_datetime(value)
+    except (ValueError, OverflowError):
+        return "must be an ISO 8601 date and time, e.g. 2026-11-24T14:00:00Z"
+    return None
+
+
+Moment = Annotated[
+    datetime,
+    Field(
+        description="ISO 8601 date and time (UTC when no offset is given); later than the workspace clock, "
+        f"at most {clock.MAX_ADVANCE.days} days ahead.",
+        json_schema_extra={"type": "string", "format": "date-time", "maxLength": 64},
+    ),
+    guarded(_moment_error, parse_datetime),
+]
+
+
+class ClockJumpRequest(RequestModel):
+    """POST /v1/sandbox/clock/jump: the moment to move the workspace clock to (later than its now)."""
+
+    to: Moment
+
+
+class ClockNextRequest(RequestModel):
+    """POST /v1/sandbox/clock/advance_to_next: no field (an empty object, or no body)."""
+
+
 @api.get("/sandbox/clock")
 @sandbox_only
 def get_clock():
-    return jsonify(_clock_state(next_due=upcoming(g.workspace.id)))
+    items = agenda.upcoming(g.workspace, limit=10)
+    return jsonify(_clock_state(next_due=[item.as_dict() for item in items]))
 
 
 @api.post("/sandbox/clock/advance")
@@ -95,3 +131,19 @@ def advance_clock():
     unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
     fired = clock.advance_by(g.workspace, unit, amount)
     return jsonify(_clock_state(fired=fired))
+
+
+@api.post("/sandbox/clock/jump")
+@sandbox_only
+def jump_clock():
+    moment = validate(ClockJumpRequest, json_body()).to
+    fired = clock.jump_to(g.workspace, moment)
+    return jsonify(_clock_state(fired=fired))
+
+
+@api.post("/sandbox/clock/advance_to_next")
+@sandbox_only
+def advance_clock_to_next():
+    validate(ClockNextRequest, json_body())
+    item, fired = clock.advance_to_next(g.workspace)
+    return jsonify(_clock_state(advanced_to=item.as_dict(), fired=fired))

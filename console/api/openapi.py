@@ -12,7 +12,7 @@ import re
 from flask import current_app, jsonify, request
 
 from console.api import api
-from console.api.clock import ClockAdvanceRequest
+from console.api.clock import ClockAdvanceRequest, ClockJumpRequest, ClockNextRequest
 from console.api.conventions import public
 from console.api.events import ResendRequest
 from console.api.listen import PollRequest
@@ -236,6 +236,24 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "response": "object",
         "sandbox": True,
     },
+    ("POST", "/sandbox/clock/jump"): {
+        "summary": "Move the workspace clock to a later moment and fire what became due",
+        "tag": "Sandbox",
+        "body": ClockJumpRequest,
+        "response": "object",
+        "sandbox": True,
+    },
+    ("POST", "/sandbox/clock/advance_to_next"): {
+        "summary": "Advance the workspace clock to its next scheduled item and fire it",
+        "tag": "Sandbox",
+        "body": ClockNextRequest,
+        "response": "object",
+        "sandbox": True,
+        "errors": {
+            "409": "Nothing is scheduled (NOTHING_SCHEDULED), or the next item is more than 400 days away "
+            "(NEXT_ITEM_TOO_FAR)."
+        },
+    },
     ("POST", "/sandbox/webhooks/{webhook_id}/test"): {
         "summary": "Send a sample event to a webhook",
         "tag": "Sandbox",
@@ -369,7 +387,9 @@ def _operation(method: str, path: str, details: dict) -> dict:
     params += details.get("params", [])
     responses = _response(details["response"])
     if not details.get("public"):
-        errors = {**ERRORS, **IDEMPOTENT_ERRORS} if idempotent else ERRORS
+        errors = dict({**ERRORS, **IDEMPOTENT_ERRORS} if idempotent else ERRORS)
+        for status, text in details.get("errors", {}).items():  # this operation's own reasons
+            errors[status] = f"{errors[status]} Or: {text}" if status in errors else text
         responses.update(
             {
                 code: {"description": errors[code], "content": {"application/json": {"schema": ref("Error")}}}

@@ -7,11 +7,12 @@ schedules) asks `now(workspace)` so that advancing the clock moves it all.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import select, update
 
 from console.clock.business_days import add_business_days
-from console.core.errors import FieldError, ValidationFailed
+from console.core.errors import Conflict, FieldError, ValidationFailed
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.workspaces.models import Workspace
@@ -106,3 +107,38 @@ def advance_by(workspace: Workspace, unit: str, amount: float) -> list[dict]:
     if seconds > limit:
         raise too_far
     return advance(workspace, seconds=seconds)
+
+
+def jump_to(workspace: Workspace, moment: datetime) -> list[dict]:
+    """Move the clock to `moment` (later than its now, at most MAX_ADVANCE ahead); field error `to` otherwise."""
+    current = now(workspace)
+    if moment <= current:
+        raise ValidationFailed(
+            [FieldError("to", f"must be later than the workspace clock ({current:%Y-%m-%d %H:%M:%S} UTC)")]
+        )
+    if moment - current > MAX_ADVANCE:
+        raise ValidationFailed([FieldError("to", f"moves the clock more than {MAX_ADVANCE.days} days")])
+    return advance(workspace, seconds=(moment - current).total_seconds())
+
+
+def advance_to_next(workspace: Workspace) -> tuple[Any, list[dict]]:
+    """Move the clock to the soonest item scheduled after its now, and run what is due then (that item,
+    and any due at the same moment); returns (the item, what fired).
+
+    Items already due are the worker's (a delivery being sent), so they are not "next". Conflict
+    NOTHING_SCHEDULED when nothing is scheduled later than now.
+    """
+    from console.scheduler import agenda
+
+    upcoming = agenda.upcoming(workspace, limit=1, after=now(workspace))
+    if not upcoming:
+        raise Conflict("Nothing is scheduled later than the workspace clock.", code="NOTHING_SCHEDULED")
+    item = upcoming[0]
+    seconds = (item.due_at - now(workspace)).total_seconds()
+    if seconds > MAX_ADVANCE.total_seconds():
+        raise Conflict(
+            f"The next scheduled item is more than {MAX_ADVANCE.days} days away; advance in steps.",
+            code="NEXT_ITEM_TOO_FAR",
+        )
+    # A hair's breadth could pass between reading the clock and moving it: never move by zero.
+    return item, advance(workspace, seconds=max(seconds, 1e-6))

@@ -27,7 +27,7 @@ from console.jobs.scenarios import ERROR, FAILURE, OUTCOMES, PENDING, PROCESSING
 from console.jobs.serializers import JOB_COLUMNS, clean_params, job_payload
 from console.link_tokens.models import LinkToken
 from console.scheduler.models import ScheduledTask
-from console.scheduler.services import schedule, task_handler
+from console.scheduler.services import schedule, task_describer, task_handler
 from console.workspaces.models import Workspace
 
 __all__ = ["IllegalTransition", "job_payload", "start_switch", "transition"]
@@ -135,7 +135,7 @@ def run_retry(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
     job = _locked_job(task)
     attempt = int(task.payload.get("attempt", 1))
     if job is None or job.outcome != PENDING:
-        return {"summary": f"retry {attempt} skipped: job is no longer pending", "attempt": attempt}
+        return {"summary": f"Retry {attempt} skipped: the job is no longer pending", "attempt": attempt}
     plan = scenarios.SCENARIOS[job.scenario]
     # The attempt happens at its due moment, so an advance that fires a chain records each step at its own time.
     at = task.due_at
@@ -144,17 +144,29 @@ def run_retry(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
         outcome, reason = decision
         transition(job, outcome, at=at, reason=reason)
         return {
-            "summary": f"job {job.id}: pending -> {outcome} ({reason})",
+            "summary": f"Job {job.id} retried the switch (attempt {attempt}): pending → {outcome} ({reason})",
             "attempt": attempt,
             "job_id": str(job.id),
         }
     due = scenarios.next_retry_at(plan, at, job.first_attempt_at)
     schedule(workspace, scenarios.RETRY_KIND, due, {"job_id": str(job.id), "attempt": attempt + 1})
     return {
-        "summary": f"job {job.id}: retry {attempt} could not complete; still pending",
+        "summary": f"Job {job.id} retried the switch (attempt {attempt}): could not complete, still pending",
         "attempt": attempt,
         "job_id": str(job.id),
     }
+
+
+@task_describer(scenarios.RETRY_KIND)
+def describe_retry(task: ScheduledTask) -> str:
+    job = db.session.get(Job, uuid.UUID(task.payload["job_id"]))
+    attempt = int(task.payload.get("attempt", 1))
+    if job is None or job.outcome != PENDING:
+        return f"Retry {attempt} of a job that is no longer pending (does nothing)"
+    decision = scenarios.retry_decision(scenarios.SCENARIOS[job.scenario], task.due_at, job.first_attempt_at)
+    if decision is None:
+        return f"Job {job.id} retries the switch (attempt {attempt}): stays pending, retries again later"
+    return f"Job {job.id} retries the switch (attempt {attempt}): pending → {decision[0]}"
 
 
 @task_handler(scenarios.FEDERAL_REVIEW_KIND)
@@ -162,13 +174,22 @@ def run_federal_review(task: ScheduledTask, workspace: Workspace) -> dict[str, A
     """Finish a federal benefits review: the switch is sent to the agency, or fails."""
     job = _locked_job(task)
     if job is None or job.outcome != PROCESSING:
-        return {"summary": "review skipped: job is no longer processing"}
+        return {"summary": "Agency review skipped: the job is no longer processing"}
     outcome = scenarios.SCENARIOS[job.scenario].resolves_to
     if outcome == SENT:
         # The agency accepted a full switch; the second event says so (spec, federal benefits).
         job.params = {**job.params, "action": "full_switch"}
     transition(job, outcome, at=task.due_at, reason=scenarios.REVIEW_REASONS[outcome])
-    return {"summary": f"job {job.id}: processing -> {outcome}", "job_id": str(job.id)}
+    return {"summary": f"Job {job.id} agency review ended: processing → {outcome}", "job_id": str(job.id)}
+
+
+@task_describer(scenarios.FEDERAL_REVIEW_KIND)
+def describe_federal_review(task: ScheduledTask) -> str:
+    job = db.session.get(Job, uuid.UUID(task.payload["job_id"]))
+    if job is None or job.outcome != PROCESSING:
+        return "Agency review of a job that is no longer processing (does nothing)"
+    outcome = scenarios.SCENARIOS[job.scenario].resolves_to
+    return f"Job {job.id} agency review ends: processing → {outcome}"
 
 
 def get_job(workspace_id: uuid.UUID, mode: str, job_id: str) -> Job:

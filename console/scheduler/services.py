@@ -36,6 +36,9 @@ BACKOFF_SECONDS = 5  # doubled after each failed attempt: 5, 10, 20, 40 s
 
 Handler = Callable[[ScheduledTask, Workspace], "dict[str, Any] | str | None"]
 _handlers: dict[str, Handler] = {}
+# What a pending task of each kind will do, in the reader's words ("Link token … will expire unused").
+Describer = Callable[[ScheduledTask], str]
+_describers: dict[str, Describer] = {}
 
 
 def task_handler(kind: str) -> Callable[[Handler], Handler]:
@@ -48,9 +51,26 @@ def task_handler(kind: str) -> Callable[[Handler], Handler]:
     return register
 
 
+def task_describer(kind: str) -> Callable[[Describer], Describer]:
+    """Register what a pending task of `kind` will do, said for a reader (registered beside its handler)."""
+
+    def register(func: Describer) -> Describer:
+        _describers[kind] = func
+        return func
+
+    return register
+
+
+def describe(task: ScheduledTask) -> str:
+    """What the pending task will do when it runs, in the reader's words."""
+    load_handler_modules()
+    describer = _describers.get(task.kind)
+    return describer(task) if describer is not None else f"Scheduled task {task.kind}"
+
+
 def handler_for(kind: str) -> Handler:
     """The registered handler of `kind` (LookupError when none)."""
-    _load_handler_modules()
+    load_handler_modules()
     try:
         return _handlers[kind]
     except KeyError:
@@ -58,7 +78,7 @@ def handler_for(kind: str) -> Handler:
 
 
 @functools.cache
-def _load_handler_modules() -> None:
+def load_handler_modules() -> None:
     """Import the handler modules (once per process)."""
     for module in HANDLER_MODULES:
         try:
@@ -224,17 +244,3 @@ def fired_since(workspace_id: uuid.UUID, since: datetime) -> list[dict[str, Any]
         .order_by(ScheduledTask.due_at, ScheduledTask.finished_at, ScheduledTask.id)
     )
     return [fired_dict(task) for task in tasks]
-
-
-def upcoming(workspace_id: uuid.UUID, limit: int = 10) -> list[dict[str, Any]]:
-    """The workspace's next pending tasks, soonest first."""
-    tasks = db.session.scalars(
-        select(ScheduledTask)
-        .where(ScheduledTask.workspace_id == workspace_id, ScheduledTask.status == "pending")
-        .order_by(ScheduledTask.due_at, ScheduledTask.created_at)
-        .limit(limit)
-    )
-    return [
-        {"task_id": str(t.id), "kind": t.kind, "due_at": isoformat(t.due_at), "payload": t.payload}
-        for t in tasks
-    ]

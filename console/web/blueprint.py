@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from flask import Blueprint, g, render_template, request
 from flask_wtf.csrf import CSRFError
 
 from console.core.errors import ServiceError, ValidationFailed
 from console.core.params import nul_fields
+from console.core.timeutil import parse_datetime, utcnow
 from console.web.apiclient import api_root
 from console.web.exchanges import pretty
 from console.web.workspace_session import ensure_workspace, has_workspace, load_workspace
@@ -77,7 +80,15 @@ def _announce_new_workspace(response):
 def _shared_context() -> dict:
     workspace = g.get("console_workspace") if has_workspace() else None
     # Snippets name the configured root (PUBLIC_URL), never the host this visitor happened to use.
-    return {"workspace": workspace, "nav": NAV, "public_root": api_root()}
+    return {"workspace": workspace, "nav": NAV, "public_root": api_root(), "clock_bar": _clock_bar}
+
+
+def _clock_bar() -> dict:
+    """The header's clock: the workspace clock, and real time when they differ (called by base.html)."""
+    workspace = g.get("console_workspace")
+    offset = (workspace.clock_offset_seconds or 0.0) if workspace is not None else 0.0
+    real = utcnow()
+    return {"now": real + timedelta(seconds=offset), "real": real, "offset_seconds": offset}
 
 
 @bp.errorhandler(404)
@@ -102,6 +113,28 @@ def _csrf_refused(error: CSRFError):
 @bp.app_template_filter("prettyjson")
 def _prettyjson(text: str) -> str:
     return pretty(text)
+
+
+@bp.app_template_filter("clocktime")
+def _clocktime(value: datetime | str | None, precision: str = "seconds", real: bool = False) -> str:
+    """Every moment on console pages, one format: "Tue 24 Nov 2026 14:02:05" (UTC); ISO strings from API
+    responses are accepted too. Moments are on the workspace clock, except bookkeeping stamps taken in real
+    time (a request's arrival, an inbox delivery): `real=True` marks those "(real time)" once the clock
+    has been moved, since they cannot honestly be converted with today's offset."""
+    if value is None or value == "":
+        return "—"
+    if isinstance(value, str):
+        try:
+            value = parse_datetime(value)
+        except (ValueError, OverflowError):
+            return value
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC)
+    text = value.strftime("%a %d %b %Y %H:%M" + (":%S" if precision == "seconds" else ""))
+    workspace = g.get("console_workspace")
+    if real and workspace is not None and (workspace.clock_offset_seconds or 0) >= 1:
+        text += " (real time)"
+    return text
 
 
 @bp.app_template_filter("duration")

@@ -99,3 +99,26 @@ def get(workspace_id: uuid.UUID, event_id: str) -> Event | None:
 def statuses(events: list[Event]) -> dict[uuid.UUID, str]:
     """A one-word delivery status per event, for the list's badges."""
     return deliveries.status_by_event([e.id for e in events])
+
+
+# Badges one poll may check: the first page and a few older ones (the query string stays small).
+MAX_SHOWN = 100
+
+
+def changed_badges(workspace_id: uuid.UUID, shown: list[str]) -> list[tuple[Event, str | None]]:
+    """The events among `shown` ("<event id>:<status shown>") whose delivery status is no longer the one
+    shown, with their status now; this workspace's events only."""
+    seen: dict[uuid.UUID, str] = {}
+    for item in shown[:MAX_SHOWN]:
+        ident, _, status = item.partition(":")
+        try:
+            seen[uuid.UUID(ident)] = status
+        except ValueError:
+            continue
+    if not seen:
+        return []
+    events = list(
+        db.session.scalars(select(Event).where(Event.workspace_id == workspace_id, Event.id.in_(list(seen))))
+    )
+    now = deliveries.status_by_event([e.id for e in events])
+    return [(e, now.get(e.id)) for e in events if (now.get(e.id) or "none") != seen[e.id]]

@@ -82,8 +82,22 @@ def succeeded(workspace_id: uuid.UUID, step: str) -> bool:
     )
 
 
+COLUMNS = (ConsoleRequest.created_at, ConsoleRequest.id)
+
+
 def page(workspace_id: uuid.UUID, cursor: str | None = None, limit: int = PAGE_SIZE) -> keyset.Page:
     """One page of the log, newest first."""
     query = select(ConsoleRequest).where(ConsoleRequest.workspace_id == workspace_id)
-    columns = (ConsoleRequest.created_at, ConsoleRequest.id)
-    return keyset.newest_first(query, columns, cursor=cursor, limit=limit)
+    return keyset.newest_first(query, COLUMNS, cursor=cursor, limit=limit)
+
+
+def newer(workspace_id: uuid.UUID, cursor: str | None) -> list[ConsoleRequest]:
+    """Exchanges logged after the cursor (the live poll), newest first."""
+    return keyset.newer_than(
+        select(ConsoleRequest).where(ConsoleRequest.workspace_id == workspace_id), COLUMNS, cursor
+    )
+
+
+def live_cursor(rows: list[ConsoleRequest], previous: str | None = None) -> str:
+    """Where the next live poll starts: the newest row shown, or where the last poll was."""
+    return keyset.cursor_of(rows[0]) if rows else (previous or keyset.encode_start())

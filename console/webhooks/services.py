@@ -20,7 +20,8 @@ from console.events.services import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.modes import SANDBOX
-from console.scheduler.services import schedule, task_handler
+from console.scheduler import agenda
+from console.scheduler.services import schedule, task_describer, task_handler
 from console.webhooks import own_inbox, urls
 from console.webhooks.models import (
     ACTIVE,
@@ -433,4 +434,57 @@ def check_pause(webhook_id: uuid.UUID | str, workspace: Workspace) -> bool:
 @task_handler(PAUSE_CHECK_TASK)
 def _pause_check(task, workspace: Workspace) -> str:
     paused = check_pause(task.payload["webhook_id"], workspace)
-    return f"webhook {task.payload['webhook_id']} {'paused' if paused else 'still active'}"
+    if paused:
+        return f"Webhook {task.payload['webhook_id']} paused: no 200 OK for 30 days"
+    return f"Webhook {task.payload['webhook_id']} stays active (not failing for 30 days)"
+
+
+@task_describer(PAUSE_CHECK_TASK)
+def _describe_pause_check(task) -> str:
+    return f"Webhook {task.payload['webhook_id']} is paused if it still has had no 200 OK for 30 days"
+
+
+def _pending_deliveries(workspace_id: uuid.UUID, after: datetime | None) -> list:
+    query = [WebhookDelivery.workspace_id == workspace_id, WebhookDelivery.status == PENDING]
+    if after is not None:
+        query.append(WebhookDelivery.due_at > after)
+    return query
+
+
+def _delivery_items(workspace_id: uuid.UUID, limit: int, after: datetime | None) -> list[agenda.Item]:
+    """Pending deliveries as scheduled items: the first attempt or a retry, due on the workspace clock."""
+    rows = db.session.execute(
+        select(WebhookDelivery, Event.type, Webhook.url)
+        .join(Event, Event.id == WebhookDelivery.event_id)
+        .join(Webhook, Webhook.id == WebhookDelivery.webhook_id)
+        .where(*_pending_deliveries(workspace_id, after))
+        .order_by(WebhookDelivery.due_at, WebhookDelivery.id)
+        .limit(limit)
+    )
+    items = []
+    for delivery, event_type, url in rows:
+        attempt = delivery.attempt_count + 1
+        what = "first attempt" if attempt == 1 else f"attempt {attempt}"
+        items.append(
+            agenda.Item(
+                delivery.due_at,
+                "webhook.delivery",
+                f"Webhook delivery {delivery.id} of {event_type} to {url}: {what}",
+                payload={
+                    "delivery_id": str(delivery.id),
+                    "event_id": str(delivery.event_id),
+                    "webhook_id": str(delivery.webhook_id),
+                    "attempt": attempt,
+                },
+            )
+        )
+    return items
+
+
+def _next_delivery_due(workspace_id: uuid.UUID, after: datetime | None) -> datetime | None:
+    return db.session.scalar(
+        select(func.min(WebhookDelivery.due_at)).where(*_pending_deliveries(workspace_id, after))
+    )
+
+
+agenda.agenda_source(agenda.Source(_delivery_items, _next_delivery_due))

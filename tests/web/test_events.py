@@ -68,7 +68,7 @@ def test_new_events_appear_through_the_live_poll(app, visitor, rendered):
     seed_events(app, visitor.workspace_id, 1)
     html = visitor.get("/events").get_data(as_text=True)
     poll = html.split('id="event-poller" hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
-    assert 'hx-trigger="every 1s"' in html
+    assert 'hx-trigger="every 2s, live-refresh"' in html and "data-poll" in html
     assert visitor.get(poll, htmx=True).status_code == 204
     [fresh] = seed_events(app, visitor.workspace_id, 1)
     rendered.clear()
@@ -124,3 +124,29 @@ def test_another_workspaces_event_is_not_found(app, visitor, other_visitor):
     assert visitor.get(f"/events/{theirs}").status_code == 404
     assert visitor.post(f"/events/{theirs}/resend").status_code == 404
     assert visitor.get(f"/events/{uuid.uuid4()}").status_code == 404
+
+
+def test_the_live_poll_redraws_a_badge_whose_delivery_changed(app, visitor):
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        event = db.session.scalars(
+            select(Event).where(Event.workspace_id == visitor.workspace_id, Event.type == "account.added")
+        ).one()
+        event_id = str(event.id)
+    html = visitor.get("/events").get_data(as_text=True)
+    poll = html.split('id="event-poller" hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+    shown = re.findall(r'name="shown" value="([^"]+)"', html)
+    assert f"{event_id}:pending" in shown
+    query = "".join(f"&shown={s}" for s in shown)
+    assert visitor.get(poll + query, htmx=True).status_code == 204  # nothing changed
+    with app.app_context():
+        delivery = db.session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.event_id == event.id)
+        ).one()
+        delivery.status, delivery.attempt_count = "delivered", 1
+        db.session.commit()
+    answer = visitor.get(poll + query, htmx=True).get_data(as_text=True)
+    assert f'id="event-badge-{event_id}" class="badge badge-delivery-delivered" hx-swap-oob="true"' in answer
+    assert answer.count("hx-swap-oob") == 1  # only the changed badge, no rows
+    # Another workspace's event ids are ignored.
+    assert visitor.get(poll + f"&shown={uuid.uuid4()}:pending", htmx=True).status_code == 204

@@ -6,6 +6,7 @@ import json
 
 from flask import abort, g, render_template, request
 
+from console.clock.services import now as clock_now
 from console.events.services import EVENT_TYPES
 from console.modes import SANDBOX
 from console.web import deliveries, eventlog
@@ -42,7 +43,8 @@ def event_rows():
     filters = eventlog.parse_filters(request.args)
     if "after" in request.args:
         fresh = eventlog.newer(workspace.id, SANDBOX, filters, request.args["after"])
-        if not fresh:
+        changed = eventlog.changed_badges(workspace.id, request.args.getlist("shown"))
+        if not fresh and not changed:
             return "", 204
         return render_template(
             "console/_event_poll.html",
@@ -50,6 +52,7 @@ def event_rows():
             statuses=eventlog.statuses(fresh),
             filters=filters,
             live_cursor=eventlog.live_cursor(fresh, request.args["after"]),
+            changed=changed,
         )
     found = eventlog.page(workspace.id, SANDBOX, filters, cursor=request.args.get("cursor"))
     return render_template(
@@ -67,6 +70,7 @@ def _detail_context(event, exchange=None) -> dict:
         "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
         "deliveries": deliveries.for_event(event),
         "exchange": exchange,
+        "now": clock_now(g.console_workspace),
     }
 
 

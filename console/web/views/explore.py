@@ -33,7 +33,23 @@ def _key_of(row) -> ApiKey | None:
 def requests_page():
     found = requestlog.page(g.console_workspace.id, cursor=request.args.get("cursor"))
     return render_htmx(
-        "console/requests.html", "console/_request_rows.html", rows=found.rows, next_cursor=found.next_cursor
+        "console/requests.html",
+        "console/_request_rows.html",
+        rows=found.rows,
+        next_cursor=found.next_cursor,
+        live_cursor=requestlog.live_cursor(found.rows),
+    )
+
+
+@bp.get("/requests/live")
+def request_rows_live():
+    """Exchanges newer than `after`, for the live poll (204 when there are none)."""
+    after = request.args.get("after")
+    rows = requestlog.newer(g.console_workspace.id, after)
+    if not rows:
+        return "", 204
+    return render_template(
+        "console/_request_poll.html", rows=rows, live_cursor=requestlog.live_cursor(rows, after)
     )
 
 

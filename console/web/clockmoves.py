@@ -1,0 +1,94 @@
+"""The console's clock moves: what a form asks for, the API call that does it, where it would land.
+
+A move is one of the preset buttons, an amount of a unit, a jump to a moment, or "the next scheduled
+item". Before moving, the console works out the moment the clock would reach, so it can list the open
+Link tokens that would expire on the way (`console.link.expiry.open_tokens_expiring_by`) and ask first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from console.clock import services as clock
+from console.clock.business_days import add_business_days
+from console.core.timeutil import parse_datetime
+from console.scheduler import agenda
+from console.workspaces.models import Workspace
+
+# The preset buttons: key -> (label, body of POST /v1/sandbox/clock/advance).
+PRESETS = {
+    "hour": ("+1 hour", {"hours": 1}),
+    "business_day": ("+1 business day", {"business_days": 1}),
+    "day": ("+24 hours", {"hours": 24}),
+    "month": ("+30 days", {"days": 30}),
+}
+UNIT_LABELS = {"seconds": "seconds", "hours": "hours", "days": "days", "business_days": "business days"}
+# Form fields a move carries (repeated in the confirmation form).
+FIELDS = ("by", "amount", "unit", "to")
+
+
+@dataclass(frozen=True)
+class Move:
+    """A requested clock move: the API call, and where the clock would land (None when unknown)."""
+
+    path: str
+    body: dict[str, Any]
+    target: datetime | None
+    form: dict[str, str] = field(default_factory=dict)  # the fields to resend when confirmed
+
+
+class FormError(ValueError):
+    """A move the form cannot express; `field` names the input to show it on."""
+
+    def __init__(self, field_name: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field_name
+
+
+def _target_of(workspace: Workspace, body: dict[str, Any]) -> datetime | None:
+    [(unit, amount)] = body.items()
+    current = clock.now(workspace)
+    try:
+        if unit == "business_days":
+            return add_business_days(current, int(amount)) if 0 < amount <= clock.MAX_ADVANCE.days else None
+        return current + timedelta(seconds=amount * clock.SECONDS_PER[unit])
+    except (OverflowError, ValueError):
+        return None
+
+
+def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
+    """The move a clock form asks for (FormError for what the form itself can tell is wrong)."""
+    by = form.get("by", "")
+    kept = {name: form.get(name, "") for name in FIELDS}
+    if by in PRESETS:
+        body = dict(PRESETS[by][1])
+        return Move("/sandbox/clock/advance", body, _target_of(workspace, body), kept)
+    if by == "amount":
+        unit = form.get("unit", "")
+        if unit not in UNIT_LABELS:
+            raise FormError("unit", f"must be one of {', '.join(UNIT_LABELS.values())}")
+        text = (form.get("amount") or "").strip()
+        try:
+            amount: float = int(text) if unit == "business_days" else float(text)
+        except ValueError:
+            message = "must be a whole number" if unit == "business_days" else "must be a number"
+            raise FormError("amount", message) from None
+        if not amount > 0 or amount != amount or amount == float("inf"):
+            raise FormError("amount", "must be more than 0")
+        body = {unit: amount}
+        return Move("/sandbox/clock/advance", body, _target_of(workspace, body), kept)
+    if by == "jump":
+        text = (form.get("to") or "").strip()
+        try:
+            moment = parse_datetime(text)
+        except (ValueError, OverflowError):
+            raise FormError("to", "must be a date and time, e.g. 2026-11-24T14:00") from None
+        iso = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Move("/sandbox/clock/jump", {"to": iso}, moment, kept)
+    if by == "next":
+        target = agenda.next_due_at(workspace, after=clock.now(workspace))
+        return Move("/sandbox/clock/advance_to_next", {}, target, kept)
+    raise FormError("by", "is not a clock move")

@@ -1,0 +1,117 @@
+"""The workspace clock page and the clock moves (from that page and from a timeline)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from flask import g, redirect, render_template, request, url_for
+
+from console.clock.services import now as clock_now
+from console.extensions import db
+from console.link.expiry import open_tokens_expiring_by
+from console.scheduler import agenda
+from console.web import clockmoves, live
+from console.web.apiclient import response_json
+from console.web.blueprint import bp, is_htmx, render_htmx
+from console.web.exchanges import view as exchange_view
+from console.web.views import timeline as timeline_views
+from console.web.workspace_session import api_client, console_key
+
+
+def scheduled_context() -> dict:
+    """What is scheduled, soonest first, with how long until each on the workspace clock."""
+    workspace = g.console_workspace
+    current = clock_now(workspace)
+    items = agenda.upcoming(workspace, limit=20) if workspace.id else []
+    return {
+        "now": current,
+        "scheduled": [(item, (item.due_at - current).total_seconds()) for item in items],
+        "pulse": live.pulse(workspace),
+    }
+
+
+def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict:
+    """What the clock controls and their result box need (see _clock_controls.html, _fired.html)."""
+    answer = (response_json(advance.row) or {}) if advance is not None else {}
+    fired = (answer.get("data") or {}).get("fired", []) if advance is not None else []
+    api_error = (answer.get("error") or {}).get("message") if advance is not None else None
+    # Errors beside the input they are about: the form's own, or the fields the API named.
+    form_errors = {form_error.field: str(form_error)} if form_error is not None else {}
+    for bad in (answer.get("error") or {}).get("fields") or []:
+        form_errors["to" if bad.get("name") == "to" else "amount"] = bad.get("message", "")
+    return {
+        "presets": clockmoves.PRESETS,
+        "units": clockmoves.UNIT_LABELS,
+        "advance": advance,
+        "fired": fired,
+        "api_error": api_error,
+        "confirm": confirm,
+        "form_errors": form_errors,
+        "form": form or {},
+        "next_item": _next_item(),
+        "jump_default": (clock_now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
+        "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
+    }
+
+
+def _next_item() -> agenda.Item | None:
+    workspace = g.console_workspace
+    if not workspace.id:
+        return None
+    return next(iter(agenda.upcoming(workspace, limit=1, after=clock_now(workspace))), None)
+
+
+def _clock_context(**move) -> dict:
+    workspace = g.console_workspace
+    return {
+        **scheduled_context(),
+        **move_context(**move),
+        "offset_seconds": workspace.clock_offset_seconds or 0.0,
+    }
+
+
+@bp.get("/clock", endpoint="clock")
+def clock_page():
+    return render_htmx("console/clock.html", "console/_clock.html", **_clock_context())
+
+
+@bp.get("/clock/scheduled")
+def clock_scheduled():
+    """The live poll of the scheduled list: 204 while nothing changed."""
+    if live.unchanged(g.console_workspace, request.args.get("pulse")):
+        return "", 204
+    return render_template("console/_clock_scheduled.html", **scheduled_context())
+
+
+@bp.post("/clock/advance")
+def advance_clock():
+    """Move the clock through the API (asking first when open Link tokens would expire), then show the
+    timeline (or clock page) the move was made from."""
+    workspace = g.console_workspace
+    form = {name: request.form.get(name, "") for name in clockmoves.FIELDS}
+    move_kwargs: dict = {"form": form}
+    try:
+        move = clockmoves.parse(workspace, request.form)
+    except clockmoves.FormError as exc:
+        if exc.field == "by":
+            return render_template("console/error.html", title="Unknown clock move", message=str(exc)), 400
+        move_kwargs["form_error"] = exc
+    else:
+        expiring = open_tokens_expiring_by(workspace, move.target) if move.target else []
+        if expiring and request.form.get("confirmed") != "1":
+            move_kwargs["confirm"] = {"tokens": expiring, "form": move.form}
+        else:
+            row = api_client(workspace).call("POST", move.path, body=move.body, step="clock")
+            db.session.refresh(workspace)
+            move_kwargs["advance"] = exchange_view(row, console_key(workspace))
+    kind, subject = request.form.get("timeline_kind"), request.form.get("timeline_id")
+    if kind in ("link_token", "account") and subject:
+        found = timeline_views.timeline_or_404(kind, subject)
+        if not is_htmx():
+            return redirect(timeline_views.timeline_url(kind, subject))
+        return render_template(
+            "console/_timeline.html", **timeline_views.timeline_context(found, **move_kwargs)
+        )
+    if not is_htmx():
+        return redirect(url_for("console.clock"))
+    return render_template("console/_clock.html", **_clock_context(**move_kwargs))
