@@ -152,7 +152,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Webhooks",
         "body": WebhookRequest,
         "response": "single:Webhook",
-        "errors": ["403"],
+        "errors": {"403": "This API key already has 10 webhooks (WEBHOOK_LIMIT_REACHED)."},
     },
     ("GET", "/webhooks"): {
         "summary": "List webhooks",
@@ -208,7 +208,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Events",
         "body": ResendRequest,
         "response": "object",
-        "errors": ["409"],
+        "errors": {"409": "The webhook is paused, or no active webhook subscribes to the event (CONFLICT)."},
     },
     ("GET", "/sandbox/test_data"): {
         "summary": "Sandbox test credentials, identities and SSNs",
