@@ -98,6 +98,12 @@ def from_environment() -> dict:
         in ("1", "true", "yes", "on"),
         "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
+        "REQUEST_LOG_FLUSH_SECONDS": _number(
+            os.environ.get("REQUEST_LOG_FLUSH_SECONDS"), DEFAULTS["REQUEST_LOG_FLUSH_SECONDS"], float
+        ),
+        "REQUEST_LOG_QUEUE_SIZE": _number(
+            os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
+        ),
     }
 
 
@@ -182,5 +188,9 @@ DEFAULTS = {
     # A visitor workspace nobody named is deleted after this many idle days; 0 keeps every workspace.
     "WORKSPACE_IDLE_DAYS": 30,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
+    # The request log's background writer (console.requestlog.writer): seconds between batch writes,
+    # and the most rows a serving process holds before counting further ones as "not logged".
+    "REQUEST_LOG_FLUSH_SECONDS": 1.0,
+    "REQUEST_LOG_QUEUE_SIZE": 2000,
     "JSON_SORT_KEYS": False,
 }

@@ -36,6 +36,7 @@ OWNED = {
     "console_requests": "workspace_id",
     "console_inbox_messages": "workspace_id",
     "console_link_tokens": "workspace_id",
+    "key_usage_days": "workspace_id",
     "world_deposit_allocations": "workspace_id",
 }
 
