@@ -16,7 +16,6 @@ from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
 from console.modes import MODES
 
-
 # How long a rolled key's secret keeps working, as offered by the console and `console keys roll --grace`.
 GRACE_PERIODS = {
     "none": timedelta(0),

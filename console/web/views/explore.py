@@ -7,10 +7,11 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.keys.services import secret_of
+from console.keys.services import list_keys, secret_of
 from console.modes import MODES
 from console.web import reference, requestlog
 from console.web.blueprint import bp, render_htmx
+from console.web.exchanges import masked_secret
 from console.web.exchanges import view as exchange_view
 from console.world import services as world
 from console.world.models import Beneficiary
@@ -31,9 +32,20 @@ def _key_of(row) -> ApiKey | None:
 
 @bp.get("/requests", endpoint="requests")
 def requests_page():
-    found = requestlog.page(g.console_workspace.id, cursor=request.args.get("cursor"))
+    workspace_id = g.console_workspace.id
+    filters = requestlog.Filters.from_args(request.args)
+    found = requestlog.page(workspace_id, cursor=request.args.get("cursor"), filters=filters)
+    keys = list_keys(workspace_id)
     return render_htmx(
-        "console/requests.html", "console/_request_rows.html", rows=found.rows, next_cursor=found.next_cursor
+        "console/requests.html",
+        "console/_request_rows.html",
+        rows=found.rows,
+        next_cursor=found.next_cursor,
+        filters=filters,
+        status_classes=requestlog.STATUS_CLASSES,
+        keys=keys,
+        key_names={k.id: masked_secret(k) for k in keys},
+        unlogged=requestlog.unlogged(workspace_id),
     )
 
 
