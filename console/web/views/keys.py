@@ -19,7 +19,6 @@ from console.web.exchanges import masked_secret
 from console.web.workspace_session import reset_workspace as start_over
 from console.workspaces.services import keep_workspace as keep
 
-
 # The roll button's choices: (value of keys.GRACE_PERIODS, label).
 GRACE_CHOICES = (
     ("none", "now"),
