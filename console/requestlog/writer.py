@@ -207,7 +207,7 @@ def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:
         found = conn.execute(
             select(Workspace.id, Workspace.clock_offset_seconds).where(Workspace.id.in_(missing))
         )
-        offsets = dict(found.tuples())
+        offsets = dict(found.all())
     for row in rows:
         if row.get("clock_at") is None:
             row["clock_at"] = row["created_at"] + timedelta(seconds=offsets.get(row["workspace_id"]) or 0.0)
