@@ -229,6 +229,7 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
                 "secret_last4": k.secret_last4,
                 "created_at": isoformat(k.created_at),
                 "revoked_at": isoformat(k.revoked_at),
+                "expires_at": isoformat(k.expires_at),
             }
             for k in list_keys(scope)
         ]
@@ -236,7 +237,7 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
             click.echo(json.dumps(rows))
             return
         for r in rows:
-            state = "revoked" if r["revoked_at"] else "active"
+            state = "revoked" if r["revoked_at"] else ("rolled" if r["expires_at"] else "active")
             click.echo(
                 f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}"
             )

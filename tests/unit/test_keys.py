@@ -116,7 +116,7 @@ def test_seven_days_of_grace(app, monkeypatch):
 
 def test_no_grace_refuses_the_old_secret_at_once(app, monkeypatch):
     Clock(monkeypatch)
-    old_secret, new_secret = _rolled(app, "none")
+    old_secret, _ = _rolled(app, "none")
     with app.app_context(), pytest.raises(Unauthorized) as raised:
         keys.authenticate(old_secret, "sandbox")
     assert raised.value.code == "API_KEY_REVOKED"

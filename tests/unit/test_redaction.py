@@ -30,12 +30,16 @@ def test_personal_fields_are_masked_and_the_rest_kept():
         "mobile_phone_number": MASK,
         "email": MASK,
     }
-    assert redacted["allocation"]["targets"] == [{"routing_number": "011000015", "account_number": "••••6789"}]
+    assert redacted["allocation"]["targets"] == [
+        {"routing_number": "011000015", "account_number": "••••6789"}
+    ]
     assert redacted["id"] == body["id"]
 
 
 def test_names_ending_in_a_personal_field_and_last_four_are_masked():
-    redacted = json.loads(redact_body(json.dumps({"user_email": "a@b.co", "social_security_last_four": "6789"})))
+    redacted = json.loads(
+        redact_body(json.dumps({"user_email": "a@b.co", "social_security_last_four": "6789"}))
+    )
     assert redacted == {"user_email": MASK, "social_security_last_four": MASK}
 
 

@@ -28,7 +28,9 @@ def _rows(app, workspace_id) -> list[ConsoleRequest]:
 
 def _usage(app, key_id) -> KeyUsageDay | None:
     with app.app_context():
-        return db.session.scalars(select(KeyUsageDay).where(KeyUsageDay.api_key_id == uuid.UUID(key_id))).first()
+        return db.session.scalars(
+            select(KeyUsageDay).where(KeyUsageDay.api_key_id == uuid.UUID(key_id))
+        ).first()
 
 
 def _writer(app, **kwargs) -> Writer:
@@ -41,7 +43,11 @@ def test_the_thread_writes_a_batch_within_the_interval(app, client, workspace):
     writer = _writer(app, interval=0.05)
     api = Api(client, workspace.secrets["sandbox"])
     for _ in range(3):
-        assert api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())}).status_code in (200, 400, 404)
+        assert api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())}).status_code in (
+            200,
+            400,
+            404,
+        )
     deadline = time.monotonic() + 5
     while len(_rows(app, workspace.id)) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)

@@ -178,3 +178,40 @@ def test_production_usage_is_billable(app, visitor, client):
     usage = re.search(r'id="usage">(.*?)</table>', html, re.S).group(1)
     production_row = next(r for r in re.findall(r"<tr>(.*?)</tr>", usage, re.S) if "production" in r)
     assert re.findall(r"<td>(\d+)</td>", production_row) == ["1", "1", "0", "0", "1"]
+
+
+def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):
+    secret = sandbox_secret(app, visitor.workspace_id)
+    page = visitor.get("/reference").get_data(as_text=True)
+    assert "Try it" in page and secret not in page
+    html = visitor.post(
+        "/reference/try", {"method": "GET", "path": "/webhooks", "mode": "sandbox"}, htmx=True
+    ).get_data(as_text=True)
+    assert 'status-2xx">200' in html and secret not in html
+    with app.app_context():
+        row = db.session.scalars(
+            select(ConsoleRequest).where(
+                ConsoleRequest.workspace_id == visitor.workspace_id, ConsoleRequest.step == "reference"
+            )
+        ).one()
+        assert (row.method, row.path, row.status) == ("GET", "/sandbox/v1/webhooks", 200)
+    assert row.request_id in visitor.get("/requests").get_data(as_text=True)
+    # A body, a path parameter, and what is refused.
+    sent = visitor.post(
+        "/reference/try", {"method": "POST", "path": "/link_tokens", "body": '{"org_name": 5}'}, htmx=True
+    ).get_data(as_text=True)
+    assert "400" in sent and "org_name" in sent
+    assert "not valid JSON" in visitor.post(
+        "/reference/try", {"method": "POST", "path": "/link_tokens", "body": "{"}, htmx=True
+    ).get_data(as_text=True)
+    found = visitor.post(
+        "/reference/try",
+        {"method": "GET", "path": "/webhooks/{webhook_id}", "path.webhook_id": "../x"},
+        htmx=True,
+    ).get_data(as_text=True)
+    assert "/sandbox/v1/webhooks/..%2Fx" in found
+    assert visitor.post("/reference/try", {"method": "GET", "path": "/admin"}).status_code == 404
+    assert (
+        visitor.post("/reference/try", {"method": "GET", "path": "/webhooks", "mode": "moon"}).status_code
+        == 400
+    )

@@ -29,7 +29,9 @@ LINK_TOKEN = {
     "org_name": "Acme",
     "end_user_id": "user-123",
     "required_jobs": ["direct_deposit_switch"],
-    "allocation": {"targets": [{"type": "checking", "routing_number": "011000015", "account_number": "87654321"}]},
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "87654321"}]
+    },
     "end_user": {"platform_matching": MATCHING},
 }
 
@@ -58,7 +60,13 @@ def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(
     request_id = response.headers["x-service-request-id"]
     writer_for(app).flush()
     [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
-    assert (row.method, row.path, row.mode, row.status, row.step) == ("POST", "/sandbox/v1/link_tokens", "sandbox", 200, "")
+    assert (row.method, row.path, row.mode, row.status, row.step) == (
+        "POST",
+        "/sandbox/v1/link_tokens",
+        "sandbox",
+        200,
+        "",
+    )
     assert row.duration_ms > 0 and row.clock_at is not None
     with app.app_context():
         key = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == visitor.workspace_id)).first()
@@ -84,7 +92,11 @@ def test_the_clock_time_is_kept_beside_the_real_time(app, visitor):
     assert api.post("/sandbox/clock/advance", json={"hours": 48}).status_code == 200
     response = api.get("/webhooks")
     writer_for(app).flush()
-    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == response.headers["x-service-request-id"]]
+    [row] = [
+        r
+        for r in rows_of(app, visitor.workspace_id)
+        if r.request_id == response.headers["x-service-request-id"]
+    ]
     assert timedelta(hours=47) < row.clock_at - row.created_at < timedelta(hours=49)
     assert "clock" in visitor.get("/requests").get_data(as_text=True)
 
@@ -118,7 +130,10 @@ def test_filters_by_status_path_key_and_request_id(app, visitor):
         key = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == visitor.workspace_id)).first()
     assert ok_id in listed(key=str(key.id)) and ok_id not in listed(key=str(uuid.uuid4()))
     # Nonsense filters are ignored, never a 500.
-    assert visitor.get("/requests", query_string={"status": "9xx", "key": "nope", "path": "%_\\"}).status_code == 200
+    assert (
+        visitor.get("/requests", query_string={"status": "9xx", "key": "nope", "path": "%_\\"}).status_code
+        == 200
+    )
 
 
 def test_filters_are_kept_across_pages(app, visitor):

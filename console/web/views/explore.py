@@ -5,14 +5,16 @@ from __future__ import annotations
 from flask import abort, g, render_template, request
 from sqlalchemy import select
 
+from console.core import jsontext
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import list_keys, secret_of
-from console.modes import MODES
+from console.modes import MODES, SANDBOX
 from console.web import reference, requestlog
 from console.web.blueprint import bp, render_htmx
 from console.web.exchanges import masked_secret
 from console.web.exchanges import view as exchange_view
+from console.web.workspace_session import api_client, console_key, ensure_workspace
 from console.world import services as world
 from console.world.models import Beneficiary
 
@@ -129,4 +131,35 @@ def reference_page():
         doc=doc,
         groups=groups,
         openapi_url=reference.OPENAPI_PATH,
+        modes=MODES,
+    )
+
+
+@bp.post("/reference/try")
+def reference_try():
+    """Call one documented operation with the workspace's key, through the console's ApiClient (so it
+    is in the request log); the answer is the exchange, its secret masked."""
+    doc = reference.document() or {}
+    op = reference.find_operation(doc, request.form.get("method", ""), request.form.get("path", ""))
+    if op is None:
+        abort(404)
+    mode = request.form.get("mode", SANDBOX)
+    if mode not in MODES:
+        abort(400)
+    path = reference.fill_path(op, {n: request.form.get(f"path.{n}", "") for n in op.path_params})
+    if path is None:
+        return render_template("console/_try_result.html", message="Fill in every path parameter.")
+    params = {n: request.form.get(f"query.{n}", "").strip() for n in op.query_params}
+    body = None
+    raw = request.form.get("body", "").strip()
+    if op.has_body and raw:
+        try:
+            body = jsontext.loads(raw)
+        except ValueError:
+            return render_template("console/_try_result.html", message="The body is not valid JSON.")
+    workspace = ensure_workspace()
+    client = api_client(workspace, mode)
+    row = client.call(op.method, path, body=body, params=params, step="reference")
+    return render_template(
+        "console/_try_result.html", message=None, exchange=exchange_view(row, console_key(workspace, mode))
     )
