@@ -20,10 +20,11 @@ from typing import Any
 from flask import current_app, g, request
 from sqlalchemy import inspect
 from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Request
 
 from console.config import public_root
 from console.core.timeutil import utcnow
-from console.requestlog.writer import writer_for
+from console.requestlog.redact import redact_body
 
 CONSOLE_ENVIRON = "console.request_log"
 SECRET_HEADER = "x-api-secret"
@@ -46,63 +47,89 @@ def stored_headers(headers) -> dict[str, str]:
     return kept
 
 
-def _text(data: bytes) -> str:
+def text(data: bytes) -> str:
     # PostgreSQL text holds no NUL; a body the API refused for one is still logged, readably.
     return data[:MAX_BODY_CHARS].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
 
 
-def _clean(text: str) -> str:
-    return text.replace("\x00", "\ufffd")
+def clean(value: str) -> str:
+    return value.replace("\x00", "\ufffd")
 
 
-def _request_body() -> bytes:
+def _request_body(req) -> bytes:
+    if not req.content_length and "chunked" not in req.headers.get("Transfer-Encoding", ""):
+        return b""
     try:
-        return request.get_data(cache=True)
+        return req.get_data(cache=True)
     except HTTPException:  # a body over MAX_CONTENT_LENGTH (answered 413): logged without it
         return b""
 
 
 def collect(response):
-    """Build the log row of an authenticated API request and hand it on (an app `after_request` hook).
+    """Capture an authenticated API request for the log and usage (an app `after_request` hook).
 
     Registered before the hook that adds `x-service-request-id` and the rate-limit headers, so it
     runs after it (Flask runs after-request hooks in reverse) and logs every header the caller got.
+    It only copies references and raw bytes: ids, the row's shape, headers, the URL and the
+    redaction are worked out by the writer thread (`writer.prepared`).
     """
-    key = g.get("api_key")
+    values = g._get_current_object()
+    key = getattr(values, "api_key", None)
     if key is None:  # public endpoint, console page, or refused before authentication
         return response
+    req = request._get_current_object()
+    started = getattr(values, "request_started", None)
     # Identities are known without SQL even when the view's commit expired the instances.
-    workspace_state = inspect(g.workspace)
+    workspace_state = inspect(values.workspace)
     offset = workspace_state.dict.get("clock_offset_seconds")
     created_at = utcnow()
-    started = g.get("request_started")
-    query = request.query_string.decode("latin-1")
     row: dict[str, Any] = {
-        "id": uuid.uuid4(),
         "workspace_id": workspace_state.identity[0],
-        "mode": g.api_mode,
-        "step": "",
+        "mode": values.api_mode,
         "api_key_id": inspect(key).identity[0],
-        "method": request.method,
-        "url": _clean(public_root(current_app.config) + request.path + (f"?{query}" if query else ""))[:2000],
-        "path": _clean(request.path)[:1000],
-        "request_headers": stored_headers(request.headers),
-        "request_body": _text(_request_body()),
+        "environ": dict(req.environ),
+        "request_body": _request_body(req),
         "status": response.status_code,
-        "response_headers": dict(response.headers.items()),
-        "response_body": "" if response.is_streamed else _text(response.get_data()),
-        "request_id": g.get("request_id"),
+        "response_headers": response.headers.to_wsgi_list(),
+        "response_body": b"" if response.is_streamed else response.get_data(),
+        "request_id": getattr(values, "request_id", None),
         "duration_ms": round((time.perf_counter() - started) * 1000, 1) if started else 0.0,
-        "error": None,
         "created_at": created_at,
         # Unknown here when the view's commit expired the workspace: the writer reads it then.
         "clock_at": created_at + timedelta(seconds=offset) if offset is not None else None,
     }
-    marker = request.environ.get(CONSOLE_ENVIRON)
-    writer = writer_for(current_app)
+    marker = req.environ.get(CONSOLE_ENVIRON)
+    writer = current_app.extensions["requestlog_writer"]
     if marker is not None:
         marker["row"] = row
         writer.submit(row, log_row=False)
     else:
         writer.submit(row)
     return response
+
+
+def prepared(raw: dict[str, Any], config) -> dict[str, Any]:
+    """The `console_requests` row of a captured request (in the writer thread: off the request path)."""
+    req = Request(raw["environ"])
+    query = req.query_string.decode("latin-1")
+    path = clean(req.path)
+    return {
+        "id": uuid.uuid4(),
+        "workspace_id": raw["workspace_id"],
+        "mode": raw["mode"],
+        "step": "",
+        "api_key_id": raw["api_key_id"],
+        "method": req.method[:8],
+        "url": clean(public_root(config) + path + (f"?{query}" if query else ""))[:2000],
+        "path": path[:1000],
+        "request_headers": stored_headers(req.headers),
+        "request_body": redact_body(text(raw["request_body"])),
+        "status": raw["status"],
+        "response_headers": dict(raw["response_headers"]),
+        "response_body": redact_body(text(raw["response_body"])),
+        "request_id": raw["request_id"],
+        "duration_ms": raw["duration_ms"],
+        "error": None,
+        "created_at": raw["created_at"],
+        "clock_at": raw["clock_at"],
+    }

@@ -7,6 +7,7 @@ email-shaped text. Masks: `[redacted]`; an account number keeps its last four (`
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -41,9 +42,20 @@ FIELD_TEXT = re.compile(
 )
 
 
-def _matches(name: str, fields: tuple[str, ...]) -> bool:
+# Anything that could need a mask; a body without it (most responses) is kept without parsing it.
+WORTH_A_LOOK = re.compile(
+    "|".join((*PERSONAL_FIELDS, *ACCOUNT_FIELDS, "@", r"\d{3}-\d{2}-\d{4}")), re.IGNORECASE
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind(name: str) -> str:
+    """ "account", "personal" or "" for a field name (its lower-cased name, or a `_`-suffix of it)."""
     lowered = name.lower()
-    return any(lowered == f or lowered.endswith("_" + f) for f in fields)
+    for kind, fields in (("account", ACCOUNT_FIELDS), ("personal", PERSONAL_FIELDS)):
+        if any(lowered == f or lowered.endswith("_" + f) for f in fields):
+            return kind
+    return ""
 
 
 def _mask_account(value: Any) -> str:
@@ -63,9 +75,10 @@ def _redact_unparsed(text: str) -> str:
 def redact_value(value: Any, name: str = "") -> Any:
     """A JSON value with personal fields masked, recursively."""
     if name and value is not None and not isinstance(value, dict | list):
-        if _matches(name, ACCOUNT_FIELDS):
+        kind = _kind(name)
+        if kind == "account":
             return _mask_account(value)
-        if _matches(name, PERSONAL_FIELDS):
+        if kind == "personal":
             return MASK
     if isinstance(value, dict):
         return {k: redact_value(v, str(k)) for k, v in value.items()}
@@ -82,7 +95,7 @@ def redact_body(text: str) -> str:
     JSON with nothing to mask is kept as sent, byte for byte; otherwise it is re-encoded with the
     masks. Text that is not JSON (or JSON cut short) is scanned for personal fields and shapes.
     """
-    if not text:
+    if not text or not WORTH_A_LOOK.search(text):
         return text
     try:
         parsed = jsontext.loads(text)

@@ -1,7 +1,7 @@
 """The per-process background writer of request-log rows, key usage counts and keys' last use.
 
 A request pays for a lock, a few dict updates and a list append (`submit`); the writer thread
-inserts the rows in one batch, upserts the usage counts and updates `last_used_at` every
+shapes and redacts the rows (`capture.prepared`), inserts them in one batch, upserts the usage counts and updates `last_used_at` every
 `REQUEST_LOG_FLUSH_SECONDS`. The list is bounded (`REQUEST_LOG_QUEUE_SIZE`): a row that does not fit
 is counted in its key's usage as `unlogged`, which the request log shows, instead of growing memory.
 The thread starts on the first request (so after a fork: serving processes each get their own), stops
@@ -24,8 +24,8 @@ from sqlalchemy import bindparam, insert, or_, select, update
 
 from console.extensions import db
 from console.keys.models import ApiKey
+from console.requestlog import capture
 from console.requestlog.models import KeyUsageDay
-from console.requestlog.redact import redact_body
 from console.web.models import ConsoleRequest
 from console.workspaces.models import Workspace
 
@@ -159,7 +159,7 @@ class Writer:
         """Insert the batch; if it fails (a workspace deleted meanwhile), row by row. Returns the unwritten."""
         if not rows:
             return []
-        prepared = [_prepared(row) for row in rows]
+        prepared = [capture.prepared(row, self.app.config) for row in rows]
         _fill_clock(engine, prepared)
         try:
             with engine.begin() as conn:
@@ -185,14 +185,6 @@ class Writer:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
         self.flush()
-
-
-def _prepared(row: dict[str, Any]) -> dict[str, Any]:
-    """The row as stored: bodies redacted here, in the writer thread, not on the request path."""
-    values = dict(row)
-    values["request_body"] = redact_body(values.get("request_body") or "")
-    values["response_body"] = redact_body(values.get("response_body") or "")
-    return values
 
 
 def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:

@@ -186,7 +186,6 @@ class ApiClient:
         url = root + self.path(path) + (f"?{query}" if query else "")
         logged = handed_back.get("row") or {}
         row = requestlog.record(
-            id=logged.get("id"),
             created_at=logged.get("created_at"),
             clock_at=logged.get("clock_at"),
             workspace_id=self.workspace_id,
