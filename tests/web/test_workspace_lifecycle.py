@@ -10,6 +10,7 @@ from sqlalchemy import func, select, text, update
 
 from console.core.timeutil import utcnow
 from console.extensions import db
+from console.requestlog.writer import writer_for
 from console.scheduler.services import schedule
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
 from console.workspaces.collection import CollectionLoop, collect_idle
@@ -125,6 +126,7 @@ def _fill(app, client, visitor) -> None:
     run_headless(visitor, "user_good")
     visitor.post("/walkthrough/link-token", {"required_jobs": "direct_deposit_switch", "org_name": "Acme"})
     deliver_workspace_events(app, client, visitor.workspace_id)
+    writer_for(app).flush()  # the API calls' usage rows (key_usage_days)
     with app.app_context():
         workspace = db.session.get(Workspace, visitor.workspace_id)
         schedule(workspace, "job.retry", utcnow() + timedelta(days=1), {})
