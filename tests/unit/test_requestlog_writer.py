@@ -132,3 +132,18 @@ def test_requests_refused_before_authentication_are_not_logged(app, client, work
     Api(client, None).get("/webhooks")
     assert writer._rows == [] and writer._usage == {}
     writer.close()
+
+
+def test_a_forked_child_starts_with_its_own_empty_writer(app, client, workspace):
+    from console.requestlog import writer as writer_module
+
+    writer = _writer(app, interval=3600)
+    Api(client, workspace.secrets["sandbox"]).get("/webhooks")
+    assert writer._rows and writer._thread is not None
+    parent_lock = writer._lock
+    writer_module._after_fork()  # what os.register_at_fork runs in the child
+    assert writer._rows == [] and writer._usage == {} and writer._thread is None
+    assert writer._lock is not parent_lock
+    Api(client, workspace.secrets["sandbox"]).get("/webhooks")
+    assert len(writer._rows) == 1 and writer._thread is not None  # started lazily again
+    writer.close()
