@@ -11,6 +11,7 @@ after a while with nothing to write, and a clean shutdown flushes what is left (
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -137,7 +138,7 @@ class Writer:
                 )
                 counts["unlogged"] += 1
             try:
-                with engine.begin() as conn:
+                with _transaction(engine) as conn:
                     _upsert_usage(conn, usage)
                     if last_used:
                         keys = ApiKey.__table__
@@ -162,7 +163,7 @@ class Writer:
         prepared = [capture.prepared(row, self.app.config) for row in rows]
         _fill_clock(engine, prepared)
         try:
-            with engine.begin() as conn:
+            with _transaction(engine) as conn:
                 conn.execute(insert(ConsoleRequest.__table__), prepared)
             return []
         except Exception:
@@ -170,7 +171,7 @@ class Writer:
         unwritten = []
         for row, values in zip(rows, prepared, strict=True):
             try:
-                with engine.begin() as conn:
+                with _transaction(engine) as conn:
                     conn.execute(insert(ConsoleRequest.__table__), [values])
             except Exception:
                 unwritten.append(row)
@@ -187,6 +188,19 @@ class Writer:
         self.flush()
 
 
+@contextlib.contextmanager
+def _transaction(engine):
+    """A transaction on a connection of its own, closed afterwards rather than kept in the pool.
+
+    The writer runs about once a second: it holds no pooled connection between flushes (the pool is sized
+    to the request threads), and one a test or shutdown has disposed of is never reopened behind its back.
+    """
+    with engine.connect() as conn:
+        conn.detach()
+        with conn.begin():
+            yield conn
+
+
 def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:
     """Workspace clock times the hook could not know (the view's commit had expired the workspace).
 
@@ -195,7 +209,7 @@ def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:
     missing = {row["workspace_id"] for row in rows if row.get("clock_at") is None}
     if not missing:
         return
-    with engine.connect() as conn:
+    with _transaction(engine) as conn:
         found = conn.execute(
             select(Workspace.id, Workspace.clock_offset_seconds).where(Workspace.id.in_(missing))
         )
