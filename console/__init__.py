@@ -30,12 +30,14 @@ def create_app(config: dict | None = None) -> Flask:
     from console.api import errors as api_errors
     from console.api import init_app as init_api
     from console.api import ratelimit
+    from console.requestlog import writer as requestlog_writer
 
     extensions.db.init_app(app)
     extensions.migrate.init_app(app, extensions.db, directory=str(ROOT / "console" / "migrations"))
     extensions.csrf.init_app(app)
     _configure_database(app)
     ratelimit.init_app(app)
+    requestlog_writer.init_app(app)
     api_errors.init_app(app)
     init_api(app)
     from console import web

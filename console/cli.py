@@ -229,6 +229,7 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
                 "secret_last4": k.secret_last4,
                 "created_at": isoformat(k.created_at),
                 "revoked_at": isoformat(k.revoked_at),
+                "expires_at": isoformat(k.expires_at),
             }
             for k in list_keys(scope)
         ]
@@ -236,7 +237,7 @@ def keys_list(workspace_id: str | None, as_json: bool) -> None:
             click.echo(json.dumps(rows))
             return
         for r in rows:
-            state = "revoked" if r["revoked_at"] else "active"
+            state = "revoked" if r["revoked_at"] else ("rolled" if r["expires_at"] else "active")
             click.echo(
                 f"{r['id']}  {r['mode']:<11} {state:<7} ...{r['secret_last4']}  workspace {r['workspace_id']}"
             )
@@ -270,11 +271,21 @@ def keys_revoke(key_id: str) -> None:
 
 @keys.command("roll")
 @click.argument("key_id")
+@click.option(
+    "--grace",
+    type=click.Choice(["none", "1h", "24h", "7d"]),
+    default="none",
+    show_default=True,
+    help="How long the old secret keeps working (real time).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def keys_roll(key_id: str, as_json: bool) -> None:
-    """Replace a key: the old one is revoked, its webhooks move to the new one. The secret is printed once."""
+def keys_roll(key_id: str, grace: str, as_json: bool) -> None:
+    """Replace a key: its webhooks move to the new one now, the old secret stops working after --grace.
+
+    The new secret is printed once."""
     from console.core.errors import ServiceError
-    from console.keys.services import get_key, roll_key
+    from console.core.timeutil import isoformat
+    from console.keys.services import get_key, grace_period, roll_key
     from console.webhooks.services import owned_count
 
     app = _ready_app()
@@ -284,7 +295,7 @@ def keys_roll(key_id: str, as_json: bool) -> None:
         except ServiceError as exc:
             raise click.ClickException(exc.message) from exc
         was_revoked = old.revoked_at is not None
-        created = roll_key(old)
+        created = roll_key(old, grace_period(grace))
         moved = owned_count(created.key.id)
         _commit()
         if as_json:
@@ -297,12 +308,18 @@ def keys_roll(key_id: str, as_json: bool) -> None:
                         "mode": created.key.mode,
                         "secret": created.secret,
                         "webhooks_moved": moved,
+                        "replaced_key_expires_at": isoformat(old.expires_at),
                         "base_url": base_url(_root_url(), created.key.mode),
                     }
                 )
             )
             return
-        state = "was already revoked" if was_revoked else "is revoked now"
+        if was_revoked:
+            state = "was already revoked"
+        elif old.expires_at is not None:
+            state = f"works until {isoformat(old.expires_at)}"
+        else:
+            state = "is revoked now"
         click.echo(f"Rolled key {old.id} ({state}): new {created.key.mode} key {created.key.id}.")
         click.echo(f"{moved} webhook(s) moved to the new key: they are signed with its secret from now on.")
         click.echo(f"Secret (shown once, store it now): {created.secret}")

@@ -100,6 +100,12 @@ def from_environment() -> dict:
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
         # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
         "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
+        "REQUEST_LOG_FLUSH_SECONDS": _number(
+            os.environ.get("REQUEST_LOG_FLUSH_SECONDS"), DEFAULTS["REQUEST_LOG_FLUSH_SECONDS"], float
+        ),
+        "REQUEST_LOG_QUEUE_SIZE": _number(
+            os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
+        ),
     }
 
 
@@ -185,5 +191,9 @@ DEFAULTS = {
     "WORKSPACE_IDLE_DAYS": 30,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "SANDBOX_WEBHOOK_NETWORKS": "",
+    # The request log's background writer (console.requestlog.writer): seconds between batch writes,
+    # and the most rows a serving process holds before counting further ones as "not logged".
+    "REQUEST_LOG_FLUSH_SECONDS": 1.0,
+    "REQUEST_LOG_QUEUE_SIZE": 2000,
     "JSON_SORT_KEYS": False,
 }

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from console import create_app
 from console.extensions import db
 from console.modes import MODES, URL_PREFIXES
+from console.requestlog.writer import writer_for
 
 VERSION = "2023-11-22"
 BACKENDS = ["sqlite"] + (["postgres"] if os.environ.get("TEST_DATABASE_URL") else [])
@@ -73,6 +74,8 @@ def app(database_url):
     with app.app_context():
         _clear_customer_tables()
     yield app
+    # The request log's writer thread writes what it holds before the tables are emptied.
+    writer_for(app).close()
     with app.app_context():
         db.session.remove()
         _clear_customer_tables()

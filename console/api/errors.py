@@ -7,6 +7,7 @@ for service errors, unknown paths and methods, bad bodies and unexpected failure
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 
 from flask import Flask, g, jsonify, render_template, request
@@ -16,6 +17,7 @@ from werkzeug.exceptions import HTTPException
 from console.api import is_api_path
 from console.api.versions import LATEST_VERSION
 from console.core.errors import ServiceError, ServiceUnavailable
+from console.requestlog import capture as requestlog_capture
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +112,7 @@ def _unexpected(exc: Exception):
 
 def _assign_request_id() -> None:
     g.request_id = str(uuid.uuid4())
+    g.request_started = time.perf_counter()  # the request log's latency
 
 
 def _response_headers(response):
@@ -126,6 +129,9 @@ def _response_headers(response):
 
 def init_app(app: Flask) -> None:
     app.before_request(_assign_request_id)
+    # Registered first so it runs last (Flask runs after-request hooks in reverse): the request log
+    # sees every header the caller got.
+    app.after_request(requestlog_capture.collect)
     app.after_request(_response_headers)
     app.register_error_handler(ServiceError, _service_error)
     app.register_error_handler(HTTPException, _http_error)

@@ -151,6 +151,7 @@ def configure(engine: Engine) -> WriteGate:
         if dbapi_connection is not None:
             gate.leave(dbapi_connection)
 
-    for name in ("checkin", "invalidate", "soft_invalidate", "close", "detach"):
+    # close_detached: a connection taken out of the pool (the request log's writer) closes outside it.
+    for name in ("checkin", "invalidate", "soft_invalidate", "close", "close_detached"):
         event.listen(engine.pool, name, _leave)
     return gate

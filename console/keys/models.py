@@ -9,6 +9,7 @@ from sqlalchemy import ForeignKey, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from console.core.base import CreatedAtMixin, IdMixin
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.workspaces.models import Workspace
 
@@ -27,10 +28,14 @@ class ApiKey(IdMixin, CreatedAtMixin, db.Model):
     secret_ciphertext: Mapped[bytes] = mapped_column(LargeBinary)
     secret_last4: Mapped[str] = mapped_column(String(4))
     revoked_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Set when the key was rolled with a grace period: its secret works until then (real time).
+    expires_at: Mapped[datetime | None] = mapped_column(default=None)
+    # Real time of the latest request with this key, written at most once a minute (console.requestlog).
     last_used_at: Mapped[datetime | None] = mapped_column(default=None)
 
     workspace: Mapped[Workspace] = relationship()
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        """Not revoked and not past a roll's grace period (real time)."""
+        return self.revoked_at is None and (self.expires_at is None or utcnow() < self.expires_at)

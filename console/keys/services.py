@@ -6,6 +6,7 @@ import functools
 import hmac
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 
 from sqlalchemy import Select, bindparam, select
 from sqlalchemy.orm import contains_eager
@@ -17,6 +18,14 @@ from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
 from console.modes import MODES
 from console.workspaces.models import Workspace
+
+# How long a rolled key's secret keeps working, as offered by the console and `console keys roll --grace`.
+GRACE_PERIODS = {
+    "none": timedelta(0),
+    "1h": timedelta(hours=1),
+    "24h": timedelta(hours=24),
+    "7d": timedelta(days=7),
+}
 
 
 @dataclass(frozen=True)
@@ -67,8 +76,14 @@ def authenticate(secret: str | None, mode: str) -> ApiKey:
     key = db.session.scalars(_key_by_hash(), {"digest": digest}).first()
     if key is None or not hmac.compare_digest(key.secret_hash, digest):
         raise Unauthorized("The x-api-secret is not a valid API secret.")
-    if not key.is_active:
+    if key.revoked_at is not None:
         raise Unauthorized("This API key has been revoked.", code="API_KEY_REVOKED")
+    # Real time, not a workspace clock: advancing the sandbox clock must not expire a credential.
+    if key.expires_at is not None and utcnow() >= key.expires_at:
+        raise Unauthorized(
+            "This API key was rolled and its grace period has ended; use the key that replaced it.",
+            code="API_KEY_EXPIRED",
+        )
     if key.mode != mode:
         # Same message shape as a wrong secret, plus the hint a developer needs: which base URL.
         raise Unauthorized(
@@ -102,18 +117,33 @@ def revoke_key(key: ApiKey) -> ApiKey:
     return key
 
 
-def roll_key(key: ApiKey) -> CreatedKey:
-    """Revoke `key` and create its replacement; its webhooks move to the replacement.
+def roll_key(key: ApiKey, grace: timedelta = timedelta(0)) -> CreatedKey:
+    """Create `key`'s replacement; `key` stops working now, or after `grace` (real time), as Stripe does.
 
-    Webhooks are signed with their owner's secret, so they must follow the key the
-    customer now holds, or every delivery would carry a signature they cannot verify.
+    Its webhooks move to the replacement at once: webhooks are signed with their owner's secret, so
+    they must follow the key the customer now holds (during the grace period a receiver should
+    accept both secrets; see docs/webhooks.md). Rolling again never extends an earlier deadline.
     """
     from console.webhooks.services import reassign_owner  # webhooks import keys: import here
 
-    revoke_key(key)
+    if grace < timedelta(0) or grace > max(GRACE_PERIODS.values()):
+        raise ValidationFailed([FieldError("grace", "must be one of " + ", ".join(GRACE_PERIODS))])
+    if grace == timedelta(0):
+        revoke_key(key)
+    elif key.revoked_at is None:
+        deadline = utcnow() + grace
+        key.expires_at = min(key.expires_at, deadline) if key.expires_at is not None else deadline
     created = create_key(key.workspace_id, key.mode, key.label)
     reassign_owner(key, created.key)
     return created
+
+
+def grace_period(name: str) -> timedelta:
+    """A grace period by its name in GRACE_PERIODS ("none", "1h", "24h", "7d")."""
+    try:
+        return GRACE_PERIODS[name]
+    except KeyError:
+        raise ValidationFailed([FieldError("grace", "must be one of " + ", ".join(GRACE_PERIODS))]) from None
 
 
 def secret_of(key: ApiKey) -> str:

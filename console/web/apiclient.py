@@ -25,10 +25,10 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
 from console.modes import URL_PREFIXES
+from console.requestlog.capture import CONSOLE_ENVIRON, MAX_BODY_CHARS
 from console.web import requestlog
 from console.web.models import ConsoleRequest
 
-MAX_BODY_CHARS = 64_000
 # An honest client backs off on 429; one short wait keeps a demo from failing on a burst of clicks.
 MAX_RATE_LIMIT_WAIT = 2.0
 
@@ -72,7 +72,16 @@ def _environ(method: str, root: str, path: str, query: str, headers: dict, body:
     return environ
 
 
-def dispatch(app: Flask, method: str, root: str, path: str, query: str, headers: dict, body: bytes) -> Answer:
+def dispatch(
+    app: Flask,
+    method: str,
+    root: str,
+    path: str,
+    query: str,
+    headers: dict,
+    body: bytes,
+    extra_environ: dict | None = None,
+) -> Answer:
     """Run one API request through the app in-process and return its answer.
 
     A fresh application context gives the request its own `g` and its own database session, whose
@@ -80,6 +89,7 @@ def dispatch(app: Flask, method: str, root: str, path: str, query: str, headers:
     console request's context, and the API would share (and commit) the console's session.
     """
     environ = _environ(method, root, path, query, headers, body)
+    environ.update(extra_environ or {})
     started: list = []
 
     def start_response(status, response_headers, exc_info=None):
@@ -114,7 +124,13 @@ def response_json(row: ConsoleRequest) -> Any:
 
 
 class ApiClient:
-    """Calls one mode's API with one key and records every exchange in the request log."""
+    """Calls one mode's API with one key and records every exchange in the request log.
+
+    The row is the one the API's request-log hook built (`console.requestlog.capture`), handed back
+    through the environ and written here at once, with the console's `step`: the page that made the
+    call shows it. A call the API refused before authentication (no active key) has no such row;
+    the console logs it anyway, since it knows whose call it was.
+    """
 
     def __init__(self, workspace_id, mode: str, key: ApiKey | None) -> None:
         self.workspace_id = workspace_id
@@ -155,6 +171,7 @@ class ApiClient:
     ) -> ConsoleRequest:
         root = api_root()
         started = time.perf_counter()
+        handed_back: dict = {}
         answer = dispatch(
             current_app._get_current_object(),
             method,
@@ -163,10 +180,14 @@ class ApiClient:
             query,
             headers,
             data.encode() if data else b"",
+            extra_environ={CONSOLE_ENVIRON: handed_back},
         )
         elapsed = (time.perf_counter() - started) * 1000
         url = root + self.path(path) + (f"?{query}" if query else "")
+        logged = handed_back.get("row") or {}
         row = requestlog.record(
+            created_at=logged.get("created_at"),
+            clock_at=logged.get("clock_at"),
             workspace_id=self.workspace_id,
             mode=self.mode,
             step=step,
@@ -179,7 +200,7 @@ class ApiClient:
             status=answer.status,
             response_headers=answer.headers,
             response_body=answer.body.decode("utf-8", errors="replace")[:MAX_BODY_CHARS],
-            duration_ms=round(elapsed, 1),
+            duration_ms=logged.get("duration_ms", round(elapsed, 1)),
             error=None,
         )
         # Committed at once: the log keeps the exchange whatever follows, and the next call finds

@@ -11,8 +11,8 @@ from typing import Any
 from console.core import jsontext
 from console.keys.models import ApiKey
 from console.keys.secrets import PREFIXES
+from console.requestlog.capture import SECRET_HEADER, SECRET_PLACEHOLDER
 from console.web.models import ConsoleRequest
-from console.web.requestlog import SECRET_HEADER, SECRET_PLACEHOLDER
 
 # Response headers worth a developer's attention, in the order they are shown.
 SHOWN_RESPONSE_HEADERS = (

@@ -1,5 +1,5 @@
-"""The console's own rows: the request log of its API calls, the built-in webhook inbox, and the Link
-token strings the console can open Link with."""
+"""The console's own rows: the request log of the workspace's API calls, the built-in webhook inbox, and
+the Link token strings the console can open Link with."""
 
 from __future__ import annotations
 
@@ -16,18 +16,26 @@ from console.extensions import db
 
 
 class ConsoleRequest(IdMixin, db.Model):
-    """One HTTP exchange the console made with the API on a workspace's behalf."""
+    """One API request of a workspace, from anywhere: the console, the developer's backend, CI.
+
+    Written by `console.requestlog` (the API's after-request hook): a caller's own requests in
+    batches by the background writer, the console's at once by its ApiClient, which adds its `step`.
+    Bodies are redacted (`console.requestlog.redact`) and the secret header is never stored.
+    """
 
     __tablename__ = "console_requests"
     __table_args__ = (
         # Keyset pagination of the request log (newest first) and "has step N happened" lookups.
         Index("ix_console_requests_scope_created", "workspace_id", "created_at", "id"),
         Index("ix_console_requests_scope_step", "workspace_id", "step", "created_at"),
+        # The log's "request id" filter, and a support question that starts from a response header.
+        Index("ix_console_requests_scope_request_id", "workspace_id", "request_id"),
     )
 
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
     mode: Mapped[str] = mapped_column(String(16))
-    # Which console action made the call (e.g. "link_token", "jobs"), so a step can show its exchange.
+    # Which console action made the call (e.g. "link_token", "jobs"), so a step can show its exchange;
+    # empty for a call from outside the console.
     step: Mapped[str] = mapped_column(String(64), default="")
     # The key whose secret was sent; the stored headers hold a placeholder, never the secret.
     api_key_id: Mapped[uuid.UUID | None] = mapped_column(ForeignKey("api_keys.id", ondelete="SET NULL"))
@@ -42,7 +50,9 @@ class ConsoleRequest(IdMixin, db.Model):
     request_id: Mapped[str | None] = mapped_column(String(64))
     duration_ms: Mapped[float] = mapped_column(default=0.0)
     error: Mapped[str | None] = mapped_column(String(500))
+    # Real time the request arrived; `clock_at` is the workspace clock at that moment.
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    clock_at: Mapped[datetime | None] = mapped_column(default=None)
 
 
 class InboxMessage(IdMixin, db.Model):

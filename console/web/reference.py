@@ -1,9 +1,10 @@
-"""The API reference page's data: the served OpenAPI document, grouped by tag for reading."""
+"""The API reference page's data: the served OpenAPI document, grouped by tag, and its "try it" calls."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from flask import current_app
 from werkzeug.test import Client
@@ -22,6 +23,15 @@ class Operation:
     description: str
     parameters: list[dict[str, Any]]
     anchor: str
+    has_body: bool = False
+
+    @property
+    def path_params(self) -> list[str]:
+        return [p["name"] for p in self.parameters if p["in"] == "path"]
+
+    @property
+    def query_params(self) -> list[str]:
+        return [p["name"] for p in self.parameters if p["in"] == "query"]
 
 
 def document() -> dict[str, Any] | None:
@@ -60,6 +70,27 @@ def operations_by_tag(doc: dict[str, Any]) -> list[tuple[str, list[Operation]]]:
                         if isinstance(p, dict) and "name" in p
                     ],
                     anchor,
+                    "requestBody" in op,
                 )
             )
     return list(groups.items())
+
+
+def find_operation(doc: dict[str, Any], method: str, path: str) -> Operation | None:
+    """The documented operation `method path` (path as templated in the document), or None."""
+    for _tag, ops in operations_by_tag(doc):
+        for op in ops:
+            if op.method == method.upper() and op.path == path:
+                return op
+    return None
+
+
+def fill_path(op: Operation, values: dict[str, str]) -> str | None:
+    """The operation's path with each `{name}` replaced by its value, quoted; None if one is missing."""
+    path = op.path
+    for name in op.path_params:
+        value = (values.get(name) or "").strip()
+        if not value:
+            return None
+        path = path.replace("{" + name + "}", quote(value, safe=""))
+    return path

@@ -19,6 +19,7 @@ from werkzeug.serving import make_server
 
 from console import create_app
 from console.extensions import db
+from console.requestlog.writer import writer_for
 from tests.conftest import base_config
 
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -85,6 +86,7 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
     finally:
         server.shutdown()
         thread.join(timeout=5)
+        writer_for(app).close()  # the request log's writer writes what it holds before the engine goes
         with app.app_context():
             db.engine.dispose()
 

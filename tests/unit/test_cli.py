@@ -199,3 +199,19 @@ def test_keys_roll_of_an_unknown_key_is_a_clear_error(run_cli):
     run_cli("db", "upgrade")
     result = run_cli("keys", "roll", "nope", check=False)
     assert result.returncode != 0 and "No API key with id nope" in result.stderr
+
+
+def test_keys_roll_with_a_grace_period_keeps_the_old_secret_working(run_cli, cli_app):
+    from console.keys.services import authenticate
+
+    run_cli("db", "upgrade")
+    old = json.loads(run_cli("keys", "create", "--mode", "sandbox", "--json").stdout)
+    rolled = json.loads(run_cli("keys", "roll", old["id"], "--grace", "1h", "--json").stdout)
+    assert rolled["replaced_key_expires_at"] is not None
+    with cli_app.app_context():
+        assert str(authenticate(old["secret"], "sandbox").id) == old["id"]  # inside the hour
+    listed = {k["id"]: k for k in json.loads(run_cli("keys", "list", "--json").stdout)}
+    assert listed[old["id"]]["expires_at"] == rolled["replaced_key_expires_at"]
+    text = run_cli("keys", "roll", rolled["id"], "--grace", "7d").stdout
+    assert "works until" in text
+    assert run_cli("keys", "roll", rolled["id"], "--grace", "2h", check=False).returncode != 0

@@ -70,6 +70,19 @@ def test_a_failed_write_releases_the_gate(sqlite_app):
         assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 2
 
 
+def test_a_detached_connection_that_wrote_releases_the_gate_when_it_closes(sqlite_app):
+    """The request log's writer writes on a connection taken out of the pool; its close must free the gate."""
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    with sqlite_app.app_context():
+        with db.engine.connect() as conn:
+            conn.detach()
+            with conn.begin():
+                conn.execute(text("UPDATE workspaces SET name = 'detached'"))
+            assert gate.lock.locked()  # held until the connection is closed
+        assert not gate.lock.locked()
+        assert not gate.holders
+
+
 def test_a_second_writer_waits_on_the_gate_and_writes_as_soon_as_the_first_commits(sqlite_app):
     """The second INSERT reaches SQLite only after the first transaction committed (no busy polling)."""
     gate = sqlite_app.extensions["sqlite_write_gate"]

@@ -135,3 +135,94 @@ def test_a_relayed_webhook_is_labelled_in_the_webhooks_list(app, visitor):
     html = visitor.get("/webhooks").get_data(as_text=True)
     assert "Relayed by <code>console listen</code>" in html and "relay://console-listen" in html
     assert "last poll 20" in html
+
+
+def test_roll_with_a_grace_period_from_the_console(app, visitor, client):
+    from tests.conftest import Api
+
+    old_secret = sandbox_secret(app, visitor.workspace_id)
+    [old] = keys_of(app, visitor.workspace_id)
+    html = visitor.post(f"/keys/{old.id}/roll", {"grace": "24h"}, htmx=True).get_data(as_text=True)
+    assert "works until" in html and 'name="grace"' in html
+    [rolled, new] = keys_of(app, visitor.workspace_id)
+    assert rolled.revoked_at is None and rolled.expires_at is not None
+    assert 23 * 3600 < (rolled.expires_at - new.created_at).total_seconds() <= 24 * 3600 + 5
+    assert Api(client, old_secret).get("/webhooks").status_code == 200  # inside the grace
+    # The console itself and the webhooks use the new key at once.
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    assert "••••" + new.secret_last4 in html
+    assert visitor.post(f"/keys/{new.id}/roll", {"grace": "3 weeks"}).status_code == 400
+
+
+def test_keys_show_last_use_and_usage_per_day(app, visitor, client):
+    from console.requestlog.writer import writer_for
+    from tests.conftest import Api
+
+    assert "never" in visitor.get("/keys").get_data(as_text=True)
+    api = Api(client, sandbox_secret(app, visitor.workspace_id))
+    api.get("/webhooks")
+    api.post("/link_tokens", json={})
+    writer_for(app).flush()
+    html = visitor.get("/keys").get_data(as_text=True)
+    [key] = keys_of(app, visitor.workspace_id)
+    assert key.last_used_at is not None
+    assert key.last_used_at.strftime("%a %d %b %Y %H:%M") in html
+    usage = re.search(r'<table class="table table-compact" id="usage">(.*?)</table>', html, re.S).group(1)
+    cells = re.findall(r"<td>(\d+)</td>", usage)
+    # The walkthrough's webhook registration (console) plus the two calls above: 3 calls, 2 ok, 1 4xx.
+    assert cells == ["3", "2", "1", "0", "0"]
+
+
+def test_production_usage_is_billable(app, visitor, client):
+    from console.requestlog.writer import writer_for
+    from tests.conftest import Api
+
+    visitor.post("/keys", {"mode": "production", "label": "live"}, htmx=True)
+    production = next(k for k in keys_of(app, visitor.workspace_id) if k.mode == "production")
+    with app.app_context():
+        from console.keys.services import secret_of
+
+        secret = secret_of(production)
+    Api(client, secret, "production").get("/webhooks")
+    writer_for(app).flush()
+    html = visitor.get("/keys").get_data(as_text=True)
+    usage = re.search(r'id="usage">(.*?)</table>', html, re.S).group(1)
+    production_row = next(r for r in re.findall(r"<tr>(.*?)</tr>", usage, re.S) if "production" in r)
+    assert re.findall(r"<td>(\d+)</td>", production_row) == ["1", "1", "0", "0", "1"]
+
+
+def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):
+    secret = sandbox_secret(app, visitor.workspace_id)
+    page = visitor.get("/reference").get_data(as_text=True)
+    assert "Try it" in page and secret not in page
+    html = visitor.post(
+        "/reference/try", {"method": "GET", "path": "/webhooks", "mode": "sandbox"}, htmx=True
+    ).get_data(as_text=True)
+    assert 'status-2xx">200' in html and secret not in html
+    with app.app_context():
+        row = db.session.scalars(
+            select(ConsoleRequest).where(
+                ConsoleRequest.workspace_id == visitor.workspace_id, ConsoleRequest.step == "reference"
+            )
+        ).one()
+        assert (row.method, row.path, row.status) == ("GET", "/sandbox/v1/webhooks", 200)
+    assert row.request_id in visitor.get("/requests").get_data(as_text=True)
+    # A body, a path parameter, and what is refused.
+    sent = visitor.post(
+        "/reference/try", {"method": "POST", "path": "/link_tokens", "body": '{"org_name": 5}'}, htmx=True
+    ).get_data(as_text=True)
+    assert "400" in sent and "org_name" in sent
+    assert "not valid JSON" in visitor.post(
+        "/reference/try", {"method": "POST", "path": "/link_tokens", "body": "{"}, htmx=True
+    ).get_data(as_text=True)
+    found = visitor.post(
+        "/reference/try",
+        {"method": "GET", "path": "/webhooks/{webhook_id}", "path.webhook_id": "../x"},
+        htmx=True,
+    ).get_data(as_text=True)
+    assert "/sandbox/v1/webhooks/..%2Fx" in found
+    assert visitor.post("/reference/try", {"method": "GET", "path": "/admin"}).status_code == 404
+    assert (
+        visitor.post("/reference/try", {"method": "GET", "path": "/webhooks", "mode": "moon"}).status_code
+        == 400
+    )

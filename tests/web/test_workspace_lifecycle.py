@@ -13,6 +13,7 @@ from console.core.timeutil import utcnow
 from console.extensions import db
 from console.idempotency.models import IdempotencyKey
 from console.keys.models import ApiKey
+from console.requestlog.writer import writer_for
 from console.scheduler.services import schedule
 from console.webhooks.models import RelayExchange, WebhookAttempt, WebhookDelivery
 from console.workspaces.collection import CollectionLoop, collect_idle
@@ -43,6 +44,7 @@ OWNED = {
     "conformance_reports": "workspace_id",
     "idempotency_keys": "api_key_id IN (SELECT id FROM api_keys WHERE workspace_id = :ws)",
     "relay_exchanges": "webhook_id IN (SELECT id FROM webhooks WHERE workspace_id = :ws)",
+    "key_usage_days": "workspace_id",
     "world_deposit_allocations": "workspace_id",
 }
 
@@ -132,6 +134,7 @@ def _fill(app, client, visitor) -> None:
     visitor.post("/walkthrough/link-token", {"required_jobs": "direct_deposit_switch", "org_name": "Acme"})
     visitor.post("/inbox/behaviour", {"behaviour": "ok"})
     deliver_workspace_events(app, client, visitor.workspace_id)
+    writer_for(app).flush()  # the API calls' usage rows (key_usage_days)
     with app.app_context():
         workspace = db.session.get(Workspace, visitor.workspace_id)
         schedule(workspace, "job.retry", utcnow() + timedelta(days=1), {})

@@ -5,13 +5,16 @@ from __future__ import annotations
 from flask import abort, g, render_template, request
 from sqlalchemy import select
 
+from console.core import jsontext
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.keys.services import secret_of
-from console.modes import MODES
+from console.keys.services import list_keys, secret_of
+from console.modes import MODES, SANDBOX
 from console.web import reference, requestlog
 from console.web.blueprint import bp, render_htmx
+from console.web.exchanges import masked_secret
 from console.web.exchanges import view as exchange_view
+from console.web.workspace_session import api_client, console_key, ensure_workspace
 from console.world import services as world
 from console.world.models import Beneficiary
 
@@ -31,12 +34,20 @@ def _key_of(row) -> ApiKey | None:
 
 @bp.get("/requests", endpoint="requests")
 def requests_page():
-    found = requestlog.page(g.console_workspace.id, cursor=request.args.get("cursor"))
+    workspace_id = g.console_workspace.id
+    filters = requestlog.Filters.from_args(request.args)
+    found = requestlog.page(workspace_id, cursor=request.args.get("cursor"), filters=filters)
+    keys = list_keys(workspace_id)
     return render_htmx(
         "console/requests.html",
         "console/_request_rows.html",
         rows=found.rows,
         next_cursor=found.next_cursor,
+        filters=filters,
+        status_classes=requestlog.STATUS_CLASSES,
+        keys=keys,
+        key_names={k.id: masked_secret(k) for k in keys},
+        unlogged=requestlog.unlogged(workspace_id),
         live_cursor=requestlog.live_cursor(found.rows),
     )
 
@@ -45,11 +56,15 @@ def requests_page():
 def request_rows_live():
     """Exchanges newer than `after`, for the live poll (204 when there are none)."""
     after = request.args.get("after")
-    rows = requestlog.newer(g.console_workspace.id, after)
+    filters = requestlog.Filters.from_args(request.args)
+    rows = requestlog.newer(g.console_workspace.id, after, filters)
     if not rows:
         return "", 204
     return render_template(
-        "console/_request_poll.html", rows=rows, live_cursor=requestlog.live_cursor(rows, after)
+        "console/_request_poll.html",
+        rows=rows,
+        live_cursor=requestlog.live_cursor(rows, after),
+        filters=filters,
     )
 
 
@@ -133,4 +148,35 @@ def reference_page():
         doc=doc,
         groups=groups,
         openapi_url=reference.OPENAPI_PATH,
+        modes=MODES,
+    )
+
+
+@bp.post("/reference/try")
+def reference_try():
+    """Call one documented operation with the workspace's key, through the console's ApiClient (so it
+    is in the request log); the answer is the exchange, its secret masked."""
+    doc = reference.document() or {}
+    op = reference.find_operation(doc, request.form.get("method", ""), request.form.get("path", ""))
+    if op is None:
+        abort(404)
+    mode = request.form.get("mode", SANDBOX)
+    if mode not in MODES:
+        abort(400)
+    path = reference.fill_path(op, {n: request.form.get(f"path.{n}", "") for n in op.path_params})
+    if path is None:
+        return render_template("console/_try_result.html", message="Fill in every path parameter.")
+    params = {n: request.form.get(f"query.{n}", "").strip() for n in op.query_params}
+    body = None
+    raw = request.form.get("body", "").strip()
+    if op.has_body and raw:
+        try:
+            body = jsontext.loads(raw)
+        except ValueError:
+            return render_template("console/_try_result.html", message="The body is not valid JSON.")
+    workspace = ensure_workspace()
+    client = api_client(workspace, mode)
+    row = client.call(op.method, path, body=body, params=params, step="reference")
+    return render_template(
+        "console/_try_result.html", message=None, exchange=exchange_view(row, console_key(workspace, mode))
     )

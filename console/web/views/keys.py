@@ -7,15 +7,25 @@ from urllib.parse import urlsplit
 from flask import abort, flash, g, redirect, render_template, request, url_for
 
 from console.core.errors import ServiceError, ValidationFailed
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys import services as keys
 from console.keys.models import ApiKey
 from console.modes import MODES, base_url
+from console.requestlog import usage
 from console.web.apiclient import api_root
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import masked_secret
 from console.web.workspace_session import reset_workspace as start_over
 from console.workspaces.services import keep_workspace as keep
+
+# The roll button's choices: (value of keys.GRACE_PERIODS, label).
+GRACE_CHOICES = (
+    ("none", "now"),
+    ("1h", "in 1 hour"),
+    ("24h", "in 24 hours"),
+    ("7d", "in 7 days"),
+)
 
 
 def _own_key(key_id: str) -> ApiKey:
@@ -43,6 +53,10 @@ def _context(revealed: dict | None = None, created_id: str | None = None) -> dic
         "masked": masked_secret,
         "revealed": revealed or {},
         "created_id": created_id,
+        "grace_periods": GRACE_CHOICES,
+        "usage": usage.recent(g.console_workspace.id),
+        "keys_by_id": {k.id: k for k in all_keys},
+        "now": utcnow(),
     }
 
 
@@ -70,7 +84,11 @@ def create_key():
 @bp.post("/keys/<key_id>/roll")
 def roll_key(key_id: str):
     old = _own_key(key_id)
-    created = keys.roll_key(old)
+    try:
+        grace = keys.grace_period(request.form.get("grace", "none"))
+    except ValidationFailed:
+        abort(400)
+    created = keys.roll_key(old, grace)
     db.session.commit()
     return _answer(str(created.key.id))
 

@@ -1,0 +1,135 @@
+"""The API's after-request hook: one request-log row per authenticated `/v1` request, handed to the writer.
+
+Cheap on purpose (it runs on every API request): it reads what is already in memory, runs no SQL,
+and leaves redaction and the database to the writer thread. Requests refused before authentication
+have no workspace, so no workspace's log shows them.
+
+The console's own calls come through the same hook: `ApiClient` puts a dict under `CONSOLE_ENVIRON`
+in the in-process request's environ (a key no HTTP client can set), the hook puts the row there
+instead of queueing it, and the client writes it at once with its step label, since the console
+shows the exchange in the page that made it. One row per call either way.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app, g, request
+from sqlalchemy import inspect
+from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Request
+
+from console.config import public_root
+from console.core.timeutil import utcnow
+from console.requestlog.redact import redact_body
+
+CONSOLE_ENVIRON = "console.request_log"
+SECRET_HEADER = "x-api-secret"
+# Stored in place of the secret: the log must never hold a credential in clear.
+SECRET_PLACEHOLDER = "<API_SECRET>"
+# Request headers not stored: credentials, and what the transport added rather than the caller.
+UNSTORED_HEADERS = frozenset({"cookie", "authorization", "host", "content-length", "connection"})
+MAX_BODY_CHARS = 64_000
+
+
+def stored_headers(headers) -> dict[str, str]:
+    """Request headers as the log keeps them: the secret replaced, credentials and transport ones dropped."""
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        lowered = name.lower()
+        if lowered == SECRET_HEADER:
+            kept[name] = SECRET_PLACEHOLDER
+        elif lowered not in UNSTORED_HEADERS:
+            kept[name] = value
+    return kept
+
+
+def text(data: bytes) -> str:
+    # PostgreSQL text holds no NUL; a body the API refused for one is still logged, readably.
+    return data[:MAX_BODY_CHARS].decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+
+
+def clean(value: str) -> str:
+    return value.replace("\x00", "\ufffd")
+
+
+def _request_body(req) -> bytes:
+    if not req.content_length and "chunked" not in req.headers.get("Transfer-Encoding", ""):
+        return b""
+    try:
+        return req.get_data(cache=True)
+    except HTTPException:  # a body over MAX_CONTENT_LENGTH (answered 413): logged without it
+        return b""
+
+
+def collect(response):
+    """Capture an authenticated API request for the log and usage (an app `after_request` hook).
+
+    Registered before the hook that adds `x-service-request-id` and the rate-limit headers, so it
+    runs after it (Flask runs after-request hooks in reverse) and logs every header the caller got.
+    It only copies references and raw bytes: ids, the row's shape, headers, the URL and the
+    redaction are worked out by the writer thread (`writer.prepared`).
+    """
+    values = g._get_current_object()
+    key = getattr(values, "api_key", None)
+    if key is None:  # public endpoint, console page, or refused before authentication
+        return response
+    req = request._get_current_object()
+    started = getattr(values, "request_started", None)
+    # Identities are known without SQL even when the view's commit expired the instances.
+    workspace_state = inspect(values.workspace)
+    offset = workspace_state.dict.get("clock_offset_seconds")
+    created_at = utcnow()
+    row: dict[str, Any] = {
+        "workspace_id": workspace_state.identity[0],
+        "mode": values.api_mode,
+        "api_key_id": inspect(key).identity[0],
+        "environ": dict(req.environ),
+        "request_body": _request_body(req),
+        "status": response.status_code,
+        "response_headers": response.headers.to_wsgi_list(),
+        "response_body": b"" if response.is_streamed else response.get_data(),
+        "request_id": getattr(values, "request_id", None),
+        "duration_ms": round((time.perf_counter() - started) * 1000, 1) if started else 0.0,
+        "created_at": created_at,
+        # Unknown here when the view's commit expired the workspace: the writer reads it then.
+        "clock_at": created_at + timedelta(seconds=offset) if offset is not None else None,
+    }
+    marker = req.environ.get(CONSOLE_ENVIRON)
+    writer = current_app.extensions["requestlog_writer"]
+    if marker is not None:
+        marker["row"] = row
+        writer.submit(row, log_row=False)
+    else:
+        writer.submit(row)
+    return response
+
+
+def prepared(raw: dict[str, Any], config) -> dict[str, Any]:
+    """The `console_requests` row of a captured request (in the writer thread: off the request path)."""
+    req = Request(raw["environ"])
+    query = req.query_string.decode("latin-1")
+    path = clean(req.path)
+    return {
+        "id": uuid.uuid4(),
+        "workspace_id": raw["workspace_id"],
+        "mode": raw["mode"],
+        "step": "",
+        "api_key_id": raw["api_key_id"],
+        "method": req.method[:8],
+        "url": clean(public_root(config) + path + (f"?{query}" if query else ""))[:2000],
+        "path": path[:1000],
+        "request_headers": stored_headers(req.headers),
+        "request_body": redact_body(text(raw["request_body"])),
+        "status": raw["status"],
+        "response_headers": dict(raw["response_headers"]),
+        "response_body": redact_body(text(raw["response_body"])),
+        "request_id": raw["request_id"],
+        "duration_ms": raw["duration_ms"],
+        "error": None,
+        "created_at": raw["created_at"],
+        "clock_at": raw["clock_at"],
+    }

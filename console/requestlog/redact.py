@@ -1,0 +1,107 @@
+"""Personal data out of logged bodies: SSNs, account numbers, dates of birth, phone numbers, emails.
+
+JSON bodies are masked by field name (the spec's own names, and any name ending in them), and every
+string value, and any body that is not JSON, is also scanned for SSN-shaped (123-45-6789) and
+email-shaped text. Masks: `[redacted]`; an account number keeps its last four (`••••6789`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from typing import Any
+
+from console.core import jsontext
+
+MASK = "[redacted]"
+# Field names whose values are personal data, matched on the lower-cased name or its `_`-suffix.
+PERSONAL_FIELDS = (
+    "social_security_number",
+    "social_security_last_four",
+    "ssn",
+    "date_of_birth",
+    "dob",
+    "birth_date",
+    "mobile_phone_number",
+    "phone_number",
+    "phone",
+    "email",
+    "email_address",
+)
+# Account numbers keep their last four characters: enough to tell accounts apart, not to pay into them.
+ACCOUNT_FIELDS = ("account_number",)
+# Only the dashed form in free text: bare nine digits are as often a routing number or an id.
+SSN_TEXT = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
+EMAIL_TEXT = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
+# A personal field inside JSON text that does not parse (a body cut at the log's size limit).
+FIELD_TEXT = re.compile(
+    r'("(?:[A-Za-z0-9]*_)?(?:' + "|".join(PERSONAL_FIELDS + ACCOUNT_FIELDS) + r')"\s*:\s*)'
+    r'("(?:[^"\\]|\\.)*"?|-?[0-9]+)',
+    re.IGNORECASE,
+)
+
+
+# Anything that could need a mask; a body without it (most responses) is kept without parsing it.
+WORTH_A_LOOK = re.compile(
+    "|".join((*PERSONAL_FIELDS, *ACCOUNT_FIELDS, "@", r"\d{3}-\d{2}-\d{4}")), re.IGNORECASE
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _kind(name: str) -> str:
+    """ "account", "personal" or "" for a field name (its lower-cased name, or a `_`-suffix of it)."""
+    lowered = name.lower()
+    for kind, fields in (("account", ACCOUNT_FIELDS), ("personal", PERSONAL_FIELDS)):
+        if any(lowered == f or lowered.endswith("_" + f) for f in fields):
+            return kind
+    return ""
+
+
+def _mask_account(value: Any) -> str:
+    text = str(value)
+    return "••••" + text[-4:] if len(text) > 4 else MASK
+
+
+def redact_text(text: str) -> str:
+    """SSN- and email-shaped substrings masked."""
+    return EMAIL_TEXT.sub(MASK, SSN_TEXT.sub(MASK, text))
+
+
+def _redact_unparsed(text: str) -> str:
+    return redact_text(FIELD_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text))
+
+
+def redact_value(value: Any, name: str = "") -> Any:
+    """A JSON value with personal fields masked, recursively."""
+    if name and value is not None and not isinstance(value, dict | list):
+        kind = _kind(name)
+        if kind == "account":
+            return _mask_account(value)
+        if kind == "personal":
+            return MASK
+    if isinstance(value, dict):
+        return {k: redact_value(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact_value(v, name) for v in value]
+    if isinstance(value, str):
+        return redact_text(value)
+    return value
+
+
+def redact_body(text: str) -> str:
+    """A logged body with personal data masked.
+
+    JSON with nothing to mask is kept as sent, byte for byte; otherwise it is re-encoded with the
+    masks. Text that is not JSON (or JSON cut short) is scanned for personal fields and shapes.
+    """
+    if not text or not WORTH_A_LOOK.search(text):
+        return text
+    try:
+        parsed = jsontext.loads(text)
+    except ValueError:
+        return _redact_unparsed(text)
+    redacted = redact_value(parsed)
+    if redacted == parsed:
+        return text
+    return json.dumps(redacted, ensure_ascii=False)

@@ -1,0 +1,271 @@
+"""The per-process background writer of request-log rows, key usage counts and keys' last use.
+
+A request pays for a lock, a few dict updates and a list append (`submit`); the writer thread
+shapes and redacts the rows (`capture.prepared`), inserts them in one batch, upserts the usage counts and updates `last_used_at` every
+`REQUEST_LOG_FLUSH_SECONDS`. The list is bounded (`REQUEST_LOG_QUEUE_SIZE`): a row that does not fit
+is counted in its key's usage as `unlogged`, which the request log shows, instead of growing memory.
+The thread starts on the first request (so after a fork: serving processes each get their own), stops
+after a while with nothing to write, and a clean shutdown flushes what is left (`close`, at exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import os
+import threading
+import uuid
+import weakref
+from datetime import datetime, timedelta
+from typing import Any
+
+from flask import Flask
+from sqlalchemy import bindparam, insert, or_, select, update
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.requestlog import capture
+from console.requestlog.models import KeyUsageDay
+from console.web.models import ConsoleRequest
+from console.workspaces.models import Workspace
+
+log = logging.getLogger(__name__)
+
+# `last_used_at` is written at most this often per key: "last used" is coarse, requests are many.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+# The thread exits after this many flush intervals with nothing to write; the next request restarts it.
+IDLE_INTERVALS = 30
+COUNTERS = ("requests", "status_2xx", "status_4xx", "status_5xx", "billable", "unlogged")
+STATUS_COUNTERS = {2: "status_2xx", 4: "status_4xx", 5: "status_5xx"}
+
+_writers: weakref.WeakSet[Writer] = weakref.WeakSet()
+
+
+class Writer:
+    def __init__(self, app: Flask, *, interval: float, capacity: int) -> None:
+        self.app = app
+        self.interval = interval
+        self.capacity = capacity
+        self._reset()
+        _writers.add(self)
+
+    def _reset(self) -> None:
+        """Fresh state (also in a forked child: the parent's lock, rows and thread are not ours)."""
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._rows: list[dict[str, Any]] = []
+        # (workspace_id, api_key_id, mode, day) -> counters to add
+        self._usage: dict[tuple, dict[str, int]] = {}
+        self._last_used: dict[Any, datetime] = {}  # key id -> newest use not yet written
+        self._last_written: dict[Any, datetime] = {}  # key id -> last use written by this process
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    # The request path -------------------------------------------------------------------------
+
+    def submit(self, row: dict[str, Any], *, log_row: bool = True) -> None:
+        """Count one request (usage, last use) and queue its log row (unless the caller writes it)."""
+        status = row["status"] or 0
+        now = row["created_at"]
+        key_id = row["api_key_id"]
+        usage_key = (row["workspace_id"], key_id, row["mode"], now.date())
+        with self._lock:
+            counts = self._usage.get(usage_key)
+            if counts is None:
+                counts = self._usage[usage_key] = dict.fromkeys(COUNTERS, 0)
+            counts["requests"] += 1
+            status_counter = STATUS_COUNTERS.get(status // 100)
+            if status_counter:
+                counts[status_counter] += 1
+            if row["mode"] == "production":
+                counts["billable"] += 1
+            written = self._last_written.get(key_id)
+            if written is None or now - written >= LAST_USED_RESOLUTION:
+                self._last_used[key_id] = now
+            if log_row:
+                if len(self._rows) < self.capacity:
+                    self._rows.append(row)
+                else:
+                    counts["unlogged"] += 1
+            if self._thread is None and not self._closed:
+                self._thread = threading.Thread(target=self._run, name="request-log-writer", daemon=True)
+                self._thread.start()
+
+    # The writer thread ------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        idle = 0
+        while True:
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            wrote = self.flush()
+            idle = 0 if wrote else idle + 1
+            with self._lock:
+                if self._closed or (idle >= IDLE_INTERVALS and not self._pending()):
+                    self._thread = None
+                    return
+
+    def _pending(self) -> bool:
+        return bool(self._rows or self._usage or self._last_used)
+
+    def _take(self) -> tuple[list, dict, dict]:
+        with self._lock:
+            rows, usage, last_used = self._rows, self._usage, self._last_used
+            self._rows, self._usage, self._last_used = [], {}, {}
+            self._last_written.update(last_used)
+        return rows, usage, last_used
+
+    def flush(self) -> bool:
+        """Write everything collected so far (from the thread, at shutdown, or a test); True if any."""
+        rows, usage, last_used = self._take()
+        if not (rows or usage or last_used):
+            return False
+        try:
+            self._write(rows, usage, last_used)
+        except Exception:  # the thread must outlive a bad batch; what it held is lost, and said so
+            log.warning("Request log: %d rows not written", len(rows), exc_info=True)
+        return True
+
+    def _write(self, rows: list, usage: dict, last_used: dict) -> None:
+        with self.app.app_context():
+            engine = db.engine
+            unwritten = self._insert_rows(engine, rows)
+            for row in unwritten:
+                counts = usage.setdefault(
+                    (row["workspace_id"], row["api_key_id"], row["mode"], row["created_at"].date()),
+                    dict.fromkeys(COUNTERS, 0),
+                )
+                counts["unlogged"] += 1
+            try:
+                with _transaction(engine) as conn:
+                    _upsert_usage(conn, usage)
+                    if last_used:
+                        keys = ApiKey.__table__
+                        conn.execute(
+                            update(keys)
+                            .where(
+                                keys.c.id == bindparam("key_id"),
+                                or_(
+                                    keys.c.last_used_at.is_(None), keys.c.last_used_at < bindparam("used_at")
+                                ),
+                            )
+                            .values(last_used_at=bindparam("used_at")),
+                            [{"key_id": k, "used_at": t} for k, t in last_used.items()],
+                        )
+            except Exception:  # a workspace deleted meanwhile, or the database away: counts are lost
+                log.warning("Request usage not written (%d keys)", len(usage), exc_info=True)
+
+    def _insert_rows(self, engine, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Insert the batch; if it fails (a workspace deleted meanwhile), row by row. Returns the unwritten."""
+        if not rows:
+            return []
+        prepared = [capture.prepared(row, self.app.config) for row in rows]
+        _fill_clock(engine, prepared)
+        try:
+            with _transaction(engine) as conn:
+                conn.execute(insert(ConsoleRequest.__table__), prepared)
+            return []
+        except Exception:
+            log.info("Request log batch of %d failed; writing rows one by one", len(rows), exc_info=True)
+        unwritten = []
+        for row, values in zip(rows, prepared, strict=True):
+            try:
+                with _transaction(engine) as conn:
+                    conn.execute(insert(ConsoleRequest.__table__), [values])
+            except Exception:
+                unwritten.append(row)
+        return unwritten
+
+    def close(self) -> None:
+        """Stop the thread and write what is left (a clean shutdown loses nothing)."""
+        with self._lock:
+            self._closed = True
+            thread = self._thread
+        self._wake.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+        self.flush()
+
+
+@contextlib.contextmanager
+def _transaction(engine):
+    """A transaction on a connection of its own, closed afterwards rather than kept in the pool.
+
+    The writer runs about once a second: it holds no pooled connection between flushes (the pool is sized
+    to the request threads), and one a test or shutdown has disposed of is never reopened behind its back.
+    """
+    with engine.connect() as conn:
+        conn.detach()
+        with conn.begin():
+            yield conn
+
+
+def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:
+    """Workspace clock times the hook could not know (the view's commit had expired the workspace).
+
+    Read up to a flush interval after the request: a clock advanced in between shows its new time.
+    """
+    missing = {row["workspace_id"] for row in rows if row.get("clock_at") is None}
+    if not missing:
+        return
+    with _transaction(engine) as conn:
+        found = conn.execute(
+            select(Workspace.id, Workspace.clock_offset_seconds).where(Workspace.id.in_(missing))
+        )
+        offsets = dict(found.all())
+    for row in rows:
+        if row.get("clock_at") is None:
+            row["clock_at"] = row["created_at"] + timedelta(seconds=offsets.get(row["workspace_id"]) or 0.0)
+
+
+def _upsert_usage(conn, usage: dict[tuple, dict[str, int]]) -> None:
+    if not usage:
+        return
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+
+    table = KeyUsageDay.__table__
+    statement = dialect_insert(table)
+    statement = statement.on_conflict_do_update(
+        index_elements=[table.c.api_key_id, table.c.day],
+        set_={name: table.c[name] + statement.excluded[name] for name in COUNTERS},
+    )
+    conn.execute(
+        statement,
+        [
+            {"id": uuid.uuid4(), "workspace_id": ws, "api_key_id": key, "mode": mode, "day": day, **counts}
+            for (ws, key, mode, day), counts in usage.items()
+        ],
+    )
+
+
+def writer_for(app: Flask) -> Writer:
+    return app.extensions["requestlog_writer"]
+
+
+def init_app(app: Flask) -> None:
+    app.extensions["requestlog_writer"] = Writer(
+        app,
+        interval=float(app.config["REQUEST_LOG_FLUSH_SECONDS"]),
+        capacity=int(app.config["REQUEST_LOG_QUEUE_SIZE"]),
+    )
+
+
+def _close_all() -> None:
+    for writer in list(_writers):
+        try:
+            writer.close()
+        except Exception:  # at exit, one failing writer must not keep the others from flushing
+            log.warning("Request log writer did not flush at exit", exc_info=True)
+
+
+def _after_fork() -> None:
+    for writer in list(_writers):
+        writer._reset()
+
+
+atexit.register(_close_all)
+os.register_at_fork(after_in_child=_after_fork)

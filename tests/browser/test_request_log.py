@@ -1,0 +1,62 @@
+"""The request log in a real browser: a call made with `requests` from outside the console shows up."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import requests
+
+from tests.browser.test_console_walkthrough import start
+
+
+def test_a_call_from_outside_the_console_appears_in_the_request_log(page, live_server):
+    start(page, live_server)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.goto(live_server.url + "/keys")
+    sandbox = page.locator("section", has=page.get_by_role("heading", name="Sandbox", exact=True))
+    sandbox.get_by_role("button", name="Reveal").first.click()
+    secret = sandbox.locator("code", has_text=re.compile(r"^sk_sandbox_[A-Za-z0-9_-]{20,}$")).inner_text()
+
+    # The developer's own backend: plain HTTP to the live server, nothing to do with the console.
+    response = requests.post(
+        live_server.api_url("sandbox", "/link_tokens"),
+        json={
+            "org_name": "Acme",
+            "end_user_id": "backend-user",
+            "required_jobs": ["direct_deposit_switch"],
+            "allocation": {
+                "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "99887766"}]
+            },
+        },
+        headers={"x-api-secret": secret, "Service-Version": "2023-11-22", "User-Agent": "my-backend/2.0"},
+        timeout=10,
+    )
+    assert response.status_code == 200, response.text
+    request_id = response.headers["x-service-request-id"]
+
+    # Written by the background writer within about a second: the page shows it after a reload.
+    deadline = time.monotonic() + 10
+    while True:
+        page.goto(live_server.url + "/requests")
+        if request_id in page.content() or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    row = page.locator(".request-row", has_text=request_id)
+    assert row.count() == 1
+    summary = row.locator("summary").inner_text()
+    assert (
+        "POST" in summary and "/sandbox/v1/link_tokens" in summary and "200" in summary and "API" in summary
+    )
+
+    row.locator("summary").click()
+    detail = row.locator(".request-detail")
+    detail.get_by_text("my-backend/2.0").first.wait_for()
+    text = detail.inner_text()
+    assert secret not in text and "99887766" not in text and "••••7766" in text
+
+    # The request id filter finds it, and only it.
+    page.get_by_label("Request id").fill(request_id)
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url(re.compile(r"request_id="))
+    assert page.locator(".request-row").count() == 1

@@ -1,0 +1,61 @@
+"""Personal data masked in logged bodies; bodies with nothing personal kept as sent."""
+
+from __future__ import annotations
+
+import json
+
+from console.requestlog.redact import MASK, redact_body
+
+MATCHING = {
+    "social_security_number": "123456789",
+    "first_name": "Ada",
+    "date_of_birth": "1990-05-17",
+    "mobile_phone_number": "5551234567",
+    "email": "ada@example.com",
+}
+
+
+def test_personal_fields_are_masked_and_the_rest_kept():
+    body = {
+        "end_user": {"platform_matching": MATCHING},
+        "allocation": {"targets": [{"routing_number": "011000015", "account_number": "000123456789"}]},
+        "id": "a1234567-89ab-4def-8123-456789012345",
+    }
+    redacted = json.loads(redact_body(json.dumps(body)))
+    matching = redacted["end_user"]["platform_matching"]
+    assert matching == {
+        "social_security_number": MASK,
+        "first_name": "Ada",
+        "date_of_birth": MASK,
+        "mobile_phone_number": MASK,
+        "email": MASK,
+    }
+    assert redacted["allocation"]["targets"] == [
+        {"routing_number": "011000015", "account_number": "••••6789"}
+    ]
+    assert redacted["id"] == body["id"]
+
+
+def test_names_ending_in_a_personal_field_and_last_four_are_masked():
+    redacted = json.loads(
+        redact_body(json.dumps({"user_email": "a@b.co", "social_security_last_four": "6789"}))
+    )
+    assert redacted == {"user_email": MASK, "social_security_last_four": MASK}
+
+
+def test_ssn_and_email_shapes_in_free_text_are_masked():
+    text = json.dumps({"note": "ssn 123-45-6789, mail x.y@example.org, on 2024-01-15"})
+    assert json.loads(redact_body(text)) == {"note": f"ssn {MASK}, mail {MASK}, on 2024-01-15"}
+
+
+def test_a_body_cut_short_or_not_json_is_still_masked():
+    cut = '{"end_user": {"email": "ada@example.com", "social_security_number": "1234567'
+    redacted = redact_body(cut)
+    assert "ada@example.com" not in redacted and "1234567" not in redacted
+    assert redact_body("ssn=123-45-6789") == f"ssn={MASK}"
+
+
+def test_nothing_personal_keeps_the_text_byte_for_byte():
+    text = '{"org_name":  "Acme", "n": 1}'
+    assert redact_body(text) == text
+    assert redact_body("") == ""

@@ -1,0 +1,149 @@
+"""The request log's background writer: batches, usage counts, last use, a full queue, shutdown."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import timedelta
+
+from sqlalchemy import select
+
+from console.core.timeutil import utcnow
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.requestlog.models import KeyUsageDay
+from console.requestlog.writer import Writer
+from console.web.models import ConsoleRequest
+from tests.conftest import Api
+
+
+def _rows(app, workspace_id) -> list[ConsoleRequest]:
+    with app.app_context():
+        return list(
+            db.session.scalars(
+                select(ConsoleRequest).where(ConsoleRequest.workspace_id == uuid.UUID(workspace_id))
+            )
+        )
+
+
+def _usage(app, key_id) -> KeyUsageDay | None:
+    with app.app_context():
+        return db.session.scalars(
+            select(KeyUsageDay).where(KeyUsageDay.api_key_id == uuid.UUID(key_id))
+        ).first()
+
+
+def _writer(app, **kwargs) -> Writer:
+    writer = Writer(app, interval=kwargs.pop("interval", 0.05), capacity=kwargs.pop("capacity", 100))
+    app.extensions["requestlog_writer"] = writer
+    return writer
+
+
+def test_the_thread_writes_a_batch_within_the_interval(app, client, workspace):
+    writer = _writer(app, interval=0.05)
+    api = Api(client, workspace.secrets["sandbox"])
+    for _ in range(3):
+        assert api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())}).status_code in (
+            200,
+            400,
+            404,
+        )
+    deadline = time.monotonic() + 5
+    while len(_rows(app, workspace.id)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    rows = _rows(app, workspace.id)
+    assert len(rows) == 3
+    assert all(r.step == "" and r.path == "/sandbox/v1/jobs" and r.request_id for r in rows)
+    writer.close()
+
+
+def test_a_clean_shutdown_loses_nothing(app, client, workspace):
+    writer = _writer(app, interval=3600)  # the thread would not write for an hour
+    api = Api(client, workspace.secrets["sandbox"])
+    for _ in range(5):
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    assert _rows(app, workspace.id) == []
+    writer.close()
+    assert len(_rows(app, workspace.id)) == 5
+    assert _usage(app, workspace.key_ids["sandbox"]).requests == 5
+
+
+def test_a_full_queue_counts_what_it_drops(app, client, workspace):
+    writer = _writer(app, interval=3600, capacity=2)
+    api = Api(client, workspace.secrets["sandbox"])
+    for _ in range(5):
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    writer.close()
+    assert len(_rows(app, workspace.id)) == 2
+    usage = _usage(app, workspace.key_ids["sandbox"])
+    assert (usage.requests, usage.unlogged) == (5, 3)
+
+
+def test_usage_counts_by_status_class_and_bills_production(app, client, workspace, api_for):
+    writer = _writer(app, interval=3600)
+    sandbox, production = api_for("sandbox"), api_for("production")
+    sandbox.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    sandbox.post("/link_tokens", json={})  # 400
+    production.post("/link_tokens", json={})  # 400, billed all the same
+    production.get("/webhooks")  # 200
+    writer.flush()
+    sandbox_usage = _usage(app, workspace.key_ids["sandbox"])
+    production_usage = _usage(app, workspace.key_ids["production"])
+    assert (sandbox_usage.requests, sandbox_usage.status_4xx, sandbox_usage.billable) == (2, 1, 0)
+    assert sandbox_usage.status_2xx + sandbox_usage.status_4xx == 2
+    assert (production_usage.requests, production_usage.status_2xx, production_usage.status_4xx) == (2, 1, 1)
+    assert production_usage.billable == 2
+    # A second flush adds to the same day's row (one upsert), it does not replace it.
+    production.get("/webhooks")
+    writer.flush()
+    assert _usage(app, workspace.key_ids["production"]).requests == 3
+    writer.close()
+
+
+def test_last_used_is_written_at_most_once_a_minute(app, client, workspace, monkeypatch):
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+
+    def last_used():
+        with app.app_context():
+            return db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"])).last_used_at
+
+    assert last_used() is None
+    api.get("/webhooks")
+    writer.flush()
+    first = last_used()
+    assert first is not None and utcnow() - first < timedelta(seconds=30)
+    api.get("/webhooks")
+    assert writer._last_used == {}  # within the minute: nothing pending for that key
+    writer.flush()
+    assert last_used() == first
+    # A minute later (this process's memory of the last write moved back), the next use is written.
+    key_id = uuid.UUID(workspace.key_ids["sandbox"])
+    writer._last_written[key_id] -= timedelta(minutes=2)
+    api.get("/webhooks")
+    writer.flush()
+    assert last_used() > first
+    writer.close()
+
+
+def test_requests_refused_before_authentication_are_not_logged(app, client, workspace):
+    writer = _writer(app, interval=3600)
+    Api(client, "sk_sandbox_wrong").get("/webhooks")
+    Api(client, None).get("/webhooks")
+    assert writer._rows == [] and writer._usage == {}
+    writer.close()
+
+
+def test_a_forked_child_starts_with_its_own_empty_writer(app, client, workspace):
+    from console.requestlog import writer as writer_module
+
+    writer = _writer(app, interval=3600)
+    Api(client, workspace.secrets["sandbox"]).get("/webhooks")
+    assert writer._rows and writer._thread is not None
+    parent_lock = writer._lock
+    writer_module._after_fork()  # what os.register_at_fork runs in the child
+    assert writer._rows == [] and writer._usage == {} and writer._thread is None
+    assert writer._lock is not parent_lock
+    Api(client, workspace.secrets["sandbox"]).get("/webhooks")
+    assert len(writer._rows) == 1 and writer._thread is not None  # started lazily again
+    writer.close()

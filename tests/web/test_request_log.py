@@ -1,0 +1,167 @@
+"""The request log shows every API call of the workspace: from outside the console too, redacted, filtered."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+from html import unescape
+
+from sqlalchemy import select
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.requestlog.writer import writer_for
+from console.web.models import ConsoleRequest
+from tests.conftest import Api
+from tests.web.helpers import sandbox_secret
+
+MATCHING = {
+    "social_security_number": "123456789",
+    "first_name": "Ada",
+    "last_name": "Lovelace",
+    "date_of_birth": "1990-05-17",
+    "mobile_phone_number": "5551234567",
+    "home_address_zip_code": "94107",
+    "email": "ada@example.com",
+}
+LINK_TOKEN = {
+    "org_name": "Acme",
+    "end_user_id": "user-123",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "87654321"}]
+    },
+    "end_user": {"platform_matching": MATCHING},
+}
+
+
+def rows_of(app, workspace_id) -> list[ConsoleRequest]:
+    with app.app_context():
+        return list(
+            db.session.scalars(
+                select(ConsoleRequest)
+                .where(ConsoleRequest.workspace_id == workspace_id)
+                .order_by(ConsoleRequest.created_at)
+            )
+        )
+
+
+def outside(app, visitor) -> Api:
+    """A client of the API that is not the console: the developer's backend, with the workspace's key."""
+    return Api(app.test_client(), sandbox_secret(app, visitor.workspace_id))
+
+
+def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(app, visitor):
+    api = outside(app, visitor)
+    secret = api.secret
+    response = api.post("/link_tokens", json=LINK_TOKEN, headers={"User-Agent": "ci-job/1.0"})
+    assert response.status_code == 200, response.get_json()
+    request_id = response.headers["x-service-request-id"]
+    writer_for(app).flush()
+    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
+    assert (row.method, row.path, row.mode, row.status, row.step) == (
+        "POST",
+        "/sandbox/v1/link_tokens",
+        "sandbox",
+        200,
+        "",
+    )
+    assert row.duration_ms > 0 and row.clock_at is not None
+    with app.app_context():
+        key = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == visitor.workspace_id)).first()
+    assert row.api_key_id == key.id
+    stored = str(row.request_headers) + row.request_body + row.response_body
+    assert secret not in stored
+    assert row.request_headers["User-Agent"] == "ci-job/1.0"
+    for personal in ("123456789", "1990-05-17", "5551234567", "ada@example.com", "87654321"):
+        assert personal not in stored
+    assert "••••4321" in row.request_body and "Lovelace" in row.request_body
+    assert row.response_headers["x-service-request-id"] == request_id
+    assert "X-RateLimit-Limit" in row.response_headers
+
+    page = unescape(visitor.get("/requests").get_data(as_text=True))
+    assert request_id in page and "/sandbox/v1/link_tokens" in page
+    assert re.search(r"status-2xx\">200", page)
+    detail = unescape(visitor.get(f"/requests/{row.id}").get_data(as_text=True))
+    assert secret not in detail and "ada@example.com" not in detail and "[redacted]" in detail
+
+
+def test_the_clock_time_is_kept_beside_the_real_time(app, visitor):
+    api = outside(app, visitor)
+    assert api.post("/sandbox/clock/advance", json={"hours": 48}).status_code == 200
+    response = api.get("/webhooks")
+    writer_for(app).flush()
+    [row] = [
+        r
+        for r in rows_of(app, visitor.workspace_id)
+        if r.request_id == response.headers["x-service-request-id"]
+    ]
+    assert timedelta(hours=47) < row.clock_at - row.created_at < timedelta(hours=49)
+    assert "clock" in visitor.get("/requests").get_data(as_text=True)
+
+
+def test_console_calls_are_logged_once_with_their_step(app, visitor):
+    before = len(rows_of(app, visitor.workspace_id))
+    visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True)
+    writer_for(app).flush()
+    rows = rows_of(app, visitor.workspace_id)
+    assert len(rows) == before + 1
+    assert rows[-1].step == "jobs" and rows[-1].request_id
+
+
+def test_filters_by_status_path_key_and_request_id(app, visitor):
+    api = outside(app, visitor)
+    ok = api.get("/webhooks")
+    bad = api.post("/link_tokens", json={})
+    assert (ok.status_code, bad.status_code) == (200, 400)
+    writer_for(app).flush()
+    ok_id, bad_id = ok.headers["x-service-request-id"], bad.headers["x-service-request-id"]
+
+    def listed(**args) -> str:
+        return visitor.get("/requests", query_string=args).get_data(as_text=True)
+
+    assert bad_id in listed(status="4xx") and ok_id not in listed(status="4xx")
+    assert ok_id in listed(status="2xx") and bad_id not in listed(status="2xx")
+    assert bad_id not in listed(status="5xx")
+    assert bad_id in listed(path="link_tok") and ok_id not in listed(path="link_tok")
+    assert ok_id in listed(request_id=ok_id) and bad_id not in listed(request_id=ok_id)
+    with app.app_context():
+        key = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == visitor.workspace_id)).first()
+    assert ok_id in listed(key=str(key.id)) and ok_id not in listed(key=str(uuid.uuid4()))
+    # Nonsense filters are ignored, never a 500.
+    assert (
+        visitor.get("/requests", query_string={"status": "9xx", "key": "nope", "path": "%_\\"}).status_code
+        == 200
+    )
+
+
+def test_filters_are_kept_across_pages(app, visitor):
+    api = outside(app, visitor)
+    for _ in range(27):
+        api.post("/link_tokens", json={})
+    writer_for(app).flush()
+    first = visitor.get("/requests", query_string={"status": "4xx"}).get_data(as_text=True)
+    more = re.search(r'hx-get="([^"]*cursor=[^"]*)"', first)
+    assert more and "status=4xx" in unescape(more.group(1))
+    second = visitor.get(unescape(more.group(1)), htmx=True).get_data(as_text=True)
+    assert second.count("request-row") == 2
+
+
+def test_each_workspace_sees_only_its_own_calls(app, visitor, other_visitor):
+    response = outside(app, visitor).get("/webhooks")
+    writer_for(app).flush()
+    request_id = response.headers["x-service-request-id"]
+    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
+    assert request_id not in other_visitor.get("/requests").get_data(as_text=True)
+    filtered = other_visitor.get("/requests", query_string={"request_id": request_id}).get_data(as_text=True)
+    assert "request-row" not in filtered and "No API call matches." in filtered
+    assert other_visitor.get(f"/requests/{row.id}").status_code == 404
+
+
+def test_a_full_queue_is_said_on_the_page(app, visitor):
+    writer = writer_for(app)
+    writer.capacity = 0
+    outside(app, visitor).get("/webhooks")
+    writer.flush()
+    assert "1 requests not logged" in visitor.get("/requests").get_data(as_text=True)
