@@ -46,6 +46,18 @@
     item.scrollIntoView({ block: "nearest" });
   }
 
+  var refocusAfterClose = null;
+
+  document.addEventListener("htmx:afterSettle", function () {
+    var launcher = refocusAfterClose;
+    var active = document.activeElement;
+    if (!launcher || (active && active !== document.body)) return;
+    var action = launcher.querySelector("[data-link-state] .actions button, [data-link-state] .actions a");
+    if (!action) return;
+    refocusAfterClose = null;
+    action.focus();
+  });
+
   function openLink(button) {
     if (!window.Link) {
       announce("The Link SDK did not load.");
@@ -73,6 +85,9 @@
         eventLine(list, "callback", "onExit", payload);
         panel.classList.remove("docked");
         if (guide) guide.classList.remove("docked");
+        // The SDK gave focus back to the opener, but the token's state panel is about to be redrawn (the
+        // opener with it): once it is, focus goes to the panel's first action (see htmx:afterSettle below).
+        refocusAfterClose = launcher;
         // Lets the checklist and other panels refresh now instead of at their next poll.
         if (window.htmx) window.htmx.trigger(document.body, "link-closed");
       },
@@ -95,6 +110,15 @@
       event.stopPropagation();
     }
   }, true);
+
+  // A Link token was just created (walkthrough step 3, or "create a new token" in step 4): the result is
+  // step 4, where it is opened, so focus goes there and a screen reader hears what happened.
+  document.addEventListener("link-token-created", function () {
+    var heading = document.getElementById("step-link-title");
+    if (!heading) return;
+    heading.focus();
+    announce("Link token created. Step 4: open Link with it.");
+  });
 
   document.addEventListener("DOMContentLoaded", function () {
     var auto = document.querySelector("[data-link-open][data-autoopen]");

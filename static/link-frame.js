@@ -54,8 +54,28 @@
     if (data.type === "init" && !ready) {
       ready = true;
       queue.splice(0).forEach(post);
+    } else if (data.type === "close") {
+      closeLink();
+    } else if (data.type === "focus") {
+      var controls = focusable();
+      var target = data.edge === "last" ? controls[controls.length - 1] : controls[0];
+      if (target) target.focus();
     }
   });
+
+  function closeLink() {
+    var close = document.querySelector("#link-screen .close");
+    if (close) close.click();
+  }
+
+  // What Tab can reach on the current screen, in order.
+  function focusable() {
+    var selector = 'a[href], button:not([disabled]), input:not([disabled]):not([type="hidden"]), ' +
+      'select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
+    return Array.prototype.filter.call(document.querySelectorAll(selector), function (el) {
+      return el.getClientRects().length > 0;
+    });
+  }
 
   document.addEventListener("click", function (event) {
     var target = event.target;
@@ -76,9 +96,23 @@
   });
 
   document.addEventListener("keydown", function (event) {
-    if (event.key !== "Escape") return;
-    var close = document.querySelector("#link-screen .close");
-    if (close) close.click();
+    if (event.key === "Escape") return closeLink();
+    if (event.key !== "Tab" || !embedded) return;
+    // Link is a modal dialog: Tab past the last control comes back to the first (the close button), and
+    // Shift+Tab before the first goes to the last, instead of leaving for the page underneath.
+    var controls = focusable();
+    if (!controls.length) return;
+    var first = controls[0];
+    var last = controls[controls.length - 1];
+    var active = document.activeElement;
+    var outside = controls.indexOf(active) === -1 && active !== document.getElementById("screen-title");
+    if (event.shiftKey && (active === first || outside)) {
+      event.preventDefault();
+      last.focus();
+    } else if (!event.shiftKey && active === last) {
+      event.preventDefault();
+      first.focus();
+    }
   });
 
   body.addEventListener("htmx:afterSettle", function () {

@@ -4,8 +4,11 @@
  *   Link.open({ linkToken, onSuccess, onLogin, onLoginAttempt, onError, onExit, onEvent });
  *   Link.close();
  *
- * Link opens in a modal iframe served from the same origin as this script. Messages are accepted
- * only from that origin and only from that iframe; the iframe posts only to this page's origin.
+ * Link opens in a modal dialog: an iframe served from the same origin as this script, full screen below
+ * 480px wide. Focus moves into it, stays inside it while it is open (Tab wraps around, the close button
+ * included) and returns to the element that opened it; Escape closes it like its close button (onExit).
+ * Messages are accepted only from that origin and only from that iframe; the iframe posts only to this
+ * page's origin.
  * See docs/link.md for every client event and its payload.
  */
 (function (global) {
@@ -63,9 +66,53 @@
     if (data.name === "exit") teardown();
   }
 
+  // Escape pressed while focus is on the customer page (Link's own page handles it inside the iframe):
+  // ask Link to close, so the flow ends and onExit fires exactly as with its close button.
+  function onKeydown(event) {
+    if (!current || event.key !== "Escape") return;
+    event.preventDefault();
+    current.iframe.contentWindow.postMessage({ source: "payroll-link-sdk", type: "close" }, LINK_ORIGIN);
+  }
+
+  // Below this width Link takes the whole screen (a phone); above it, a centred panel.
+  var PHONE = "(max-width: 480px)";
+
+  function fit() {
+    if (!current) return;
+    var phone = global.matchMedia && global.matchMedia(PHONE).matches;
+    var f = current.iframe.style;
+    f.width = phone ? "100vw" : "min(420px, 100vw)";
+    f.height = phone ? "100vh" : "min(680px, 100vh)";
+    if (phone) f.height = "100dvh"; // the visible height under a phone's toolbars, where supported
+    f.borderRadius = phone ? "0" : "12px";
+  }
+
+  // Focus cannot leave the dialog: an edge of the overlay that receives focus (Tab past Link's last
+  // control, or Shift+Tab before its first) hands it back to Link, which focuses its first or last control.
+  function sentinel(edge) {
+    var el = document.createElement("span");
+    el.tabIndex = 0;
+    el.setAttribute("data-link-focus-edge", edge);
+    el.style.position = "fixed";
+    el.style.width = "1px";
+    el.style.height = "1px";
+    el.style.overflow = "hidden";
+    el.addEventListener("focus", function () {
+      if (!current) return;
+      current.iframe.focus();
+      current.iframe.contentWindow.postMessage(
+        { source: "payroll-link-sdk", type: "focus", edge: edge === "start" ? "last" : "first" },
+        LINK_ORIGIN
+      );
+    });
+    return el;
+  }
+
   function teardown() {
     if (!current) return;
     global.removeEventListener("message", onMessage);
+    global.removeEventListener("resize", fit);
+    document.removeEventListener("keydown", onKeydown);
     current.overlay.remove();
     document.body.style.overflow = current.bodyOverflow;
     var restore = current.restoreFocus;
@@ -95,13 +142,12 @@
     iframe.title = "Link: update your direct deposit";
     iframe.src = linkUrl(options.linkToken, options.mode || DEFAULT_MODE);
     var f = iframe.style;
-    f.width = "min(420px, 100vw)";
-    f.height = "min(680px, 100vh)";
     f.border = "0";
-    f.borderRadius = "12px";
     f.background = "#fff";
     f.boxShadow = "0 20px 50px rgba(0, 0, 0, 0.35)";
+    overlay.appendChild(sentinel("start"));
     overlay.appendChild(iframe);
+    overlay.appendChild(sentinel("end"));
     current = {
       options: options,
       overlay: overlay,
@@ -109,7 +155,10 @@
       bodyOverflow: document.body.style.overflow,
       restoreFocus: document.activeElement,
     };
+    fit();
     global.addEventListener("message", onMessage);
+    global.addEventListener("resize", fit);
+    document.addEventListener("keydown", onKeydown);
     document.body.style.overflow = "hidden";
     document.body.appendChild(overlay);
     iframe.focus();

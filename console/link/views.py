@@ -188,6 +188,18 @@ def step():
     return _render(ctx, flow.events)
 
 
+@link.get("/terms")
+def terms():
+    """What using this sandbox's Link means (opened in a new tab from the intro screen)."""
+    return render_template("link/legal.html", page="terms", mode=current_mode())
+
+
+@link.get("/privacy")
+def privacy():
+    """What this sandbox's Link does with what a person enters."""
+    return render_template("link/legal.html", page="privacy", mode=current_mode())
+
+
 def _load(token) -> link_flow.Flow:
     try:
         return link_flow.load(token)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import g, redirect, render_template, request, url_for
+from flask import g, make_response, redirect, render_template, request, url_for
 
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.events.services import EVENT_TYPES
@@ -199,8 +199,8 @@ def create_link_token():
     jobs = request.form.getlist("required_jobs")
     body = linkform.body_from_form(request.form, jobs)
     preset = request.form.get("preset", "")
-    _id, row = _create_link_token(body, preset)
-    return step_response(
+    link_token_id, row = _create_link_token(body, preset)
+    response = step_response(
         "link_token",
         "link",
         "jobs",
@@ -208,6 +208,16 @@ def create_link_token():
         preset=preset,
         field_errors=fielderrors.place(fielderrors.of_response(row), linkform.field_input),
     )
+    return _focus_new_token(response, link_token_id)
+
+
+def _focus_new_token(response, link_token_id):
+    """After a token was created, console.js moves focus to step 4 (where it is opened) and announces it."""
+    if not link_token_id or not is_htmx():
+        return response
+    response = make_response(response)
+    response.headers["HX-Trigger-After-Settle"] = "link-token-created"
+    return response
 
 
 @bp.post("/walkthrough/link-token/again")
@@ -220,7 +230,10 @@ def create_link_token_again():
     link_token_id, _row = _create_link_token(body, preset)
     if not is_htmx() and link_token_id:
         return redirect(url_for("console.launch", link_token_id=link_token_id))
-    return step_response("link", "link_token", "jobs", form_values=linkform.form_values(body), preset=preset)
+    response = step_response(
+        "link", "link_token", "jobs", form_values=linkform.form_values(body), preset=preset
+    )
+    return _focus_new_token(response, link_token_id)
 
 
 @bp.get("/walkthrough/link-state")
