@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from console.accounts.models import Account
 from console.clock.services import now
 from console.core.errors import FieldError, ValidationFailed
 from console.core.lookup import get_scoped
-from console.core.timeutil import isoformat
+from console.core.timeutil import isoformat, utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
@@ -64,8 +64,11 @@ def _check_references(key: ApiKey, request: LinkTokenRequest) -> tuple[list[Fiel
     return errors, account
 
 
-def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
-    """Validate a request and store the token; every bad field is reported at once."""
+def create_link_token(key: ApiKey, body: Any, *, by_console: bool = False) -> CreatedLinkToken:
+    """Validate a request and store the token; every bad field is reported at once.
+
+    `by_console`: the console's own call, not a customer's backend (kept for training exercise 1).
+    """
     request = validate_request(body)
     errors, account = _check_references(key, request)
     if errors:
@@ -94,6 +97,7 @@ def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
         disable_direct_deposit_splitting=request.disable_direct_deposit_splitting,
         created_at=created,
         expires_at=created + TOKEN_LIFETIME,
+        created_by_console=by_console,
     )
     db.session.add(link_token)
     schedule(key.workspace, EXPIRE_TASK_KIND, link_token.expires_at, {"link_token_id": str(link_token.id)})
@@ -117,3 +121,25 @@ def serialize(link_token: LinkToken, token: str) -> dict:
         "mode": link_token.mode,
         "token": token,
     }
+
+
+def note_outside_lookup(workspace_id: uuid.UUID, link_token_id: str) -> None:
+    """Record the first search for a token's jobs by a customer's backend (training exercise 5).
+
+    One guarded UPDATE, a no-op after the first time; the caller commits. A malformed id is left to
+    the jobs query to refuse.
+    """
+    try:
+        ident = uuid.UUID(str(link_token_id))
+    except ValueError:
+        return
+    db.session.execute(
+        update(LinkToken)
+        .where(
+            LinkToken.id == ident,
+            LinkToken.workspace_id == workspace_id,
+            LinkToken.outside_lookup_at.is_(None),
+        )
+        .values(outside_lookup_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
