@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from flask import current_app
 from sqlalchemy import select
@@ -173,10 +174,13 @@ def check_switch_outcomes(workspace: Workspace) -> Result:
     return Result(False, "; ".join(missing).capitalize() + ".")
 
 
-_HEAD = """import os, requests
-API = os.environ.get("API", "http://127.0.0.1:5000/sandbox/v1")
-HEADERS = {"x-api-secret": os.environ["API_SECRET"], "Service-Version": "2023-11-22"}
-"""
+SOLUTIONS = Path(__file__).resolve().parent / "solutions"
+
+
+def _solution(key: str) -> str:
+    """The reference solution shipped beside this module (solutions/<key>.py.txt)."""
+    return (SOLUTIONS / f"{key}.py.txt").read_text()
+
 
 CURRICULUM: tuple[Exercise, ...] = (
     Exercise(
@@ -184,19 +188,7 @@ CURRICULUM: tuple[Exercise, ...] = (
         "Create a Link token from your own backend",
         "Your server (not the console) calls POST /v1/link_tokens with your sandbox key.",
         "Copy your key from the console's header. Send org_name, end_user_id, required_jobs and an allocation target.",
-        _HEAD
-        + """from flask import Flask, jsonify
-app = Flask(__name__)
-
-@app.post("/link-token")
-def link_token():
-    body = {"org_name": "Acme", "end_user_id": "user_1", "required_jobs": ["direct_deposit_switch"],
-            "allocation": {"targets": [{"type": "checking", "routing_number": "011000015",
-                                        "account_number": "1234567890"}]}}
-    answer = requests.post(f"{API}/link_tokens", json=body, headers=HEADERS, timeout=10)
-    answer.raise_for_status()
-    return jsonify(token=answer.json()["data"]["token"])
-""",
+        _solution("link_token"),
         check_link_token,
     ),
     Exercise(
@@ -204,17 +196,7 @@ def link_token():
         "Open Link from your own page with the SDK",
         "A page served by your app loads link.js and opens Link with a token your backend created.",
         "Serve the page from your own origin (e.g. http://localhost:8000), not from the console.",
-        '''@app.get("/")
-def page():  # served by your app: Link records your page's origin
-    return """<button id="connect">Connect payroll</button>
-<script src="http://127.0.0.1:5000/static/link.js"></script>
-<script src="/static/connect.js"></script>"""
-# static/connect.js:
-#   document.getElementById("connect").onclick = async () => {
-#     const {token} = await (await fetch("/link-token", {method: "POST"})).json();
-#     Link.open({linkToken: token, onSuccess: ({job}) => console.log(job.outcome), onExit: () => {}});
-#   };
-''',
+        _solution("link_sdk"),
         check_link_sdk,
     ),
     Exercise(
@@ -222,11 +204,7 @@ def page():  # served by your app: Link records your page's origin
         "Register your own endpoint with version 2023-11-22",
         "POST /v1/webhooks with your endpoint's URL, the events you handle and version 2023-11-22.",
         "On a laptop the server can't reach, run `console listen … --forward-to http://localhost:8000/hooks`: it registers a relayed webhook for you.",
-        _HEAD
-        + """requests.post(f"{API}/webhooks", headers=HEADERS, timeout=10, json={
-    "url": "http://127.0.0.1:8000/hooks", "version": "2023-11-22",
-    "enabled_events": ["account.added", "direct_deposit_switch.added"]}).raise_for_status()
-""",
+        _solution("own_endpoint"),
         check_own_endpoint,
     ),
     Exercise(
@@ -234,23 +212,7 @@ def page():  # served by your app: Link records your page's origin
         "Pass the conformance check",
         "Your endpoint verifies signatures and timestamps, refuses forgeries with a 4xx and handles duplicates.",
         "Verify over the raw body, reject timestamps older than 5 minutes, answer 2xx to an event_id already seen.",
-        """import os
-from flask import Flask, request
-from console.webhooks import WebhookVerificationError, verify
-
-app, seen = Flask(__name__), set()
-
-@app.post("/hooks")
-def hooks():
-    try:
-        body = verify(os.environ["API_SECRET"], request.headers, request.get_data())
-    except WebhookVerificationError:
-        return "bad signature", 400
-    if body["event_id"] not in seen:
-        seen.add(body["event_id"])
-    return "", 200
-# Then: POST /v1/sandbox/webhooks/{id}/conformance (or the button on the Webhooks page)
-""",
+        _solution("conformance"),
         check_conformance,
     ),
     Exercise(
@@ -258,12 +220,7 @@ def hooks():
         "Recover a missed webhook",
         "The console runs a switch whose webhooks your endpoint never gets; your backend finds the job anyway.",
         "You know the Link token you handed out: GET /v1/jobs?link_token_id=… lists its jobs.",
-        _HEAD
-        + """def jobs_of(link_token_id):
-    answer = requests.get(f"{API}/jobs", params={"link_token_id": link_token_id}, headers=HEADERS, timeout=10)
-    answer.raise_for_status()
-    return answer.json()["data"]
-""",
+        _solution("missed_webhook"),
         check_missed_webhook,
     ),
     Exercise(
@@ -271,14 +228,7 @@ def hooks():
         "Follow a pending switch and a federal switch to their end",
         "A switch that is pending ends in success after the retry; a federal switch goes processing → sent.",
         "Use user_pending_success and SSN 900000001 (or `console trigger`), then move the workspace clock.",
-        """@app.post("/hooks")
-def hooks():
-    body = verify(os.environ["API_SECRET"], request.headers, request.get_data())
-    if body["event"] == "direct_deposit_switch.added":
-        job = body["payload"]
-        save_outcome(job["id"], job["outcome"])  # pending → success, processing → sent: keep the latest
-    return "", 200
-""",
+        _solution("switch_outcomes"),
         check_switch_outcomes,
     ),
 )
