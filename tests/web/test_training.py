@@ -378,3 +378,12 @@ def test_csv_export(app, trainer, cohort, trainee):
     assert by_name["'=HYPERLINK(1)"]["link_token"] == "no"
     assert "POST /v1/link_tokens" in by_name["'=HYPERLINK(1)"]["link_token_reason"]
     assert grace.workspace_id != trainee.workspace_id
+
+
+def test_a_visitor_outside_any_cohort_gets_no_exercises_and_no_workspace(app):
+    visitor = Visitor(app.test_client())
+    page = visitor.get("/training/me").get_data(as_text=True)
+    assert "not in a training cohort" in page
+    assert visitor.post("/training/me/miss-webhook").status_code == 404
+    with app.app_context():
+        assert db.session.scalars(select(Workspace)).all() == []
