@@ -38,6 +38,3 @@ class LinkToken(IdMixin, CreatedAtMixin, db.Model):
     expires_at: Mapped[datetime]
     # Made by the console's own in-process call, not by a customer's backend (training exercise 1).
     created_by_console: Mapped[bool] = mapped_column(default=False)
-    # Real time of the first `GET /v1/jobs?link_token_id=` for this token not made by the console
-    # (training exercise 5: a backend recovering a missed webhook).
-    outside_lookup_at: Mapped[datetime | None]

@@ -9,13 +9,13 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 
 from console.accounts.models import Account
 from console.clock.services import now
 from console.core.errors import FieldError, ValidationFailed
 from console.core.lookup import get_scoped
-from console.core.timeutil import isoformat, utcnow
+from console.core.timeutil import isoformat
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
@@ -121,25 +121,3 @@ def serialize(link_token: LinkToken, token: str) -> dict:
         "mode": link_token.mode,
         "token": token,
     }
-
-
-def note_outside_lookup(workspace_id: uuid.UUID, link_token_id: str) -> None:
-    """Record the first search for a token's jobs by a customer's backend (training exercise 5).
-
-    One guarded UPDATE, a no-op after the first time; the caller commits. A malformed id is left to
-    the jobs query to refuse.
-    """
-    try:
-        ident = uuid.UUID(str(link_token_id))
-    except ValueError:
-        return
-    db.session.execute(
-        update(LinkToken)
-        .where(
-            LinkToken.id == ident,
-            LinkToken.workspace_id == workspace_id,
-            LinkToken.outside_lookup_at.is_(None),
-        )
-        .values(outside_lookup_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )

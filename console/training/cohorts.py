@@ -152,7 +152,7 @@ def pulse(workspace_ids: list[uuid.UUID], extra: str = "") -> str:
     """
     ids = list(workspace_ids) or [uuid.UUID(int=0)]
     aggregates = [
-        select(func.count(), func.count(LinkToken.outside_lookup_at)).where(LinkToken.workspace_id.in_(ids)),
+        select(func.count(), func.max(LinkToken.created_at)).where(LinkToken.workspace_id.in_(ids)),
         select(func.count(LinkSession.embedding_origin), func.max(LinkSession.updated_at)).where(
             LinkSession.workspace_id.in_(ids)
         ),
@@ -161,7 +161,9 @@ def pulse(workspace_ids: list[uuid.UUID], extra: str = "") -> str:
             ConformanceReport.workspace_id.in_(ids)
         ),
         select(func.count(), func.max(Job.timestamp)).where(Job.workspace_id.in_(ids)),
-        select(func.count(Workspace.held_link_token_id)).where(Workspace.id.in_(ids)),
+        select(
+            func.count(Workspace.held_link_token_id), func.count(Workspace.held_link_token_found_at)
+        ).where(Workspace.id.in_(ids)),
     ]
     columns = [column for query in aggregates for column in _scalars(query)]
     parts = db.session.execute(select(*columns)).one()
@@ -200,9 +202,3 @@ def export_csv(cohort: Cohort) -> str:
             line += ["yes" if result.done else "no", _cell(result.reason)]
         writer.writerow(line)
     return out.getvalue()
-
-
-def hold_webhooks(workspace: Workspace, link_token_id: str) -> None:
-    """From now on this Link token's events skip the workspace's own endpoints (the console's inbox
-    still gets them): exercise 5's missed webhook. One token at a time; the caller commits."""
-    workspace.held_link_token_id = uuid.UUID(str(link_token_id))

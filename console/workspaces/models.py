@@ -29,3 +29,7 @@ class Workspace(IdMixin, CreatedAtMixin, db.Model):
     # Training exercise 5: the job of this Link token is not delivered to the workspace's own endpoints
     # (its deliveries are skipped). No foreign key: link_tokens already points here.
     held_link_token_id: Mapped[uuid.UUID | None]
+    # Real time a request not made by the console first searched that token's jobs
+    # (`GET /v1/jobs?link_token_id=`): the missed webhook recovered. Both live on the workspace row the API's
+    # authentication already loads, so a jobs search costs no extra query to tell.
+    held_link_token_found_at: Mapped[datetime | None]

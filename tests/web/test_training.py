@@ -387,3 +387,28 @@ def test_a_visitor_outside_any_cohort_gets_no_exercises_and_no_workspace(app):
     assert visitor.post("/training/me/miss-webhook").status_code == 404
     with app.app_context():
         assert db.session.scalars(select(Workspace)).all() == []
+
+
+def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
+    """Jobs searches stay read-only (the hot path's two queries) except the one that recovers the held job."""
+    from tests.api.test_hot_path import recorded
+
+    api = backend(app, trainee)
+    trainee.get("/training/me")
+    trainee.post("/training/me/miss-webhook")
+    with app.app_context():
+        held = db.session.get(Workspace, trainee.workspace_id).held_link_token_id
+    other = new_token(api)
+    with recorded(app) as seen:
+        assert api.get(f"/jobs?link_token_id={other['id']}").status_code == 200
+    assert "COMMIT" not in seen and len(seen) == 2, seen
+    with recorded(app) as seen:
+        assert api.get(f"/jobs?link_token_id={held}").status_code == 200
+    assert [s for s in seen if s.startswith("UPDATE")] and seen[-1] == "COMMIT", seen
+    with recorded(app) as seen:
+        assert api.get(f"/jobs?link_token_id={held}").status_code == 200
+    assert "COMMIT" not in seen and len(seen) == 2, seen
+    # Pressing "Miss a webhook" again starts the exercise over with a new token.
+    assert result(app, trainee, "missed_webhook").done is True
+    trainee.post("/training/me/miss-webhook")
+    assert result(app, trainee, "missed_webhook").done is False

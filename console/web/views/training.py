@@ -12,7 +12,7 @@ from flask import Response, abort, g, redirect, render_template, request, sessio
 
 from console.core.errors import NotFound, ValidationFailed
 from console.extensions import db
-from console.training import cohorts, exercises
+from console.training import cohorts, exercises, holds
 from console.web import linktokens, scenarios
 from console.web.apiclient import api_root, response_json
 from console.web.blueprint import NO_CREATE_ENDPOINTS, bp
@@ -219,7 +219,7 @@ def training_miss_webhook():
             message=f"The API answered {created.status}.",
         ), 502
     linktokens.remember(workspace.id, data["id"], data["token"], "training")
-    cohorts.hold_webhooks(workspace, data["id"])
+    holds.hold(workspace, data["id"])
     db.session.commit()
     client.call(
         "POST", f"/sandbox/link_tokens/{data['id']}/complete", body=scenario.completion, step="training"
