@@ -412,3 +412,8 @@ def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
     assert result(app, trainee, "missed_webhook").done is True
     trainee.post("/training/me/miss-webhook")
     assert result(app, trainee, "missed_webhook").done is False
+
+
+def test_the_training_page_points_a_trainee_to_their_exercises(app, trainee):
+    assert "/training/me" in trainee.get("/training").get_data(as_text=True)
+    assert "your exercises" not in Visitor(app.test_client()).get("/training").get_data(as_text=True)

@@ -67,7 +67,12 @@ def training_home():
         except NotFound:  # deleted since
             continue
     return render_template(
-        "console/training/home.html", curriculum=exercises.CURRICULUM, cohorts=mine, errors={}, form={}
+        "console/training/home.html",
+        curriculum=exercises.CURRICULUM,
+        cohorts=mine,
+        errors={},
+        form={},
+        trainee=cohorts.membership(g.console_workspace.id) is not None,
     )
 
 
@@ -84,6 +89,7 @@ def training_create():
             cohorts=[],
             errors=errors,
             form=form,
+            trainee=False,
         ), 400
     db.session.commit()
     _unlock(cohort.id)
