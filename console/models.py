@@ -11,6 +11,7 @@ from console.link import models as link  # noqa: F401
 from console.link_tokens import models as link_tokens  # noqa: F401
 from console.requestlog import models as requestlog  # noqa: F401
 from console.scheduler import models as scheduler  # noqa: F401
+from console.training import models as training  # noqa: F401
 from console.web import models as web  # noqa: F401
 from console.webhooks import models as webhooks  # noqa: F401
 from console.workspaces import models as workspaces  # noqa: F401

@@ -23,6 +23,14 @@ from console.keys.services import authenticate
 from console.workspaces.services import note_activity
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
+# Set in the WSGI environ by the console's in-process dispatch (console.web.apiclient). No HTTP
+# header can produce an environ key with a dot, so a request from outside can never carry it.
+CONSOLE_ENVIRON_KEY = "console.in_process"
+
+
+def from_console() -> bool:
+    """Whether this API request is the console's own in-process call (not a customer's backend)."""
+    return bool(request.environ.get(CONSOLE_ENVIRON_KEY))
 
 
 def public(view: Callable) -> Callable:

@@ -5,10 +5,13 @@ from __future__ import annotations
 from flask import g, jsonify, request
 
 from console.api import api
+from console.api.conventions import from_console
 from console.api.pagination import paginate
+from console.extensions import db
 from console.jobs import services
 from console.jobs.models import Job
 from console.jobs.serializers import serialize_job
+from console.training import holds as training
 
 
 @api.get("/jobs")
@@ -16,7 +19,10 @@ def list_jobs():
     filters = {name: request.args[name] for name in services.JOB_FILTERS if name in request.args}
     query = services.jobs_query(g.workspace.id, g.api_mode, filters)
     order_by = [Job.__table__.c.created_at, Job.__table__.c.id]
-    return jsonify(paginate(query, order_by=order_by, serialize=serialize_job, columns=True))
+    body = paginate(query, order_by=order_by, serialize=serialize_job, columns=True)
+    if training.note_held_token_search(g.workspace, filters.get("link_token_id"), by_console=from_console()):
+        db.session.commit()
+    return jsonify(body)
 
 
 @api.get("/jobs/<job_id>")

@@ -5,14 +5,14 @@ from __future__ import annotations
 from flask import g, jsonify
 
 from console.api import api
-from console.api.conventions import json_body
+from console.api.conventions import from_console, json_body
 from console.extensions import db
 from console.link_tokens import services
 
 
 @api.post("/link_tokens")
 def create_link_token():
-    created = services.create_link_token(g.api_key, json_body())
+    created = services.create_link_token(g.api_key, json_body(), by_console=from_console())
     # Built before the commit, which expires the row: reading it afterwards would load it again.
     body = {"data": services.serialize(created.link_token, created.token)}
     db.session.commit()

@@ -71,6 +71,9 @@ class LinkSession(IdMixin, CreatedAtMixin, db.Model):
     allocations_before: Mapped[list[Any] | None]
     allocations_after: Mapped[list[Any] | None]
     via_platform_matching: Mapped[bool] = mapped_column(default=False)
+    # The SDK's parent page origin when Link was opened from a page other than this service's own
+    # (the console's launcher): training exercise 2 checks that a trainee embedded Link themselves.
+    embedding_origin: Mapped[str | None] = mapped_column(String(255))
     started_at: Mapped[datetime]  # workspace clock
     updated_at: Mapped[datetime]  # workspace clock
     completed_at: Mapped[datetime | None]  # workspace clock: when a terminal state was reached

@@ -14,11 +14,13 @@ import re
 from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Flask, abort, current_app, redirect, render_template, request, url_for
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
+from console.config import public_root
 from console.core.params import nul_fields
 from console.extensions import csrf, db
 from console.link import flow as link_flow
@@ -138,6 +140,7 @@ def open_link():
         # Tokens belong to one mode; send the person to that mode's Link with the same query.
         return redirect(url_for(f"link_{token.mode}.open_link", **request.args.to_dict()), code=307)
     flow = _load(token)
+    _note_embedding(flow)
     db.session.commit()
     status = 410 if flow.row.state == m.EXPIRED else 200
     return _render(presenters.screen(flow, q=request.args.get("q", "")), flow.events, status)
@@ -198,6 +201,22 @@ def terms():
 def privacy():
     """What this sandbox's Link does with what a person enters."""
     return render_template("link/legal.html", page="privacy", mode=current_mode())
+
+
+def _own_origins() -> set[str]:
+    """This service's origins: the one Link was reached at and the configured public root."""
+    origins = {request.host_url.rstrip("/")}
+    root = urlsplit(public_root(current_app.config))
+    origins.add(f"{root.scheme}://{root.netloc}")
+    return origins
+
+
+def _note_embedding(flow: link_flow.Flow) -> None:
+    """Remember the first parent page that opened Link from another origin than the console's own:
+    the sign that a customer's own page embeds Link with the SDK (training exercise 2)."""
+    origin = parent_origin()
+    if origin and flow.row.embedding_origin is None and origin not in _own_origins():
+        flow.row.embedding_origin = origin[:255]
 
 
 def _load(token) -> link_flow.Flow:

@@ -36,3 +36,5 @@ class LinkToken(IdMixin, CreatedAtMixin, db.Model):
     preconfigured_allocation: Mapped[dict[str, Any] | None]
     disable_direct_deposit_splitting: Mapped[bool] = mapped_column(default=False)
     expires_at: Mapped[datetime]
+    # Made by the console's own in-process call, not by a customer's backend (training exercise 1).
+    created_by_console: Mapped[bool] = mapped_column(default=False)

@@ -64,8 +64,11 @@ def _check_references(key: ApiKey, request: LinkTokenRequest) -> tuple[list[Fiel
     return errors, account
 
 
-def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
-    """Validate a request and store the token; every bad field is reported at once."""
+def create_link_token(key: ApiKey, body: Any, *, by_console: bool = False) -> CreatedLinkToken:
+    """Validate a request and store the token; every bad field is reported at once.
+
+    `by_console`: the console's own call, not a customer's backend (kept for training exercise 1).
+    """
     request = validate_request(body)
     errors, account = _check_references(key, request)
     if errors:
@@ -94,6 +97,7 @@ def create_link_token(key: ApiKey, body: Any) -> CreatedLinkToken:
         disable_direct_deposit_splitting=request.disable_direct_deposit_splitting,
         created_at=created,
         expires_at=created + TOKEN_LIFETIME,
+        created_by_console=by_console,
     )
     db.session.add(link_token)
     schedule(key.workspace, EXPIRE_TASK_KIND, link_token.expires_at, {"link_token_id": str(link_token.id)})

@@ -19,6 +19,7 @@ from urllib.parse import unquote_to_bytes, urlencode, urlsplit
 
 from flask import Flask, current_app
 
+from console.api.conventions import CONSOLE_ENVIRON_KEY
 from console.api.versions import LATEST_VERSION
 from console.config import public_root
 from console.extensions import db
@@ -63,6 +64,8 @@ def _environ(method: str, root: str, path: str, query: str, headers: dict, body:
         "wsgi.multithread": True,
         "wsgi.multiprocess": False,
         "wsgi.run_once": False,
+        # Marks the console's own calls (training exercises tell them from a customer's backend).
+        CONSOLE_ENVIRON_KEY: True,
     }
     for name, value in headers.items():
         key = name.upper().replace("-", "_")

@@ -33,6 +33,7 @@ NAV = (
     ("console.clock", "Clock"),
     ("console.world", "World"),
     ("console.reference", "API reference"),
+    ("console.training", "Training"),
 )
 
 

@@ -101,6 +101,11 @@ def start_new_workspace() -> Workspace:
     """Create a visitor workspace with a sandbox key, hold it in the session and register the inbox."""
     workspace = create_workspace(VISITOR_WORKSPACE_NAME, kept=False)
     create_key(workspace.id, SANDBOX, "Console")
+    return enter_workspace(workspace)
+
+
+def enter_workspace(workspace: Workspace) -> Workspace:
+    """Hold a new workspace (with its sandbox key) in the session and register the console's inbox."""
     db.session.commit()
     # Not session.clear(): the CSRF token the open page holds must stay valid.
     session[SESSION_KEY] = str(workspace.id)

@@ -52,6 +52,11 @@ def workspace_of_token(secret_key: str, token: str) -> uuid.UUID | None:
         return None
 
 
+def is_inbox_of(secret_key: str, workspace_id: uuid.UUID, url: Any) -> bool:
+    """Whether `url` is the workspace's own inbox address (on any root: what the console registered)."""
+    return isinstance(url, str) and url.rstrip("/").endswith(PATH + token_for(secret_key, workspace_id))
+
+
 def _root(url: str) -> Root | None:
     try:
         parts = urlsplit(url)

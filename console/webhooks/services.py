@@ -39,6 +39,8 @@ MAX_WEBHOOKS_PER_KEY = 10
 PAUSE_AFTER = timedelta(days=30)
 PAUSE_CHECK_TASK = "webhook.pause_check"
 FIELDS = ("url", "status", "enabled_events", "version")
+# The skip reason of a delivery the console held back on purpose (training: recover a missed webhook).
+HELD_REASON = "held back (exercise)"
 
 
 # Validation ---------------------------------------------------------------------------------
@@ -264,8 +266,10 @@ def serialize(webhook: Webhook) -> dict[str, Any]:
 def new_delivery(
     event: Event, webhook: Webhook, workspace: Workspace, *, is_test: bool = False
 ) -> WebhookDelivery:
-    """A delivery of `event` to `webhook`: pending, or skipped while the webhook is paused."""
-    skipped = webhook.status == PAUSED and not is_test
+    """A delivery of `event` to `webhook`: pending, or skipped while the webhook is paused or while the
+    workspace holds back the event's Link token from its own endpoints (training exercise 5)."""
+    held = not is_test and _held_back(event, webhook, workspace)
+    skipped = (webhook.status == PAUSED and not is_test) or held
     return WebhookDelivery(
         id=uuid.uuid4(),
         workspace_id=event.workspace_id,
@@ -273,7 +277,7 @@ def new_delivery(
         event_id=event.id,
         webhook_id=webhook.id,
         status=SKIPPED if skipped else PENDING,
-        skip_reason="webhook paused" if skipped else None,
+        skip_reason=HELD_REASON if held else "webhook paused" if skipped else None,
         is_test=is_test,
         relayed=urls.is_relay_url(webhook.url),
         due_at=event.created_at,
@@ -281,6 +285,14 @@ def new_delivery(
         run_after=min(real_time_of(workspace, event.created_at), utcnow()),
         created_at=event.created_at,
     )
+
+
+def _held_back(event: Event, webhook: Webhook, workspace: Workspace | None) -> bool:
+    """The workspace's held Link token's events skip every webhook but the console's own inbox."""
+    held = workspace.held_link_token_id if workspace is not None else None
+    if held is None or event.link_token_id != held:
+        return False
+    return not own_inbox.is_inbox_of(current_app.config["SECRET_KEY"], workspace.id, webhook.url)
 
 
 def fan_out(event: Event) -> list[WebhookDelivery]:

@@ -51,16 +51,21 @@ def demo_workspace() -> Workspace:
     return workspace or create_workspace(DEMO_NAME, is_demo=True)
 
 
-def keep_workspace(workspace: Workspace, name: str) -> Workspace:
-    """Name the workspace and keep it: a named workspace is never collected."""
+def clean_name(name: str | None, field: str = "name", what: str = "the workspace") -> str:
+    """A display name trimmed and checked: not empty, not too long, no control characters."""
     cleaned = (name or "").strip()
     if not cleaned:
-        raise ValidationFailed([FieldError("name", "Give the workspace a name.")])
+        raise ValidationFailed([FieldError(field, f"Give {what} a name.")])
     if len(cleaned) > MAX_NAME_LENGTH:
-        raise ValidationFailed([FieldError("name", f"At most {MAX_NAME_LENGTH} characters.")])
+        raise ValidationFailed([FieldError(field, f"At most {MAX_NAME_LENGTH} characters.")])
     if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in cleaned):
-        raise ValidationFailed([FieldError("name", "Letters, digits, spaces and punctuation only.")])
-    workspace.name = cleaned
+        raise ValidationFailed([FieldError(field, "Letters, digits, spaces and punctuation only.")])
+    return cleaned
+
+
+def keep_workspace(workspace: Workspace, name: str) -> Workspace:
+    """Name the workspace and keep it: a named workspace is never collected."""
+    workspace.name = clean_name(name)
     workspace.kept = True
     db.session.flush()
     return workspace

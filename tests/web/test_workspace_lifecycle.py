@@ -15,6 +15,7 @@ from console.idempotency.models import IdempotencyKey
 from console.keys.models import ApiKey
 from console.requestlog.writer import writer_for
 from console.scheduler.services import schedule
+from console.training.models import Cohort, CohortMember
 from console.webhooks.models import RelayExchange, WebhookAttempt, WebhookDelivery
 from console.workspaces.collection import CollectionLoop, collect_idle
 from console.workspaces.models import Workspace
@@ -46,6 +47,7 @@ OWNED = {
     "relay_exchanges": "webhook_id IN (SELECT id FROM webhooks WHERE workspace_id = :ws)",
     "key_usage_days": "workspace_id",
     "world_deposit_allocations": "workspace_id",
+    "training_members": "workspace_id",
 }
 
 
@@ -194,6 +196,15 @@ def _fill(app, client, visitor) -> None:
                 account_number=line.account_number,
                 account_type=line.account_type,
             )
+        )
+        # A training membership (trainees' workspaces are kept, but deleting one must take it along).
+        cohort = Cohort(
+            name="Class", exercises=["link_token"], join_token=uuid.uuid4().hex, trainer_secret_hash="0" * 64
+        )
+        db.session.add(cohort)
+        db.session.flush()
+        db.session.add(
+            CohortMember(cohort_id=cohort.id, workspace_id=workspace.id, name="Ada", joined_at=utcnow())
         )
         db.session.commit()
 

@@ -8,6 +8,7 @@ from console.web.views import (  # noqa: F401
     keys,
     scenarios,
     timeline,
+    training,
     walkthrough,
     webhooks,
 )

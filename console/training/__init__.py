@@ -1,0 +1,1 @@
+"""Training mode: exercises checked against what really happened in a trainee's workspace, cohorts, the trainer's grid."""

@@ -1,0 +1,204 @@
+"""Cohorts: a trainer's class, its join link, its trainees' workspaces, and their progress grid.
+
+The join token is shared with the room and kept as is; the trainer's secret is returned once and only
+its hash is kept (the console holds the cohorts a trainer unlocked in their session, see
+console/web/views/training.py). Progress is never stored: it is read from the workspaces each time,
+and `pulse` tells a polling page cheaply whether anything it shows could have changed.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import io
+import secrets
+import uuid
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+
+from console.conformance.models import ConformanceReport
+from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.timeutil import utcnow
+from console.extensions import db
+from console.jobs.models import Job
+from console.keys.services import create_key
+from console.link.models import LinkSession
+from console.link_tokens.models import LinkToken
+from console.modes import SANDBOX
+from console.training import exercises
+from console.training.models import Cohort, CohortMember
+from console.webhooks.models import Webhook
+from console.workspaces.models import Workspace
+from console.workspaces.services import clean_name, create_workspace
+
+
+@dataclass(frozen=True)
+class Row:
+    member: CohortMember
+    results: list[tuple[exercises.Exercise, exercises.Result]]
+
+    @property
+    def done(self) -> int:
+        return sum(1 for _, result in self.results if result.done)
+
+
+def _hash(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def create_cohort(name: str, keys: list[str]) -> tuple[Cohort, str]:
+    """A new cohort and its trainer secret (returned only here). The caller commits."""
+    errors = []
+    try:
+        cleaned = clean_name(name, what="the cohort")
+    except ValidationFailed as exc:
+        errors.extend(exc.fields)
+    chosen = [key for key in exercises.KEYS if key in keys]
+    unknown = [key for key in keys if key not in exercises.BY_KEY]
+    if unknown or not chosen:
+        errors.append(FieldError("exercises", "Choose at least one exercise of the list."))
+    if errors:
+        raise ValidationFailed(errors)
+    secret = secrets.token_urlsafe(24)
+    cohort = Cohort(
+        name=cleaned,
+        exercises=chosen,
+        join_token=secrets.token_urlsafe(18),
+        trainer_secret_hash=_hash(secret),
+    )
+    db.session.add(cohort)
+    db.session.flush()
+    return cohort, secret
+
+
+def get_cohort(cohort_id: uuid.UUID | str) -> Cohort:
+    try:
+        cohort = db.session.get(Cohort, uuid.UUID(str(cohort_id)))
+    except ValueError:
+        cohort = None
+    if cohort is None:
+        raise NotFound("No such cohort.")
+    return cohort
+
+
+def by_join_token(token: str) -> Cohort:
+    cohort = db.session.scalars(select(Cohort).where(Cohort.join_token == token)).first() if token else None
+    if cohort is None:
+        raise NotFound("This join link is not valid: ask your trainer for the current one.")
+    return cohort
+
+
+def trainer_secret_matches(cohort: Cohort, secret: str) -> bool:
+    return hmac.compare_digest(cohort.trainer_secret_hash, _hash(secret or ""))
+
+
+def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
+    """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
+    (and registers the console's inbox, as for every console workspace)."""
+    cleaned = clean_name(name, what="yourself")
+    workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
+    create_key(workspace.id, SANDBOX, "Training")
+    member = CohortMember(cohort_id=cohort.id, workspace_id=workspace.id, name=cleaned, joined_at=utcnow())
+    db.session.add(member)
+    db.session.flush()
+    return member, workspace
+
+
+def membership(workspace_id: uuid.UUID) -> tuple[CohortMember, Cohort] | None:
+    row = db.session.execute(
+        select(CohortMember, Cohort)
+        .join(Cohort, Cohort.id == CohortMember.cohort_id)
+        .where(CohortMember.workspace_id == workspace_id)
+    ).first()
+    return (row[0], row[1]) if row else None
+
+
+def members(cohort: Cohort) -> list[CohortMember]:
+    return list(
+        db.session.scalars(
+            select(CohortMember)
+            .where(CohortMember.cohort_id == cohort.id)
+            .order_by(CohortMember.joined_at, CohortMember.id)
+        )
+    )
+
+
+def get_member(cohort: Cohort, member_id: str) -> CohortMember:
+    try:
+        member = db.session.get(CohortMember, uuid.UUID(str(member_id)))
+    except ValueError:
+        member = None
+    if member is None or member.cohort_id != cohort.id:
+        raise NotFound("No such trainee in this cohort.")
+    return member
+
+
+def results(cohort: Cohort, member: CohortMember) -> list[tuple[exercises.Exercise, exercises.Result]]:
+    workspace = db.session.get(Workspace, member.workspace_id)
+    return exercises.progress(workspace, cohort.exercises)
+
+
+def grid(cohort: Cohort) -> list[Row]:
+    return [Row(member, results(cohort, member)) for member in members(cohort)]
+
+
+def pulse(workspace_ids: list[uuid.UUID], extra: str = "") -> str:
+    """A digest that changes whenever a fact an exercise reads changes in any of these workspaces.
+
+    One SELECT of aggregate subqueries (each on an index led by workspace_id), so a poll that finds
+    nothing new costs one small query whatever the class size.
+    """
+    ids = list(workspace_ids) or [uuid.UUID(int=0)]
+    aggregates = [
+        select(func.count(), func.max(LinkToken.created_at)).where(LinkToken.workspace_id.in_(ids)),
+        select(func.count(LinkSession.embedding_origin), func.max(LinkSession.updated_at)).where(
+            LinkSession.workspace_id.in_(ids)
+        ),
+        select(func.count(), func.max(Webhook.updated_at)).where(Webhook.workspace_id.in_(ids)),
+        select(func.count(), func.max(ConformanceReport.ran_at)).where(
+            ConformanceReport.workspace_id.in_(ids)
+        ),
+        select(func.count(), func.max(Job.timestamp)).where(Job.workspace_id.in_(ids)),
+        select(
+            func.count(Workspace.held_link_token_id), func.count(Workspace.held_link_token_found_at)
+        ).where(Workspace.id.in_(ids)),
+    ]
+    columns = [column for query in aggregates for column in _scalars(query)]
+    parts = db.session.execute(select(*columns)).one()
+    return hashlib.sha256((repr(tuple(parts)) + extra).encode()).hexdigest()[:16]
+
+
+def _scalars(query):
+    """Each column of a one-row aggregate query as its own scalar subquery."""
+    return [query.with_only_columns(column).scalar_subquery() for column in query.selected_columns]
+
+
+def cohort_pulse(cohort: Cohort) -> str:
+    ids = list(
+        db.session.scalars(select(CohortMember.workspace_id).where(CohortMember.cohort_id == cohort.id))
+    )
+    return pulse(ids, extra=",".join(str(i) for i in ids))
+
+
+def _cell(text: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+def export_csv(cohort: Cohort) -> str:
+    """One row per trainee: name, joined, then each exercise's done (yes/no) and reason."""
+    chosen = [e for e in exercises.CURRICULUM if e.key in cohort.exercises]
+    out = io.StringIO()
+    writer = csv.writer(out)
+    header = ["trainee", "joined_at", "done"]
+    for exercise in chosen:
+        header += [exercise.key, f"{exercise.key}_reason"]
+    writer.writerow(header)
+    for row in grid(cohort):
+        line = [_cell(row.member.name), row.member.joined_at.isoformat(), f"{row.done}/{len(row.results)}"]
+        for _exercise, result in row.results:
+            line += ["yes" if result.done else "no", _cell(result.reason)]
+        writer.writerow(line)
+    return out.getvalue()

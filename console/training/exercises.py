@@ -1,0 +1,239 @@
+"""The training curriculum: each exercise checked from what really happened in a workspace.
+
+A check reads database facts only, never a click in the console: a Link token the workspace's key
+created from outside the console (`LinkToken.created_by_console`), a Link session whose parent page
+was another origin (`LinkSession.embedding_origin`), the webhooks, the conformance reports, a jobs
+search by a backend (`LinkToken.outside_lookup_at`) and the jobs' transitions. Each answers a
+`Result`: done, and a reason a trainee (or their trainer) can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from flask import current_app
+from sqlalchemy import select
+
+from console.conformance.models import ConformanceReport
+from console.extensions import db
+from console.jobs.models import Job, JobTransition
+from console.jobs.scenarios import PENDING, SENT, SUCCESS
+from console.link.models import LinkSession
+from console.link_tokens.models import LinkToken
+from console.webhooks import own_inbox
+from console.webhooks.models import ACTIVE, Webhook
+from console.workspaces.models import Workspace
+
+WEBHOOK_VERSION = "2023-11-22"
+
+
+@dataclass(frozen=True)
+class Result:
+    done: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Exercise:
+    key: str
+    title: str
+    task: str
+    hint: str
+    solution: str  # a reference solution (Python, Flask)
+    check: Callable[[Workspace], Result]
+
+
+def _own_webhooks(workspace: Workspace) -> list[Webhook]:
+    """The workspace's live webhooks that are not the console's built-in inbox."""
+    secret = current_app.config["SECRET_KEY"]
+    hooks = db.session.scalars(
+        select(Webhook)
+        .where(Webhook.workspace_id == workspace.id, Webhook.deleted_at.is_(None))
+        .order_by(Webhook.created_at.desc(), Webhook.id)
+    ).all()
+    return [h for h in hooks if not own_inbox.is_inbox_of(secret, workspace.id, h.url)]
+
+
+def check_link_token(workspace: Workspace) -> Result:
+    token = db.session.scalars(
+        select(LinkToken)
+        .where(LinkToken.workspace_id == workspace.id, LinkToken.created_by_console.is_(False))
+        .order_by(LinkToken.created_at)
+        .limit(1)
+    ).first()
+    if token is not None:
+        return Result(True, f"Your backend created Link token {token.id}.")
+    by_console = db.session.scalar(
+        select(LinkToken.id).where(LinkToken.workspace_id == workspace.id).limit(1)
+    )
+    if by_console is not None:
+        return Result(
+            False, "Only the console has created Link tokens: send POST /v1/link_tokens from your code."
+        )
+    return Result(
+        False, "No Link token yet: send POST /v1/link_tokens from your backend with your sandbox key."
+    )
+
+
+def check_link_sdk(workspace: Workspace) -> Result:
+    origin = db.session.scalar(
+        select(LinkSession.embedding_origin)
+        .where(LinkSession.workspace_id == workspace.id, LinkSession.embedding_origin.is_not(None))
+        .order_by(LinkSession.started_at)
+        .limit(1)
+    )
+    if origin:
+        return Result(True, f"Link was opened from your page at {origin}.")
+    opened = db.session.scalar(
+        select(LinkSession.id).where(LinkSession.workspace_id == workspace.id).limit(1)
+    )
+    if opened is not None:
+        return Result(
+            False, "Link was opened only from the console: open it from your own page with link.js."
+        )
+    return Result(False, "Link has not been opened yet: open it from your own page with the SDK (link.js).")
+
+
+def check_own_endpoint(workspace: Workspace) -> Result:
+    hooks = _own_webhooks(workspace)
+    good = [h for h in hooks if h.version == WEBHOOK_VERSION and h.status == ACTIVE]
+    if good:
+        return Result(True, f"Your endpoint {good[0].url} is registered with version {WEBHOOK_VERSION}.")
+    if not hooks:
+        return Result(
+            False, "Only the console's inbox is registered: POST /v1/webhooks with your endpoint's URL."
+        )
+    hook = hooks[0]
+    if hook.version != WEBHOOK_VERSION:
+        return Result(False, f"{hook.url} uses version {hook.version}: register it with {WEBHOOK_VERSION}.")
+    return Result(False, f"{hook.url} is {hook.status}: make it active (PUT status=active).")
+
+
+def check_conformance(workspace: Workspace) -> Result:
+    hooks = {h.id: h for h in _own_webhooks(workspace)}
+    if not hooks:
+        return Result(False, "Register your own endpoint first (exercise 3).")
+    reports = db.session.scalars(
+        select(ConformanceReport)
+        .where(ConformanceReport.workspace_id == workspace.id, ConformanceReport.webhook_id.in_(list(hooks)))
+        .order_by(ConformanceReport.ran_at.desc())
+    ).all()
+    passed = next((r for r in reports if r.passed), None)
+    if passed is not None:
+        return Result(True, f"{hooks[passed.webhook_id].url} passed the conformance check.")
+    if not reports:
+        return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
+    failed = [c.get("name", "?") for c in (reports[0].report or {}).get("checks", []) if not c.get("passed")]
+    names = ", ".join(str(name) for name in failed) or "see the report"
+    return Result(False, f"The latest check of {hooks[reports[0].webhook_id].url} failed: {names}.")
+
+
+def check_missed_webhook(workspace: Workspace) -> Result:
+    held = workspace.held_link_token_id
+    if held is None:
+        return Result(
+            False,
+            "Press “Miss a webhook” on your training page: the console runs a switch your endpoint won't hear of.",
+        )
+    if workspace.held_link_token_found_at is not None:
+        return Result(True, f"Your backend looked up the jobs of Link token {held}.")
+    return Result(
+        False,
+        f"Your endpoint missed the job of Link token {held}: find it with GET /v1/jobs?link_token_id={held} from your backend.",
+    )
+
+
+def check_switch_outcomes(workspace: Workspace) -> Result:
+    resolved = db.session.scalar(
+        select(JobTransition.id)
+        .join(Job, Job.id == JobTransition.job_id)
+        .where(
+            Job.workspace_id == workspace.id,
+            JobTransition.from_outcome == PENDING,
+            JobTransition.to_outcome == SUCCESS,
+        )
+        .limit(1)
+    )
+    sent = db.session.scalar(
+        select(Job.id).where(Job.workspace_id == workspace.id, Job.outcome == SENT).limit(1)
+    )
+    missing = []
+    if resolved is None:
+        missing.append(
+            "no pending switch has reached success yet (user_pending_success, then move the clock a minute)"
+        )
+    if sent is None:
+        missing.append("no federal switch is sent yet (SSN 900000001, then move the clock a business day)")
+    if not missing:
+        return Result(True, "A pending switch succeeded and a federal switch was sent.")
+    return Result(False, "; ".join(missing).capitalize() + ".")
+
+
+SOLUTIONS = Path(__file__).resolve().parent / "solutions"
+
+
+def _solution(key: str) -> str:
+    """The reference solution shipped beside this module (solutions/<key>.py.txt)."""
+    return (SOLUTIONS / f"{key}.py.txt").read_text()
+
+
+CURRICULUM: tuple[Exercise, ...] = (
+    Exercise(
+        "link_token",
+        "Create a Link token from your own backend",
+        "Your server (not the console) calls POST /v1/link_tokens with your sandbox key.",
+        "Copy your key from the console's header. Send org_name, end_user_id, required_jobs and an allocation target.",
+        _solution("link_token"),
+        check_link_token,
+    ),
+    Exercise(
+        "link_sdk",
+        "Open Link from your own page with the SDK",
+        "A page served by your app loads link.js and opens Link with a token your backend created.",
+        "Serve the page from your own origin (e.g. http://localhost:8000), not from the console.",
+        _solution("link_sdk"),
+        check_link_sdk,
+    ),
+    Exercise(
+        "own_endpoint",
+        "Register your own endpoint with version 2023-11-22",
+        "POST /v1/webhooks with your endpoint's URL, the events you handle and version 2023-11-22.",
+        "On a laptop the server can't reach, run `console listen … --forward-to http://localhost:8000/hooks`: it registers a relayed webhook for you.",
+        _solution("own_endpoint"),
+        check_own_endpoint,
+    ),
+    Exercise(
+        "conformance",
+        "Pass the conformance check",
+        "Your endpoint verifies signatures and timestamps, refuses forgeries with a 4xx and handles duplicates.",
+        "Verify over the raw body, reject timestamps older than 5 minutes, answer 2xx to an event_id already seen.",
+        _solution("conformance"),
+        check_conformance,
+    ),
+    Exercise(
+        "missed_webhook",
+        "Recover a missed webhook",
+        "The console runs a switch whose webhooks your endpoint never gets; your backend finds the job anyway.",
+        "You know the Link token you handed out: GET /v1/jobs?link_token_id=… lists its jobs.",
+        _solution("missed_webhook"),
+        check_missed_webhook,
+    ),
+    Exercise(
+        "switch_outcomes",
+        "Follow a pending switch and a federal switch to their end",
+        "A switch that is pending ends in success after the retry; a federal switch goes processing → sent.",
+        "Use user_pending_success and SSN 900000001 (or `console trigger`), then move the workspace clock.",
+        _solution("switch_outcomes"),
+        check_switch_outcomes,
+    ),
+)
+
+BY_KEY = {exercise.key: exercise for exercise in CURRICULUM}
+KEYS = tuple(BY_KEY)
+
+
+def progress(workspace: Workspace, keys: list[str] | tuple[str, ...] = KEYS) -> list[tuple[Exercise, Result]]:
+    """Each chosen exercise with its result, in curriculum order."""
+    return [(e, e.check(workspace)) for e in CURRICULUM if e.key in keys]

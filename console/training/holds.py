@@ -1,0 +1,34 @@
+"""Exercise 5's missed webhook: holding one Link token's deliveries back, and noticing its recovery.
+
+Both facts live on the workspace row (`held_link_token_id`, `held_link_token_found_at`), which the
+webhook fan-out and the API's authentication already load: telling whether a delivery is held, or
+whether a jobs search is the recovery, costs no extra query on the hot paths.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from console.core.timeutil import utcnow
+from console.workspaces.models import Workspace
+
+
+def hold(workspace: Workspace, link_token_id: str | uuid.UUID) -> None:
+    """From now on this token's events skip the workspace's own endpoints (the console's inbox still
+    gets them). One token at a time; a new hold starts the exercise over. The caller commits."""
+    workspace.held_link_token_id = uuid.UUID(str(link_token_id))
+    workspace.held_link_token_found_at = None
+
+
+def note_held_token_search(workspace: Workspace, link_token_id: str | None, *, by_console: bool) -> bool:
+    """Record the first search for the held token's jobs by a request that is not the console's own.
+
+    Returns whether the workspace changed (the caller commits); any other search changes nothing.
+    """
+    held = workspace.held_link_token_id
+    if by_console or held is None or workspace.held_link_token_found_at is not None or not link_token_id:
+        return False
+    if str(link_token_id).strip().lower() != str(held):
+        return False
+    workspace.held_link_token_found_at = utcnow()
+    return True

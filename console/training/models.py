@@ -1,0 +1,39 @@
+"""A cohort (a class a trainer runs) and its members (one named, kept workspace per trainee)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from console.core.base import CreatedAtMixin, IdMixin
+from console.extensions import db
+
+
+class Cohort(IdMixin, CreatedAtMixin, db.Model):
+    __tablename__ = "training_cohorts"
+
+    name: Mapped[str] = mapped_column(String(120))
+    # Exercise keys, in curriculum order (console.training.exercises).
+    exercises: Mapped[list[Any]]
+    # The join link's token: shared with the whole room, so kept as is (the trainer's page shows it).
+    join_token: Mapped[str] = mapped_column(String(64), unique=True)
+    # Only a hash of the trainer's secret: the trainer link is shown once, at creation.
+    trainer_secret_hash: Mapped[str] = mapped_column(String(64))
+
+
+class CohortMember(IdMixin, db.Model):
+    __tablename__ = "training_members"
+
+    cohort_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("training_cohorts.id", ondelete="CASCADE"), index=True
+    )
+    # One cohort per workspace; deleting the workspace removes the membership with it.
+    workspace_id: Mapped[uuid.UUID] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), unique=True
+    )
+    name: Mapped[str] = mapped_column(String(120))
+    joined_at: Mapped[datetime]  # real time

@@ -1,0 +1,80 @@
+"""Training mode in the browser: a trainer and two trainees in separate browser contexts; the trainer's
+grid ticks without a reload when a trainee's own backend registers their endpoint (exercise 3)."""
+
+from __future__ import annotations
+
+import requests
+from sqlalchemy import select
+
+from console.extensions import db
+from console.training.models import CohortMember
+from tests.browser.conftest import csp_violations
+from tests.web.helpers import sandbox_secret
+
+
+def join(browser, join_link: str, name: str):
+    context = browser.new_context()
+    context.set_default_timeout(10_000)
+    page = context.new_page()
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
+    page.goto(join_link)
+    page.get_by_label("Your name").fill(name)
+    page.get_by_role("button", name="Join").click()
+    page.get_by_role("heading", name=f"Training class: {name}").wait_for()
+    return context, page, messages
+
+
+def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page, live_server):
+    page.goto(live_server.url + "/training")
+    page.get_by_label("Name").fill("Training class")
+    page.get_by_role("button", name="Create cohort").click()
+    join_link = page.locator("#join-link").inner_text()
+    page.get_by_role("link", name="Open the grid").click()
+
+    contexts = []
+    try:
+        ada_context, ada, ada_messages = join(browser, join_link, "Ada")
+        grace_context, grace, _ = join(browser, join_link, "Grace")
+        contexts += [ada_context, grace_context]
+        # Trainees cannot open the grid.
+        assert grace.goto(page.url).status == 404
+
+        page.locator('tr[data-trainee="Grace"]').wait_for()  # a joiner appears without a reload
+        page.evaluate("window.__notReloaded = true")
+        cell = page.locator('tr[data-trainee="Grace"] td[data-exercise="own_endpoint"]')
+        assert cell.get_attribute("data-done") == "no"
+
+        with live_server.app.app_context():
+            member = db.session.scalars(select(CohortMember).where(CohortMember.name == "Grace")).one()
+            secret = sandbox_secret(live_server.app, member.workspace_id)
+        # Grace's own backend registers her endpoint, straight to the API (not through the console).
+        response = requests.post(
+            live_server.api_url("sandbox", "/webhooks"),
+            json={
+                "url": "http://127.0.0.1:9/hooks",
+                "status": "active",
+                "version": "2023-11-22",
+                "enabled_events": ["account.added"],
+            },
+            headers={"x-api-secret": secret, "Service-Version": "2023-11-22"},
+            timeout=10,
+        )
+        assert response.status_code == 200, response.text
+
+        page.locator('tr[data-trainee="Grace"] td[data-exercise="own_endpoint"][data-done="yes"]').wait_for()
+        assert page.locator('tr[data-trainee="Ada"] td[data-exercise="own_endpoint"]').get_attribute(
+            "data-done"
+        ) == ("no")
+        assert page.evaluate("window.__notReloaded") is True
+        # Grace's own page ticks too; Ada's does not.
+        grace.goto(live_server.url + "/training/me")
+        assert grace.locator("#status-own_endpoint").get_attribute("data-done") == "yes"
+        assert ada.locator("#status-own_endpoint").get_attribute("data-done") == "no"
+        # A failure's reason is one click away.
+        page.locator('tr[data-trainee="Ada"] td[data-exercise="own_endpoint"] a').click()
+        page.get_by_text("Only the console's inbox is registered").wait_for()
+        assert csp_violations(ada_messages) == []
+    finally:
+        for context in contexts:
+            context.close()

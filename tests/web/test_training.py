@@ -1,0 +1,419 @@
+"""Training mode: cohorts, the trainer's grid, and exercises ticked by what a trainee's own backend does.
+
+"Outside" traffic is sent with a separate Flask test client straight to the API, as a trainee's backend
+would; the console's own calls (its in-process client) must never tick an exercise.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import uuid
+
+import pytest
+from flask import g
+from markupsafe import escape
+from sqlalchemy import select
+
+from bench.webhooks import Receiver
+from console.api.ratelimit import RateLimiter
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.link_tokens.models import LinkToken
+from console.training import exercises
+from console.training.models import Cohort, CohortMember
+from console.web import inbox
+from console.web.workspace_session import api_client
+from console.webhooks.models import SKIPPED, Webhook, WebhookDelivery
+from console.webhooks.services import HELD_REASON
+from console.workspaces.models import Workspace
+from console.world.seed_data import PLATFORM_IDS
+from tests.api.test_conformance import Endpoint
+from tests.conftest import Api
+from tests.web.conftest import Visitor
+from tests.web.helpers import sandbox_secret
+
+PAYCREST = str(PLATFORM_IDS["paycrest"])
+SSA = str(PLATFORM_IDS["ssa-retirement"])
+TOKEN_BODY = {
+    "org_name": "Acme",
+    "end_user_id": "trainee-user",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
+    },
+}
+EVENTS = ["account.added", "direct_deposit_switch.added"]
+
+
+@pytest.fixture(autouse=True)
+def generous_rate_limit(app):
+    app.extensions["ratelimiter"] = RateLimiter(
+        "memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1000/second")
+    )
+
+
+def create_cohort(trainer: Visitor, name="Tuesday class", keys=exercises.KEYS) -> dict:
+    trainer.get("/training")
+    response = trainer.post("/training/cohorts", {"name": name, "exercises": list(keys)})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    page = response.get_data(as_text=True)
+    join = re.search(r'id="join-link">([^<]+)<', page).group(1)
+    trainer_link = re.search(r'id="trainer-link">([^<]+)<', page).group(1)
+    cohort_id = re.search(r"/training/([0-9a-f-]{36})/trainer/", trainer_link).group(1)
+    return {"id": cohort_id, "join": join, "trainer": trainer_link}
+
+
+def join(app, cohort: dict, name: str) -> Visitor:
+    trainee = Visitor(app.test_client())
+    path = cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    assert trainee.get("/" + path).status_code == 200
+    response = trainee.post("/" + path, {"name": name})
+    assert response.status_code == 302, response.get_data(as_text=True)
+    assert response.headers["Location"].endswith("/training/me")
+    return trainee
+
+
+def backend(app, trainee: Visitor) -> Api:
+    """The trainee's own backend: another HTTP client, the workspace's sandbox key, straight to the API."""
+    return Api(app.test_client(), sandbox_secret(app, trainee.workspace_id), "sandbox")
+
+
+def result(app, trainee: Visitor, key: str) -> exercises.Result:
+    with app.app_context():
+        workspace = db.session.get(Workspace, trainee.workspace_id)
+        return exercises.BY_KEY[key].check(workspace)
+
+
+def new_token(api: Api, **changes) -> dict:
+    response = api.post("/link_tokens", json={**TOKEN_BODY, **changes})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]
+
+
+def register(api: Api, url: str, version="2023-11-22") -> dict:
+    body = {"url": url, "status": "active", "enabled_events": EVENTS, "version": version}
+    response = api.post("/webhooks", json=body)
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["data"]
+
+
+@pytest.fixture
+def trainer(app) -> Visitor:
+    return Visitor(app.test_client())
+
+
+@pytest.fixture
+def cohort(trainer) -> dict:
+    return create_cohort(trainer)
+
+
+@pytest.fixture
+def trainee(app, cohort) -> Visitor:
+    return join(app, cohort, "Ada")
+
+
+# Cohorts -----------------------------------------------------------------------------------
+
+
+def test_joining_creates_a_named_kept_workspace_in_the_cohort(app, cohort, trainee):
+    with app.app_context():
+        workspace = db.session.get(Workspace, trainee.workspace_id)
+        member = db.session.scalars(
+            select(CohortMember).where(CohortMember.workspace_id == workspace.id)
+        ).one()
+        assert str(member.cohort_id) == cohort["id"] and member.name == "Ada"
+        assert workspace.kept is True and workspace.name == "Ada · Tuesday class"
+        keys = db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == workspace.id)).all()
+        assert [k.mode for k in keys] == ["sandbox"]
+        assert inbox.is_registered(workspace)
+    page = trainee.get("/training/me").get_data(as_text=True)
+    assert "Tuesday class: Ada" in page
+    for exercise in exercises.CURRICULUM:
+        assert (
+            f'id="status-{exercise.key}"' in page and str(escape(exercise.solution.splitlines()[0])) in page
+        )
+
+
+def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):
+    visitor = Visitor(app.test_client())
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    visitor.get(path)
+    response = visitor.post(path, {"name": "  "})
+    assert response.status_code == 400 and "Give yourself a name." in response.get_data(as_text=True)
+    assert visitor.get("/training/join/not-a-token").status_code == 404
+    with app.app_context():
+        assert db.session.scalars(select(CohortMember)).all() == []
+
+
+def test_a_cohort_needs_a_name_and_known_exercises(trainer):
+    trainer.get("/training")
+    response = trainer.post("/training/cohorts", {"name": "", "exercises": ["nope"]})
+    page = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert "Give the cohort a name." in page and "Choose at least one exercise" in page
+
+
+def test_a_cohort_keeps_only_the_chosen_exercises(app, trainer):
+    cohort = create_cohort(trainer, keys=["own_endpoint", "link_token"])
+    with app.app_context():
+        assert db.session.get(Cohort, uuid.UUID(cohort["id"])).exercises == ["link_token", "own_endpoint"]
+    ada = join(app, cohort, "Ada")
+    page = ada.get("/training/me").get_data(as_text=True)
+    assert 'id="status-link_token"' in page and 'id="status-conformance"' not in page
+
+
+# Isolation ---------------------------------------------------------------------------------
+
+
+def test_a_trainee_cannot_open_the_grid_the_reasons_or_the_csv(app, cohort, trainee):
+    with app.app_context():
+        member = db.session.scalars(select(CohortMember)).one()
+    for path in ("", "/grid", "/export.csv", f"/trainees/{member.id}"):
+        assert trainee.get(f"/training/{cohort['id']}{path}").status_code == 404, path
+
+
+def test_another_cohorts_trainer_cannot_see_this_one(app, cohort, trainee):
+    other = Visitor(app.test_client())
+    create_cohort(other, name="Other class")
+    assert other.get(f"/training/{cohort['id']}").status_code == 404
+    assert other.get(f"/training/{cohort['id']}/export.csv").status_code == 404
+    assert other.get(f"/training/{cohort['id']}/trainer/wrong-secret").status_code == 404
+    assert other.get(f"/training/{cohort['id']}").status_code == 404
+
+
+def test_the_trainer_link_opens_the_grid_in_another_browser(app, cohort, trainee):
+    laptop = Visitor(app.test_client())
+    path = "/" + cohort["trainer"].split("://", 1)[1].split("/", 1)[1]
+    assert laptop.get(path).status_code == 302
+    page = laptop.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    assert 'data-trainee="Ada"' in page
+    assert cohort["trainer"] not in page  # the secret link is shown only at creation
+
+
+def test_the_trainee_page_shows_nothing_of_other_trainees(app, cohort, trainee):
+    join(app, cohort, "Grace")
+    assert "Grace" not in trainee.get("/training/me").get_data(as_text=True)
+
+
+# Exercises ---------------------------------------------------------------------------------
+
+
+def test_exercise_1_ticks_from_the_backend_not_from_the_console(app, trainee):
+    assert result(app, trainee, "link_token").done is False
+    # The console's own call (a scenario run) makes a Link token: not the trainee's backend.
+    assert trainee.post("/scenarios/user_good/run", {"via": "headless"}).status_code == 302
+    console_made = result(app, trainee, "link_token")
+    assert console_made.done is False and "Only the console" in console_made.reason
+    token = new_token(backend(app, trainee))
+    done = result(app, trainee, "link_token")
+    assert done.done is True and token["id"] in done.reason
+    with app.app_context():
+        flags = dict(db.session.execute(select(LinkToken.id, LinkToken.created_by_console)).all())
+    assert flags[uuid.UUID(token["id"])] is False and sorted(flags.values()) == [False, True]
+
+
+def test_exercise_2_ticks_when_link_is_opened_from_another_origin(app, trainee):
+    token = new_token(backend(app, trainee))
+    browser = app.test_client()
+    # The console (this service's own origin) opening Link does not count.
+    assert browser.get(f"/sandbox/link?token={token['token']}&origin=http://localhost").status_code == 200
+    assert result(app, trainee, "link_sdk").done is False
+    assert "only from the console" in result(app, trainee, "link_sdk").reason
+    other = new_token(backend(app, trainee))
+    assert (
+        browser.get(f"/sandbox/link?token={other['token']}&origin=http://127.0.0.1:8000").status_code == 200
+    )
+    done = result(app, trainee, "link_sdk")
+    assert done.done is True and "http://127.0.0.1:8000" in done.reason
+
+
+def test_exercise_3_needs_an_own_active_endpoint_on_2023_11_22(app, trainee):
+    first = result(app, trainee, "own_endpoint")
+    assert first.done is False and "Only the console's inbox" in first.reason  # the inbox is not theirs
+    api = backend(app, trainee)
+    old = register(api, "http://127.0.0.1:9/hooks", version="2023-04-18")
+    assert "2023-04-18" in result(app, trainee, "own_endpoint").reason
+    assert api.delete(f"/webhooks/{old['id']}").status_code in (200, 204)
+    register(api, "http://127.0.0.1:9/hooks")
+    assert result(app, trainee, "own_endpoint").done is True
+
+
+def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, trainee):
+    api = backend(app, trainee)
+    secret = sandbox_secret(app, trainee.workspace_id)
+    assert "Register your own endpoint" in result(app, trainee, "conformance").reason
+    with Receiver(Endpoint(secret, fail_duplicates=True)) as broken:
+        hook = register(api, broken.url)
+        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").status_code == 200
+    failed = result(app, trainee, "conformance")
+    assert failed.done is False and "duplicate_event" in failed.reason
+    with Receiver(Endpoint(secret)) as good:
+        hook = register(api, good.url)
+        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").get_json()["data"]["passed"] is True
+    assert result(app, trainee, "conformance").done is True
+
+
+def test_exercise_4_ignores_the_inbox_passing(app, trainee):
+    with app.app_context():
+        hook = db.session.scalars(select(Webhook).where(Webhook.workspace_id == trainee.workspace_id)).one()
+    assert backend(app, trainee).post(f"/sandbox/webhooks/{hook.id}/conformance").get_json()["data"]["passed"]
+    assert result(app, trainee, "conformance").done is False
+
+
+def test_exercise_5_holds_back_one_job_and_ticks_on_the_backends_lookup(app, trainee):
+    api = backend(app, trainee)
+    own = register(api, "http://127.0.0.1:9/hooks")
+    assert "Miss a webhook" in result(app, trainee, "missed_webhook").reason
+    trainee.get("/training/me")
+    assert trainee.post("/training/me/miss-webhook").status_code == 302
+    with app.app_context():
+        held = db.session.get(Workspace, trainee.workspace_id).held_link_token_id
+        deliveries = db.session.scalars(select(WebhookDelivery)).all()
+    assert held is not None and deliveries
+    to_own = [d for d in deliveries if str(d.webhook_id) == own["id"]]
+    to_inbox = [d for d in deliveries if str(d.webhook_id) != own["id"]]
+    assert to_own and all(d.status == SKIPPED and d.skip_reason == HELD_REASON for d in to_own)
+    assert to_inbox and all(d.status != SKIPPED for d in to_inbox)  # the console's inbox still hears of it
+    waiting = result(app, trainee, "missed_webhook")
+    assert waiting.done is False and f"link_token_id={held}" in waiting.reason
+    # The console looking the jobs up does not count.
+    with app.test_request_context("/"):
+        workspace = db.session.get(Workspace, trainee.workspace_id)
+        g.console_workspace = workspace
+        assert api_client(workspace).call("GET", "/jobs", params={"link_token_id": str(held)}).status == 200
+    assert result(app, trainee, "missed_webhook").done is False
+    # Another token's lookup does not either.
+    other = new_token(api)
+    assert api.get(f"/jobs?link_token_id={other['id']}").status_code == 200
+    assert result(app, trainee, "missed_webhook").done is False
+    answer = api.get(f"/jobs?link_token_id={held}")
+    assert answer.status_code == 200 and len(answer.get_json()["data"]) == 1
+    assert result(app, trainee, "missed_webhook").done is True
+
+
+def test_events_of_other_tokens_still_reach_the_endpoint_while_one_is_held(app, trainee):
+    api = backend(app, trainee)
+    own = register(api, "http://127.0.0.1:9/hooks")
+    trainee.get("/training/me")
+    trainee.post("/training/me/miss-webhook")
+    token = new_token(api, platform_id=PAYCREST)
+    creds = {"username": "user_good", "password": "pass_good"}
+    body = {"platform_id": PAYCREST, "credentials": creds, "allocation": {"type": "full"}}
+    assert api.post(f"/sandbox/link_tokens/{token['id']}/complete", json=body).status_code == 200
+    with app.app_context():
+        rows = db.session.scalars(
+            select(WebhookDelivery).where(WebhookDelivery.webhook_id == uuid.UUID(own["id"]))
+        ).all()
+    assert {d.status for d in rows} == {SKIPPED, "pending"}
+
+
+def test_exercise_6_needs_a_pending_success_and_a_federal_sent(app, trainee):
+    api = backend(app, trainee)
+    pending = new_token(api)
+    creds = {"username": "user_pending_success", "password": "pass_good"}
+    body = {"platform_id": PAYCREST, "credentials": creds, "allocation": {"type": "full"}}
+    assert api.post(f"/sandbox/link_tokens/{pending['id']}/complete", json=body).get_json()["data"][
+        "outcome"
+    ] == ("pending")
+    first = result(app, trainee, "switch_outcomes")
+    assert first.done is False and "pending switch" in first.reason and "federal" in first.reason
+    assert api.post("/sandbox/clock/advance", json={"seconds": 120}).status_code == 200
+    second = result(app, trainee, "switch_outcomes")
+    assert second.done is False and "pending switch" not in second.reason
+    federal = new_token(api, amount=5000)
+    person = {"first_name": "Ada", "last_name": "Lovelace", "social_security_number": "900000001"}
+    done = api.post(
+        f"/sandbox/link_tokens/{federal['id']}/complete", json={"program_id": SSA, "federal": person}
+    )
+    assert done.get_json()["data"]["outcome"] == "processing"
+    assert api.post("/sandbox/clock/advance", json={"business_days": 1}).status_code == 200
+    assert result(app, trainee, "switch_outcomes").done is True
+
+
+# The trainee page and the trainer's grid ----------------------------------------------------
+
+
+def test_the_trainee_page_ticks_live(app, trainee):
+    page = trainee.get("/training/me").get_data(as_text=True)
+    poll = re.search(r'hx-get="(/training/me/progress\?pulse=[0-9a-f]+)"', page).group(1)
+    assert trainee.get(poll, htmx=True).status_code == 204  # nothing changed: nothing redrawn
+    new_token(backend(app, trainee))
+    answer = trainee.get(poll, htmx=True)
+    html = answer.get_data(as_text=True)
+    assert answer.status_code == 200
+    assert re.search(r'id="status-link_token" class="status" data-done="yes" hx-swap-oob="true"', html)
+
+
+def test_the_grid_updates_live_and_links_each_reason(app, trainer, cohort, trainee):
+    page = trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    assert 'data-trainee="Ada"' in page and 'data-exercise="own_endpoint" data-done="no"' in page
+    poll = re.search(r'hx-get="(/training/[0-9a-f-]+/grid\?pulse=[0-9a-f]+)"', page).group(1)
+    assert trainer.get(poll, htmx=True).status_code == 204
+    register(backend(app, trainee), "http://127.0.0.1:9/hooks")
+    html = trainer.get(poll, htmx=True).get_data(as_text=True)
+    assert 'data-exercise="own_endpoint" data-done="yes"' in html
+    join(app, cohort, "Grace")  # a new trainee changes the grid too
+    assert 'data-trainee="Grace"' in trainer.get(poll, htmx=True).get_data(as_text=True)
+    link = re.search(r'href="(/training/[^"]+/trainees/[^"#]+)#exercise-conformance"', html).group(1)
+    detail = trainer.get(link).get_data(as_text=True)
+    assert 'id="exercise-conformance" data-exercise="conformance" data-done="no"' in detail
+    assert "No conformance check yet" in detail
+
+
+def test_csv_export(app, trainer, cohort, trainee):
+    grace = join(app, cohort, "=HYPERLINK(1)")
+    new_token(backend(app, trainee))
+    response = trainer.get(f"/training/{cohort['id']}/export.csv")
+    assert response.status_code == 200 and response.mimetype == "text/csv"
+    assert "attachment" in response.headers["Content-Disposition"]
+    rows = list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+    header = rows[0]
+    assert header[:3] == ["trainee", "joined_at", "done"]
+    assert header[3:5] == ["link_token", "link_token_reason"] and len(header) == 3 + 2 * len(exercises.KEYS)
+    by_name = {row[0]: dict(zip(header, row, strict=True)) for row in rows[1:]}
+    assert set(by_name) == {"Ada", "'=HYPERLINK(1)"}  # a formula-looking name is neutralised
+    assert by_name["Ada"]["link_token"] == "yes" and by_name["Ada"]["done"] == f"1/{len(exercises.KEYS)}"
+    assert by_name["'=HYPERLINK(1)"]["link_token"] == "no"
+    assert "POST /v1/link_tokens" in by_name["'=HYPERLINK(1)"]["link_token_reason"]
+    assert grace.workspace_id != trainee.workspace_id
+
+
+def test_a_visitor_outside_any_cohort_gets_no_exercises_and_no_workspace(app):
+    visitor = Visitor(app.test_client())
+    page = visitor.get("/training/me").get_data(as_text=True)
+    assert "not in a training cohort" in page
+    assert visitor.post("/training/me/miss-webhook").status_code == 404
+    with app.app_context():
+        assert db.session.scalars(select(Workspace)).all() == []
+
+
+def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
+    """Jobs searches stay read-only (the hot path's two queries) except the one that recovers the held job."""
+    from tests.api.test_hot_path import recorded
+
+    api = backend(app, trainee)
+    trainee.get("/training/me")
+    trainee.post("/training/me/miss-webhook")
+    with app.app_context():
+        held = db.session.get(Workspace, trainee.workspace_id).held_link_token_id
+    other = new_token(api)
+    with recorded(app) as seen:
+        assert api.get(f"/jobs?link_token_id={other['id']}").status_code == 200
+    assert "COMMIT" not in seen and len(seen) == 2, seen
+    with recorded(app) as seen:
+        assert api.get(f"/jobs?link_token_id={held}").status_code == 200
+    assert [s for s in seen if s.startswith("UPDATE")] and seen[-1] == "COMMIT", seen
+    with recorded(app) as seen:
+        assert api.get(f"/jobs?link_token_id={held}").status_code == 200
+    assert "COMMIT" not in seen and len(seen) == 2, seen
+    # Pressing "Miss a webhook" again starts the exercise over with a new token.
+    assert result(app, trainee, "missed_webhook").done is True
+    trainee.post("/training/me/miss-webhook")
+    assert result(app, trainee, "missed_webhook").done is False
+
+
+def test_the_training_page_points_a_trainee_to_their_exercises(app, trainee):
+    assert "/training/me" in trainee.get("/training").get_data(as_text=True)
+    assert "your exercises" not in Visitor(app.test_client()).get("/training").get_data(as_text=True)
