@@ -100,6 +100,10 @@ def from_environment() -> dict:
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
         # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
         "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
+        "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
+        "PRESENTER_WAIT_SECONDS": _number(
+            os.environ.get("PRESENTER_WAIT_SECONDS"), DEFAULTS["PRESENTER_WAIT_SECONDS"], float
+        ),
     }
 
 
@@ -186,4 +190,8 @@ DEFAULTS = {
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "SANDBOX_WEBHOOK_NETWORKS": "",
     "JSON_SORT_KEYS": False,
+    # Presenter mode: the folder of story files (empty: the stories shipped in console/presenter/stories),
+    # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.
+    "PRESENTER_STORIES_DIR": "",
+    "PRESENTER_WAIT_SECONDS": 8.0,
 }
