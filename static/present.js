@@ -148,4 +148,5 @@
   });
 
   afterRender();
+  document.documentElement.dataset.stageReady = "1";
 })();
