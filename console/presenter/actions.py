@@ -55,7 +55,8 @@ def _newest_token(workspace: Workspace) -> linktokens.Kept:
     return kept
 
 
-def create_link_token(workspace: Workspace, preset: str) -> Outcome:
+def create_link_token(workspace: Workspace, preset: str, org_name: str | None = None) -> Outcome:
+    """The preset's token; `org_name` (the prospect on the stage) is the name Link shows the person."""
     body = linkform.preset_body(preset)
     if preset == "on_demand":
         choice = walkthrough.on_demand_choice(workspace.id)
@@ -64,6 +65,8 @@ def create_link_token(workspace: Workspace, preset: str) -> Outcome:
         body = linkform.preset_body(
             preset, account_id=choice.account_id, platform_matching=choice.platform_matching
         )
+    if org_name:
+        body["org_name"] = org_name
     row = api_client(workspace).call("POST", "/link_tokens", body=body, step=STEP)
     data = (response_json(row) or {}).get("data") or {}
     if row.status != 200 or not data.get("id") or not data.get("token"):
@@ -244,9 +247,13 @@ def check_arguments(action: str, arguments: dict[str, Any]) -> str | None:
     return ACTIONS[action][1](arguments)
 
 
-def perform(workspace: Workspace, action: str | None, arguments: dict[str, Any]) -> Outcome | None:
-    """Run one step's action (None for a caption-only step)."""
+def perform(
+    workspace: Workspace, action: str | None, arguments: dict[str, Any], *, org_name: str | None = None
+) -> Outcome | None:
+    """Run one step's action (None for a caption-only step); `org_name` brands the Link tokens it creates."""
     if action is None:
         return None
     function, _check = ACTIONS[action]
+    if action == "create_link_token" and org_name:
+        return function(workspace, **arguments, org_name=org_name)
     return function(workspace, **arguments)

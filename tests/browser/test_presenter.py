@@ -47,7 +47,8 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, s
     press(page, "ArrowRight", 3)
     frame = page.locator("#phone-screen [data-link-overlay] iframe")
     frame.wait_for()
-    page.frame_locator("#phone-screen [data-link-overlay] iframe").locator("body").wait_for()
+    # Link greets the person with the prospect's name (the token's org_name).
+    page.frame_locator("#phone-screen [data-link-overlay] iframe").get_by_text("Acme Bank").first.wait_for()
     box = frame.bounding_box()
     screen = page.locator("#phone-screen").bounding_box()
     assert box["width"] <= screen["width"] + 1 and box["height"] <= screen["height"] + 1
@@ -68,6 +69,12 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, s
     press(page, "ArrowLeft", 4)
     assert "logs in to their payroll platform" in caption(page)
     assert "step=4" in page.url
+
+    # h hides the controls (as full screen does), and shows them again.
+    page.keyboard.press("h")
+    page.locator(".controls").wait_for(state="hidden")
+    page.keyboard.press("h")
+    page.locator(".controls").wait_for(state="visible")
 
     # r: the story again, on a fresh workspace (nothing on the right), quickly.
     press(page, "r", 0)

@@ -168,6 +168,15 @@ def test_create_link_token_calls_the_api_and_the_call_shows_on_the_right(app, vi
     assert [(r.method, r.path, r.status) for r in rows] == [("POST", "/sandbox/v1/link_tokens", 200)]
     text = visitor.get("/present/10-standard-switch?step=2").get_data(as_text=True)
     assert "/sandbox/v1/link_tokens" in text
+    # Through the stage, the token carries the prospect's name: Link greets the person with it.
+    visitor.post(step_url("10-standard-switch", 2) + "?brand=Acme+Bank")
+    with app.app_context():
+        row = db.session.scalars(
+            select(ConsoleRequest)
+            .where(ConsoleRequest.workspace_id == visitor.workspace_id, ConsoleRequest.step == "presenter")
+            .order_by(ConsoleRequest.created_at.desc())
+        ).first()
+        assert json.loads(row.request_body)["org_name"] == "Acme Bank"
 
 
 def test_open_link_needs_an_unused_token(app, visitor):

@@ -110,7 +110,7 @@ def present_step(key: str, number: int):
         abort(404)
     step = story.steps[number - 1]
     try:
-        outcome = actions.perform(g.console_workspace, step.action, step.arguments)
+        outcome = actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
     except actions.ActionFailed as error:
         message = str(error)
     except ServiceError as error:
