@@ -14,7 +14,7 @@
   }
 
   function applyBrand() {
-    var s = stage();
+    var s = stage() || document.querySelector("[data-brand-color]");
     if (!s) return;
     // CSSOM, not a style attribute: the console's CSP allows no inline styles.
     document.documentElement.style.setProperty("--brand", s.dataset.brandColor || "#0f766e");
@@ -67,7 +67,7 @@
   }
 
   function go(url, options) {
-    if (busy) return;
+    if (busy || !stage()) return;
     busy = true;
     stage().classList.add("is-busy");
     fetch(url, Object.assign({ credentials: "same-origin" }, options || {}))
@@ -118,6 +118,7 @@
       return;
     }
     if (event.target.closest("[data-fullscreen]")) toggleFullscreen();
+    if (event.target.closest("[data-print]")) window.print();
     var button = event.target.closest("[data-link-button]");
     if (button) openLink(button.dataset.linkToken);
   });
@@ -143,6 +144,7 @@
     else if (key === "r") submit(find('[data-stage-form="restart"]'));
     else if (key === "f") toggleFullscreen();
     else if (key === "h") document.documentElement.classList.toggle("presenting");
+    else if (key === "s" && find("[data-summary]")) window.location.href = find("[data-summary]").href;
     else handled = false;
     if (handled) event.preventDefault();
   });

@@ -76,6 +76,13 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, s
     page.keyboard.press("h")
     page.locator(".controls").wait_for(state="visible")
 
+    # s: the printable summary of the run, with what the backend received.
+    page.keyboard.press("s")
+    page.locator('[data-summary-event="direct_deposit_switch.added"]').first.wait_for()
+    assert page.locator("[data-print]").is_visible()
+    page.go_back()
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+
     # r: the story again, on a fresh workspace (nothing on the right), quickly.
     press(page, "r", 0)
     page.locator('#backend [data-feed="webhooks"] .feed-empty').wait_for()

@@ -364,3 +364,19 @@ def test_the_backend_poll_answers_204_until_something_changes(app, visitor):
     text = fresh.get_data(as_text=True)
     assert 'id="phone-status"' in text and 'hx-swap-oob="true"' in text
     assert uuid.UUID(str(visitor.workspace_id))
+
+
+def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, visitor):
+    key = "10-standard-switch"
+    with app.app_context():
+        total = len(stories.get(key).steps)
+    for number in range(1, total + 1):
+        assert run_step(app, visitor, key, number).status_code == 303
+    page = visitor.get(f"/present/{key}/summary?brand=Acme+Bank")
+    text = page.get_data(as_text=True)
+    assert page.status_code == 200
+    assert "Standard switch: what we showed Acme Bank" in text
+    assert "This is Acme Bank&#39;s app." in text
+    assert 'data-summary-event="direct_deposit_switch.added"' in text
+    assert "POST /sandbox/v1/link_tokens" in text and "data-print" in text
+    assert visitor.get("/present/nope/summary").status_code == 404

@@ -21,6 +21,7 @@ from console.web.workspace_session import has_workspace, reset_workspace
 
 log = logging.getLogger(__name__)
 BACKEND_ROWS = 6
+SUMMARY_ROWS = 100
 
 
 def _brand() -> brand.Brand:
@@ -139,3 +140,20 @@ def present_restart(key: str):
     _story_or_404(key)
     reset_workspace()
     return redirect(url_for("console.present_stage", key=key, step=0, **_brand().args()), code=303)
+
+
+@bp.get("/present/<key>/summary")
+def present_summary(key: str):
+    """A one-page summary of this run for the follow-up email (the browser prints it to PDF)."""
+    story = _story_or_404(key)
+    workspace = g.console_workspace
+    mark = _brand()
+    return render_template(
+        "console/present_summary.html",
+        story=story,
+        brand=mark,
+        brand_args=mark.args(),
+        captions=[s.caption.replace("{brand}", mark.name) for s in story.steps],
+        messages=list(reversed(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)),
+        calls=list(reversed(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)),
+    )
