@@ -20,9 +20,12 @@ class Brand:
     initials: str
     color: str
     theme: str
+    profile: str = ""  # the saved profile's slug, when the brand is one
 
     def args(self) -> dict[str, str]:
         """The query arguments that carry this brand from one stage URL to the next (defaults left out)."""
+        if self.profile:
+            return {"profile": self.profile}
         out = {"brand": self.name, "color": self.color, "initials": self.initials, "theme": self.theme}
         defaults = {
             "brand": DEFAULT_NAME,

@@ -380,3 +380,29 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
     assert 'data-summary-event="direct_deposit_switch.added"' in text
     assert "POST /sandbox/v1/link_tokens" in text and "data-print" in text
     assert visitor.get("/present/nope/summary").status_code == 404
+
+
+def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor, other_visitor):
+    form = {"brand": "Acme Bank", "initials": "AK", "color": "#aa0011", "theme": "dark"}
+    form["stories"] = ["30-federal-benefits", "10-standard-switch", "no-such-story"]
+    response = visitor.post("/present/profiles", form)
+    assert response.status_code == 303
+    short = response.headers["Location"]
+    assert re.fullmatch(r"/p/[a-z2-7]{8}", short)
+    slug = short.rsplit("/", 1)[1]
+    # Anyone with the link (another session, on the day of the call) gets the prepared demo.
+    landing = other_visitor.get(short)
+    assert landing.status_code == 302 and landing.headers["Location"] == f"/present?profile={slug}"
+    page = other_visitor.get(landing.headers["Location"]).get_data(as_text=True)
+    offered = re.findall(r'<li data-story="([^"]+)"', page)
+    assert offered == ["30-federal-benefits", "10-standard-switch"]
+    assert f"/present/30-federal-benefits?profile={slug}" in page and short in page
+    stage = other_visitor.get(f"/present/30-federal-benefits?profile={slug}").get_data(as_text=True)
+    assert 'data-brand-color="#aa0011"' in stage and 'data-theme="dark"' in stage
+    assert '<span class="app-logo" aria-hidden="true">AK</span>' in stage
+    assert f"/present/30-federal-benefits/steps/1?profile={slug}" in stage
+    assert other_visitor.get("/p/zzzzzzzz").status_code == 404
+    # An unknown profile in a stage URL falls back to the default brand, never an error.
+    assert "Northwind Lending" in other_visitor.get("/present/10-standard-switch?profile=nope").get_data(
+        as_text=True
+    )

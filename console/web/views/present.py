@@ -14,7 +14,7 @@ from flask import abort, g, redirect, render_template, request, url_for
 from console.core.errors import ServiceError
 from console.extensions import db
 from console.modes import SANDBOX
-from console.presenter import actions, brand, stories
+from console.presenter import actions, brand, profiles, stories
 from console.web import inbox, linkguide, linktokens, live, requestlog, timeline
 from console.web.blueprint import bp
 from console.web.workspace_session import has_workspace, reset_workspace
@@ -24,8 +24,15 @@ BACKEND_ROWS = 6
 SUMMARY_ROWS = 100
 
 
+def _profile():
+    slug = request.values.get("profile")
+    return profiles.get(slug) if slug else None
+
+
 def _brand() -> brand.Brand:
-    return brand.from_args(request.values)
+    """The stage's brand: a saved profile's (`?profile=<slug>`), else the one the URL spells out."""
+    profile = _profile()
+    return profiles.brand_of(profile) if profile else brand.from_args(request.values)
 
 
 def _story_or_404(key: str) -> stories.Story:
@@ -79,10 +86,39 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
 @bp.get("/present", endpoint="present")
 def present_index():
     good, broken = stories.all_stories()
+    profile = _profile()
+    if profile is not None and profile.stories:
+        by_key = {s.key: s for s in good}
+        good = [by_key[k] for k in profile.stories if k in by_key]
     mark = _brand()
     return render_template(
-        "console/present_index.html", stories=good, broken=broken, brand=mark, brand_args=mark.args()
+        "console/present_index.html",
+        stories=good,
+        broken=broken,
+        brand=mark,
+        brand_args=mark.args(),
+        profile=profile,
+        short_url=url_for("console.present_profile", slug=profile.slug, _external=False) if profile else None,
     )
+
+
+@bp.post("/present/profiles")
+def save_profile():
+    """Save the brand and chosen stories as a profile; answer with its short URL."""
+    known = {s.key for s in stories.all_stories()[0]}
+    chosen = [k for k in request.form.getlist("stories") if k in known]
+    profile = profiles.create(brand.from_args(request.form), chosen)
+    db.session.commit()
+    return redirect(url_for("console.present_profile", slug=profile.slug), code=303)
+
+
+@bp.get("/p/<slug>")
+def present_profile(slug: str):
+    """A profile's short URL: the presenter's start page with its brand and stories."""
+    profile = profiles.get(slug)
+    if profile is None:
+        abort(404)
+    return redirect(url_for("console.present", profile=profile.slug))
 
 
 @bp.get("/present/backend")
