@@ -2,12 +2,16 @@
  *
  * Each step is a form POST answered with the whole stage; the stage element is swapped in place (so
  * full screen survives) and htmx picks up its live panel again. Keys: → / space / PageDown next,
- * ← / PageUp back, Enter retries a failed step, r restart, f full screen, h hide the controls.
+ * ← / PageUp back, Enter retries a failed step, r restart, f full screen, h hide the controls,
+ * s the printable summary, a autoplay (the next step every few seconds, stopping at pause steps).
  */
 (function () {
   "use strict";
 
   var busy = false;
+  var AUTOPLAY_MS = 4000;
+  var autoplayTimer = null;
+  var STORY_KEYS_IN_LINK = ["ArrowRight", "ArrowLeft", "PageDown", "PageUp"];
 
   function stage() {
     return document.getElementById("stage");
@@ -34,12 +38,55 @@
     var overlay = document.querySelector("[data-link-overlay]");
     var screen = document.getElementById("phone-screen");
     if (overlay && screen) screen.appendChild(overlay);
+    // Link takes the keyboard focus (it is the customer's screen), but the story's arrow keys still work in
+    // it: Link is served from this origin, so its document can be listened to. Typing, space and Enter stay Link's.
+    var iframe = overlay ? overlay.querySelector("iframe") : null;
+    if (iframe) {
+      iframe.addEventListener("load", function () {
+        var doc;
+        try {
+          doc = iframe.contentDocument;
+        } catch (err) {
+          return;
+        }
+        if (!doc) return;
+        doc.addEventListener("keydown", function (event) {
+          if (STORY_KEYS_IN_LINK.indexOf(event.key) >= 0) onKey(event);
+        });
+      });
+    }
+  }
+
+  function autoplaying() {
+    return document.documentElement.classList.contains("autoplay");
+  }
+
+  function scheduleAutoplay() {
+    window.clearTimeout(autoplayTimer);
+    var s = stage();
+    if (!autoplaying() || !s) return;
+    // A pause step, a failure or the end stops autoplay until the presenter moves on by hand.
+    if (s.dataset.pause === "1" || find('[data-stage-form="retry"]') || !find('[data-stage-form="next"]')) return;
+    autoplayTimer = window.setTimeout(function () {
+      submit(find('[data-stage-form="next"]'));
+    }, AUTOPLAY_MS);
+  }
+
+  function toggleAutoplay() {
+    document.documentElement.classList.toggle("autoplay");
+    var note = find("[data-autoplay-state]");
+    if (note) note.textContent = autoplaying() ? "Autoplay on" : "";
+    if (autoplaying()) submit(find('[data-stage-form="next"]'));
+    else window.clearTimeout(autoplayTimer);
   }
 
   function afterRender() {
     applyBrand();
     var s = stage();
     if (s && s.dataset.openToken) openLink(s.dataset.openToken);
+    var note = find("[data-autoplay-state]");
+    if (note) note.textContent = autoplaying() ? "Autoplay on" : "";
+    scheduleAutoplay();
   }
 
   function showProblem(message) {
@@ -132,10 +179,9 @@
     document.documentElement.classList.toggle("presenting", !!document.fullscreenElement);
   });
 
-  document.addEventListener("keydown", function (event) {
+  function onKey(event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
     if (event.target.closest && event.target.closest("input, textarea, select")) return;
-    if (document.querySelector("[data-link-overlay]")) return; // Link is open: its keys are its own
     var key = event.key;
     var handled = true;
     if (key === "ArrowRight" || key === " " || key === "PageDown") submit(find('[data-stage-form="next"]'));
@@ -145,9 +191,12 @@
     else if (key === "f") toggleFullscreen();
     else if (key === "h") document.documentElement.classList.toggle("presenting");
     else if (key === "s" && find("[data-summary]")) window.location.href = find("[data-summary]").href;
+    else if (key === "a") toggleAutoplay();
     else handled = false;
     if (handled) event.preventDefault();
-  });
+  }
+
+  document.addEventListener("keydown", onKey);
 
   afterRender();
   document.documentElement.dataset.stageReady = "1";

@@ -53,10 +53,9 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, s
     screen = page.locator("#phone-screen").bounding_box()
     assert box["width"] <= screen["width"] + 1 and box["height"] <= screen["height"] + 1
 
-    # Keys go to Link while it is open; the presenter clicks back onto the stage and carries on.
-    page.locator(".caption-bar").click()
-    page.evaluate("window.Link.close()")
+    # The arrow keys still drive the story while Link is open in the phone; the next step closes it.
     press(page, "ArrowRight", 4)
+    assert page.locator("[data-link-overlay]").count() == 0
     press(page, "ArrowRight", 5)
     webhook = page.locator('#backend [data-event-type="direct_deposit_switch.added"]').first
     webhook.wait_for()
@@ -98,6 +97,21 @@ def test_failure_and_recovery_runs_by_keyboard_and_the_refused_webhook_arrives(p
         assert page.locator(".failure").count() == 0, page.locator(".failure").inner_text()
     page.get_by_text("answered 500: will be retried").first.wait_for()
     assert "The end" in page.locator(".controls").inner_text()
+
+
+def test_autoplay_runs_to_the_pause_step_and_on_from_there(page, stage_live):
+    page.goto(stage_live.url + "/present/10-standard-switch")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    page.keyboard.press("a")
+    # Step 3 (open_link) is marked as a pause: autoplay opens Link there and waits for the presenter.
+    page.locator('#stage[data-step="3"]').wait_for(timeout=15_000)
+    page.locator("#phone-screen [data-link-overlay]").wait_for()
+    page.wait_for_timeout(5000)
+    assert page.locator("#stage").get_attribute("data-step") == "3"
+    page.keyboard.press("ArrowRight")
+    page.locator('#stage[data-step="6"]').wait_for(timeout=25_000)
+    page.locator('#backend [data-event-type="direct_deposit_switch.added"]').first.wait_for()
+    assert page.locator(".failure").count() == 0
 
 
 def test_a_failed_step_offers_a_retry_on_enter(page, stage_live):
