@@ -52,6 +52,7 @@ def main() -> None:
                     if page.locator("[data-link-overlay]").count() and step < moment:
                         page.evaluate("window.Link.close()")
                 page.wait_for_timeout(1500)  # the live panel's next poll
+                page.locator("#stage").focus()  # Link may hold the focus; h is the stage's key
                 page.keyboard.press("h")  # controls hidden, as while presenting
                 page.screenshot(path=str(OUT / f"presenter-{key.split('-', 1)[1]}.png"))
                 print("wrote", f"presenter-{key.split('-', 1)[1]}.png")
