@@ -106,6 +106,10 @@ def from_environment() -> dict:
         "REQUEST_LOG_QUEUE_SIZE": _number(
             os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
         ),
+        "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
+        "PRESENTER_WAIT_SECONDS": _number(
+            os.environ.get("PRESENTER_WAIT_SECONDS"), DEFAULTS["PRESENTER_WAIT_SECONDS"], float
+        ),
     }
 
 
@@ -196,4 +200,8 @@ DEFAULTS = {
     "REQUEST_LOG_FLUSH_SECONDS": 1.0,
     "REQUEST_LOG_QUEUE_SIZE": 2000,
     "JSON_SORT_KEYS": False,
+    # Presenter mode: the folder of story files (empty: the stories shipped in console/presenter/stories),
+    # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.
+    "PRESENTER_STORIES_DIR": "",
+    "PRESENTER_WAIT_SECONDS": 8.0,
 }

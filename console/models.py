@@ -9,6 +9,7 @@ from console.jobs import models as jobs  # noqa: F401
 from console.keys import models as keys  # noqa: F401
 from console.link import models as link  # noqa: F401
 from console.link_tokens import models as link_tokens  # noqa: F401
+from console.presenter import models as presenter  # noqa: F401
 from console.requestlog import models as requestlog  # noqa: F401
 from console.scheduler import models as scheduler  # noqa: F401
 from console.training import models as training  # noqa: F401

@@ -19,12 +19,13 @@ bp = Blueprint("console", __name__)
 # Endpoints that neither load nor create a workspace: the inbox is called by the webhook worker.
 NO_WORKSPACE_ENDPOINTS = {"console.inbox_receive"}
 # Actions that handle a missing workspace themselves (reset would otherwise create one to delete it).
-NO_CREATE_ENDPOINTS = {"console.reset_workspace"}
+NO_CREATE_ENDPOINTS = {"console.reset_workspace", "console.present_restart"}
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 NAV = (
     ("console.walkthrough", "Walkthrough"),
     ("console.scenarios", "Scenarios"),
+    ("console.present", "Presenter"),
     ("console.events", "Event log"),
     ("console.timelines", "Timeline"),
     ("console.webhooks", "Webhooks"),

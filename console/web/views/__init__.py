@@ -6,6 +6,7 @@ from console.web.views import (  # noqa: F401
     events,
     explore,
     keys,
+    present,
     scenarios,
     timeline,
     training,

@@ -1,0 +1,146 @@
+"""Stories as data: one JSON file per story in the stories folder, each a list of steps.
+
+A story file is `{"title", "summary", "steps": [{"caption", "action"?, "pause"?, ...arguments}]}`:
+every key of a step other than caption, action and pause is an argument of its action (see
+`console.presenter.actions.ACTIONS`). Files are read on each request, so a story added to the folder
+appears without a restart; a file that does not parse is listed with what is wrong instead of breaking
+the others. The folder is `PRESENTER_STORIES_DIR`, else the stories shipped in this package.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flask import current_app
+
+from console.presenter.actions import ACTIONS, check_arguments
+
+BUILT_IN_DIR = Path(__file__).with_name("stories")
+# A story's key is its file name: short, URL-safe, and never a path.
+KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+MAX_FILE_BYTES = 64_000
+MAX_STEPS = 60
+MAX_CAPTION = 400
+STEP_KEYS = ("caption", "action", "pause")
+
+
+@dataclass(frozen=True)
+class Step:
+    caption: str
+    action: str | None
+    arguments: dict[str, Any] = field(default_factory=dict)
+    pause: bool = False
+
+
+@dataclass(frozen=True)
+class Story:
+    key: str
+    title: str
+    summary: str
+    steps: tuple[Step, ...]
+
+
+@dataclass(frozen=True)
+class BrokenStory:
+    """A story file that could not be read: listed on the stage with the reason."""
+
+    key: str
+    problem: str
+
+
+class StoryError(ValueError):
+    pass
+
+
+def stories_dir() -> Path:
+    configured = current_app.config.get("PRESENTER_STORIES_DIR")
+    return Path(configured) if configured else BUILT_IN_DIR
+
+
+def _step(number: int, raw: Any) -> Step:
+    where = f"step {number}"
+    if not isinstance(raw, dict):
+        raise StoryError(f"{where} must be an object")
+    caption = raw.get("caption")
+    if not isinstance(caption, str) or not caption.strip():
+        raise StoryError(f"{where} needs a caption (text)")
+    if len(caption) > MAX_CAPTION:
+        raise StoryError(f"{where}: the caption is longer than {MAX_CAPTION} characters")
+    action = raw.get("action")
+    if action is not None and action not in ACTIONS:
+        raise StoryError(f"{where}: unknown action {action!r} (known: {', '.join(sorted(ACTIONS))})")
+    pause = raw.get("pause", False)
+    if not isinstance(pause, bool):
+        raise StoryError(f"{where}: pause must be true or false")
+    arguments = {k: v for k, v in raw.items() if k not in STEP_KEYS}
+    if action is None and arguments:
+        raise StoryError(f"{where}: {', '.join(sorted(arguments))} given without an action")
+    if action is not None:
+        problem = check_arguments(action, arguments)
+        if problem:
+            raise StoryError(f"{where} ({action}): {problem}")
+    return Step(caption.strip(), action, arguments, pause)
+
+
+def parse(key: str, text: str) -> Story:
+    """A story from its file's text; StoryError says what is wrong (shown on the stage)."""
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise StoryError(f"not valid JSON: {error}") from None
+    if not isinstance(data, dict):
+        raise StoryError("the file must hold one JSON object")
+    title = data.get("title")
+    if not isinstance(title, str) or not title.strip():
+        raise StoryError("needs a title (text)")
+    summary = data.get("summary", "")
+    if not isinstance(summary, str):
+        raise StoryError("summary must be text")
+    steps = data.get("steps")
+    if not isinstance(steps, list) or not steps:
+        raise StoryError("needs steps: a list of at least one step")
+    if len(steps) > MAX_STEPS:
+        raise StoryError(f"has more than {MAX_STEPS} steps")
+    return Story(key, title.strip(), summary.strip(), tuple(_step(i, s) for i, s in enumerate(steps, 1)))
+
+
+def _read(path: Path) -> Story:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise StoryError(f"the file is larger than {MAX_FILE_BYTES} bytes")
+    return parse(path.stem, path.read_text(encoding="utf-8"))
+
+
+def _files() -> list[Path]:
+    folder = stories_dir()
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.json") if KEY.match(p.stem))
+
+
+def all_stories() -> tuple[list[Story], list[BrokenStory]]:
+    """Every story in the folder (by file name, so a number prefix orders them), and the broken files."""
+    good: list[Story] = []
+    broken: list[BrokenStory] = []
+    for path in _files():
+        try:
+            good.append(_read(path))
+        except (StoryError, OSError, UnicodeDecodeError) as error:
+            broken.append(BrokenStory(path.stem, str(error)))
+    return good, broken
+
+
+def get(key: str) -> Story | None:
+    """One story by key; None for an unknown key, a broken file, or a key that is not a file name."""
+    if not KEY.match(key or ""):
+        return None
+    path = stories_dir() / f"{key}.json"
+    if not path.is_file():
+        return None
+    try:
+        return _read(path)
+    except (StoryError, OSError, UnicodeDecodeError):
+        return None
