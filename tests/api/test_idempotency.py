@@ -12,6 +12,7 @@ import requests
 from sqlalchemy import event, func, select, update
 from werkzeug.serving import make_server
 
+from console.api import link_tokens as link_tokens_view
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.idempotency import services as idempotency
@@ -162,12 +163,13 @@ def test_a_server_error_before_any_commit_releases_the_key(app, api, monkeypatch
 def test_a_server_error_after_the_view_committed_is_stored_so_the_change_is_not_repeated(
     app, api, monkeypatch
 ):
-    def broken_serialize(*_args, **_kwargs):
-        raise RuntimeError("serializer exploded")
+    def broken_jsonify(*_args, **_kwargs):
+        raise RuntimeError("answer exploded")
 
     headers = key_header()
     with monkeypatch.context() as patch:
-        patch.setattr(link_token_services, "serialize", broken_serialize)
+        # jsonify runs after the view's commit (the body is built before it).
+        patch.setattr(link_tokens_view, "jsonify", broken_jsonify)
         first = api.post("/link_tokens", json=VALID, headers=headers)
     assert_error(first, 500, "UNKNOWN_ERROR", "INTERNAL_ERROR")
     assert link_token_count(app) == 1
@@ -180,15 +182,16 @@ def test_a_server_error_after_the_view_committed_is_stored_so_the_change_is_not_
 def test_the_applied_mark_commits_with_the_views_change(app, api, monkeypatch):
     """Seen from another connection right after the view's commit: the change and the mark, together."""
     seen = {}
-    original = link_token_services.serialize
+    original = link_tokens_view.jsonify
 
-    def look_then_serialize(link_token, token):
+    def look_then_answer(body):
         with db.engine.connect() as other:
             seen["status"] = other.scalar(select(IdempotencyKey.status))
             seen["tokens"] = other.scalar(select(func.count()).select_from(LinkToken))
-        return original(link_token, token)
+        return original(body)
 
-    monkeypatch.setattr(link_token_services, "serialize", look_then_serialize)
+    # jsonify runs right after the view's commit.
+    monkeypatch.setattr(link_tokens_view, "jsonify", look_then_answer)
     assert api.post("/link_tokens", json=VALID, headers=key_header()).status_code == 200
     assert seen == {"status": APPLIED, "tokens": 1}
     [record] = records(app)
