@@ -37,6 +37,11 @@ FRAGMENTS = {
     "console.link_state",
     "console.link_token_form",
     "console.clock_scheduled",
+    "console.present_backend",
+    "console.training_grid_live",
+    "console.training_me_live",
+    # Not HTML: the trainer's CSV download.
+    "console.training_export",
 }
 
 
@@ -148,7 +153,10 @@ def fill_workspace(page, live) -> dict[str, str]:
         return found[0]
 
     webhook = first("/webhooks", r"^/webhooks/[0-9a-f-]{36}$")
+    training, presenter = _training_and_presenter(page, live)
     return {
+        **training,
+        **presenter,
         "console.event_detail": first("/events", r"^/events/[0-9a-f-]{36}$"),
         "console.debug_message": first("/webhooks", r"^/inbox/messages/[^/]+/debug"),
         "console.request_detail": first("/requests", r"^/requests/[^/?]+$"),
@@ -160,6 +168,38 @@ def fill_workspace(page, live) -> dict[str, str]:
         "console.world_platform": first("/world", r"^/world/platforms/[^/?]+$"),
         "console.launch": f"/launch?link_token_id={token_id}",
     }
+
+
+def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]:
+    """A cohort with one trainee (this browser unlocked as its trainer), and a presenter story and profile."""
+    from console.extensions import db
+    from console.presenter import brand, profiles
+    from console.presenter.stories import all_stories
+    from console.training import cohorts
+    from console.training.exercises import KEYS
+
+    with live.app.app_context():
+        cohort, secret = cohorts.create_cohort("Accessibility class", list(KEYS))
+        member, _workspace = cohorts.join(cohort, "Ada")
+        story = all_stories()[0][0].key
+        profile = profiles.create(brand.Brand("Acme Lending", "AL", "#1d4ed8", "light"), [story])
+        db.session.commit()
+        ids = {"cohort": str(cohort.id), "member": str(member.id), "token": cohort.join_token}
+        slug = profile.slug
+    unlock = f"/training/{ids['cohort']}/trainer/{secret}"
+    page.goto(live.url + unlock)  # the trainer's session may now open the grid
+    training = {
+        "console.training_unlock": unlock,
+        "console.training_grid": f"/training/{ids['cohort']}",
+        "console.training_trainee": f"/training/{ids['cohort']}/trainees/{ids['member']}",
+        "console.training_join": f"/training/join/{ids['token']}",
+    }
+    presenter = {
+        "console.present_stage": f"/present/{story}",
+        "console.present_summary": f"/present/{story}/summary",
+        "console.present_profile": f"/p/{slug}",
+    }
+    return training, presenter
 
 
 def console_pages(app, samples: dict[str, str]) -> list[str]:
