@@ -104,7 +104,8 @@ def test_the_endpoint_page_shows_attempts_rates_and_the_chart(app, visitor):
     webhook_id = inbox_webhook(app, visitor)
     page = text_of(visitor.get(f"/webhooks/{webhook_id}"))
     assert "Built-in inbox" in page and "No attempt yet" in page and "0 of 0 attempts delivered" in page
-    assert 'id="conformance-slot"' in visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True)
+    slot = visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True).split('id="conformance-slot"', 1)[1]
+    assert f'href="/webhooks/{webhook_id}/conformance#conformance"' in slot.split("</div>", 1)[0]
     response = visitor.post(f"/webhooks/{webhook_id}/test", {"event": "account.added"})
     assert response.status_code == 302 and response.headers["Location"] == f"/webhooks/{webhook_id}"
     assert deliver(app) == 1
