@@ -142,6 +142,9 @@ def engine_options(config) -> dict:
     in_memory = url.startswith("sqlite") and (
         url in ("sqlite://", "sqlite:///:memory:") or "mode=memory" in url
     )
+    if url.startswith("sqlite"):
+        # A connection to a local file cannot go stale: the ping (a SELECT 1 per checkout) is pure cost.
+        options["pool_pre_ping"] = False
     if not in_memory:
         options.setdefault("pool_size", config["DB_POOL_SIZE"])
         # Sized to the threads, the pool is the whole budget: past it a request waits at most

@@ -22,6 +22,7 @@ from typing import Any
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.arbiter import Arbiter
+from gunicorn.workers.gthread import ThreadWorker
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +120,41 @@ class WorkerSupervisor:
         self.process = None
 
 
+class BalancedThreadWorker(ThreadWorker):
+    """gunicorn's `gthread` worker that accepts a new connection only while one of its threads is free.
+
+    The stock worker accepts whatever the listening socket offers and queues it for its threads. Every
+    serving process waits on the same socket, so a burst of new connections (a load balancer's pool, a
+    classroom opening the console, wrk's 16) is taken by whichever process wakes first: measured, one
+    process served all 16 keep-alive connections at 100% of a core while the other idled at 1%, and the
+    GIL capped the whole server at one core. Accepting only with a free thread leaves the rest of the
+    burst to the other processes; a connection kept alive stays where it is and needs no thread while idle.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.in_flight = 0  # requests handed to the thread pool and not finished yet
+        super().__init__(*args, **kwargs)
+
+    @property
+    def worker_connections(self) -> int:
+        # The run loop accepts while `nr_conns < worker_connections`: a free thread is the extra condition.
+        if self.in_flight >= self.cfg.threads:
+            return 0
+        return self._max_connections
+
+    @worker_connections.setter
+    def worker_connections(self, value: int) -> None:
+        self._max_connections = value
+
+    def enqueue_req(self, conn: Any) -> None:
+        self.in_flight += 1
+        super().enqueue_req(conn)
+
+    def finish_request(self, conn: Any, fs: Any) -> None:
+        self.in_flight -= 1
+        super().finish_request(conn, fs)
+
+
 class ConsoleArbiter(Arbiter):
     """Gunicorn's master, also supervising the worker process."""
 
@@ -181,9 +217,10 @@ def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool)
         "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
         "workers": workers,
         "threads": threads,
-        "worker_class": "gthread",
+        "worker_class": "console.serving.BalancedThreadWorker",
         "proc_name": "console",
         # Each `console run` is self-contained: no control socket file shared between instances.
         "control_socket_disable": True,
     }
+
     ConsoleServer(options, WorkerSupervisor() if run_worker else None).run()

@@ -1,5 +1,5 @@
-"""The background worker: scheduled tasks, webhook deliveries, the sweep of expired Idempotency-Keys
-and collecting idle workspaces.
+"""The background worker: scheduled tasks, webhook deliveries, the sweep of expired Idempotency-Keys,
+collecting idle workspaces and (on SQLite) checkpointing the write-ahead log.
 
 Each loop is a class built with the app (`Loop(app)`) whose `run_forever(stop)` returns once the
 `stop` event is set and its in-flight work is done. Loops build their own app contexts and pass
@@ -31,6 +31,7 @@ LOOPS = (
     "console.webhooks.worker.DeliveryLoop",
     "console.idempotency.worker.SweepLoop",
     "console.workspaces.collection.CollectionLoop",
+    "console.core.sqlite.CheckpointLoop",
 )
 JOIN_SECONDS = 30
 

@@ -11,11 +11,18 @@ a lock per process, then a file lock (`<database>-writelock`) shared by every pr
 The gate is taken just before a transaction's first write (an INSERT, UPDATE or DELETE; reads before it
 run outside any transaction, as the pysqlite driver does) and released when the connection goes back
 to the pool (a Session commit or rollback returns it) or runs a read after its transaction ended.
+
+Checkpoints (copying the WAL back into the database file, with an fsync) are the worker's job
+(`CheckpointLoop`, every second, PASSIVE: it blocks no reader and no writer). Left to SQLite, the commit
+that crosses `wal_autocheckpoint` pages does it while its connection holds the write gate, and every
+writer waits behind the fsync (measured under load: POSTs waiting up to 150 ms). Serving connections keep
+a large `wal_autocheckpoint` only as a safety net for a server running without its worker.
 """
 
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import threading
 import time
@@ -23,6 +30,8 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
+
+log = logging.getLogger(__name__)
 
 # How long a statement waits for the database lock before failing ("database is locked"); the same
 # bound applies to waiting for the gate, after which the write goes ahead and SQLite decides.
@@ -36,7 +45,10 @@ PRAGMAS = (
     # the WAL is synced at checkpoints.
     "PRAGMA synchronous=NORMAL",
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
+    # Pages (~40 MB): checkpoints normally come from the worker's CheckpointLoop, see above.
+    "PRAGMA wal_autocheckpoint=10000",
 )
+CHECKPOINT_SECONDS = 1.0
 
 
 class FileLock:
@@ -127,8 +139,7 @@ class WriteGate:
 def configure(engine: Engine) -> WriteGate:
     """Install the pragmas and the write gate on a SQLite engine; returns the gate."""
     database = engine.url.database
-    on_disk = bool(database) and database != ":memory:" and not database.startswith("file::memory:")
-    gate = WriteGate(BUSY_TIMEOUT_MS / 1000, f"{database}-writelock" if on_disk else None)
+    gate = WriteGate(BUSY_TIMEOUT_MS / 1000, f"{database}-writelock" if is_file_database(engine) else None)
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection, _record):
@@ -155,3 +166,40 @@ def configure(engine: Engine) -> WriteGate:
     for name in ("checkin", "invalidate", "soft_invalidate", "close", "close_detached"):
         event.listen(engine.pool, name, _leave)
     return gate
+
+
+def is_file_database(engine: Engine) -> bool:
+    database = engine.url.database
+    return (
+        engine.dialect.name == "sqlite"
+        and bool(database)
+        and database != ":memory:"
+        and not database.startswith("file::memory:")
+    )
+
+
+class CheckpointLoop:
+    """A worker loop: `PRAGMA wal_checkpoint(PASSIVE)` every `CHECKPOINT_SECONDS` on a SQLite file.
+
+    On any other database it only waits for the stop (a worker loop that returns early reads as dead).
+    """
+
+    def __init__(self, app) -> None:
+        from console.extensions import db
+
+        with app.app_context():
+            self.engine = db.engine
+
+    def checkpoint(self) -> None:
+        with self.engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def run_forever(self, stop: threading.Event) -> None:
+        if not is_file_database(self.engine):
+            stop.wait()
+            return
+        while not stop.wait(CHECKPOINT_SECONDS):
+            try:
+                self.checkpoint()
+            except Exception:  # a locked or missing file: the next second tries again
+                log.warning("SQLite checkpoint failed; retrying in %s s", CHECKPOINT_SECONDS, exc_info=True)

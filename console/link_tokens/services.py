@@ -15,12 +15,13 @@ from console.accounts.models import Account
 from console.clock.services import now
 from console.core.errors import FieldError, ValidationFailed
 from console.core.lookup import get_scoped
+from console.core.rows import insert_now
 from console.core.timeutil import isoformat
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
 from console.link_tokens.validation import LinkTokenRequest, validate_request
-from console.scheduler.services import schedule
+from console.scheduler.services import new_task
 from console.world.models import Employer, Platform
 
 TOKEN_LIFETIME = timedelta(hours=1)
@@ -99,8 +100,11 @@ def create_link_token(key: ApiKey, body: Any, *, by_console: bool = False) -> Cr
         expires_at=created + TOKEN_LIFETIME,
         created_by_console=by_console,
     )
-    db.session.add(link_token)
-    schedule(key.workspace, EXPIRE_TASK_KIND, link_token.expires_at, {"link_token_id": str(link_token.id)})
+    expiry = new_task(
+        key.workspace, EXPIRE_TASK_KIND, link_token.expires_at, {"link_token_id": str(link_token.id)}
+    )
+    # Every Link token is one API call; written at once, back to back (see insert_now).
+    insert_now(link_token, expiry)
     return CreatedLinkToken(link_token, token)
 
 

@@ -15,6 +15,7 @@ import contextlib
 import logging
 import os
 import threading
+import time
 import uuid
 import weakref
 from datetime import datetime, timedelta
@@ -36,6 +37,8 @@ log = logging.getLogger(__name__)
 LAST_USED_RESOLUTION = timedelta(minutes=1)
 # The thread exits after this many flush intervals with nothing to write; the next request restarts it.
 IDLE_INTERVALS = 30
+# Rows per insert transaction.
+INSERT_CHUNK = 100
 COUNTERS = ("requests", "status_2xx", "status_4xx", "status_5xx", "billable", "unlogged")
 STATUS_COUNTERS = {2: "status_2xx", 4: "status_4xx", 5: "status_5xx"}
 
@@ -157,24 +160,31 @@ class Writer:
                 log.warning("Request usage not written (%d keys)", len(usage), exc_info=True)
 
     def _insert_rows(self, engine, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Insert the batch; if it fails (a workspace deleted meanwhile), row by row. Returns the unwritten."""
-        if not rows:
-            return []
-        prepared = [capture.prepared(row, self.app.config) for row in rows]
-        _fill_clock(engine, prepared)
-        try:
-            with _transaction(engine) as conn:
-                conn.execute(insert(ConsoleRequest.__table__), prepared)
-            return []
-        except Exception:
-            log.info("Request log batch of %d failed; writing rows one by one", len(rows), exc_info=True)
-        unwritten = []
-        for row, values in zip(rows, prepared, strict=True):
+        """Insert the batch in chunks; a chunk that fails (a workspace deleted meanwhile) goes row by row.
+
+        Returns the unwritten rows. Chunks keep each transaction short (the SQLite write gate is held for
+        one chunk, not a second's worth of rows), and the pause between them lets the request threads of
+        this process have the GIL back while a large batch is shaped.
+        """
+        unwritten: list[dict[str, Any]] = []
+        for start in range(0, len(rows), INSERT_CHUNK):
+            if start:
+                time.sleep(0)  # yield the GIL to the request threads
+            chunk = rows[start : start + INSERT_CHUNK]
+            prepared = [capture.prepared(row, self.app.config) for row in chunk]
+            _fill_clock(engine, prepared)
             try:
                 with _transaction(engine) as conn:
-                    conn.execute(insert(ConsoleRequest.__table__), [values])
+                    conn.execute(insert(ConsoleRequest.__table__), prepared)
+                continue
             except Exception:
-                unwritten.append(row)
+                log.info("Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True)
+            for row, values in zip(chunk, prepared, strict=True):
+                try:
+                    with _transaction(engine) as conn:
+                        conn.execute(insert(ConsoleRequest.__table__), [values])
+                except Exception:
+                    unwritten.append(row)
         return unwritten
 
     def close(self) -> None:

@@ -90,9 +90,9 @@ def load_handler_modules() -> None:
             log.warning("Task handler module %s not found; its task kinds cannot run", module)
 
 
-def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:
-    """Add a task due at `due_at` on the workspace clock to the current transaction (flushed with it)."""
-    task = ScheduledTask(
+def new_task(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:
+    """A pending task due at `due_at` on the workspace clock, not yet in any session (see `schedule`)."""
+    return ScheduledTask(
         id=uuid.uuid4(),
         workspace_id=workspace.id,
         kind=kind,
@@ -101,7 +101,13 @@ def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[st
         run_after=real_time_of(workspace, due_at),
         status="pending",
         attempts=0,
+        created_at=utcnow(),
     )
+
+
+def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:
+    """Add a task due at `due_at` on the workspace clock to the current transaction (flushed with it)."""
+    task = new_task(workspace, kind, due_at, payload)
     db.session.add(task)
     return task
 

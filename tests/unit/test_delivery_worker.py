@@ -130,3 +130,19 @@ def test_an_expired_lease_is_sent_again_with_the_same_event_id(app, ctx):
         assert deliver_due(app) == 1
     assert rx.event_ids() == [event_id] and statuses() == ["delivered"]
     assert job.event_id == uuid.UUID(event_id)
+
+
+def test_an_idle_loop_slows_its_poll_down_and_speeds_up_with_work(app):
+    app.config.update(
+        WEBHOOK_POLL_INTERVAL_SECONDS=0.01, WEBHOOK_IDLE_POLL_SECONDS=0.1, WEBHOOK_CLAIM_BATCH=4
+    )
+    loop = DeliveryLoop(app)
+    waits, wait = [], 0.0
+    for _ in range(6):  # nothing claimed, nothing in flight
+        wait = loop._next_wait(0, wait)
+        waits.append(wait)
+    assert waits == [0.01, 0.02, 0.04, 0.08, 0.1, 0.1]
+    assert loop._next_wait(1, wait) == 0.01  # work found: back to the normal poll at once
+    assert loop._next_wait(4, wait) == 0.0  # a full claim: poll again without waiting
+    loop.inflight["w"] = 1
+    assert loop._next_wait(0, 0.1) == 0.01  # attempts in flight: their results are collected promptly

@@ -68,6 +68,31 @@ def test_a_clean_shutdown_loses_nothing(app, client, workspace):
     assert _usage(app, workspace.key_ids["sandbox"]).requests == 5
 
 
+def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(app, client, workspace, monkeypatch):
+    from console.requestlog import writer as writer_module
+
+    monkeypatch.setattr(writer_module, "INSERT_CHUNK", 2)
+    writer = _writer(app, interval=3600)
+    transactions = []
+    real_transaction = writer_module._transaction
+
+    def counting(engine):
+        transactions.append(1)
+        return real_transaction(engine)
+
+    monkeypatch.setattr(writer_module, "_transaction", counting)
+    api = Api(client, workspace.secrets["sandbox"])
+    for _ in range(5):
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    rows = list(writer._rows)
+    rows[2]["workspace_id"] = uuid.uuid4()  # a workspace deleted meanwhile: its row cannot be written
+    writer.close()
+    assert len(_rows(app, workspace.id)) == 4
+    assert _usage(app, workspace.key_ids["sandbox"]).unlogged == 1
+    # 3 chunks (2 + 2 + 1), the failed one again row by row (2), and the usage transaction.
+    assert len(transactions) == 3 + 2 + 1
+
+
 def test_a_full_queue_counts_what_it_drops(app, client, workspace):
     writer = _writer(app, interval=3600, capacity=2)
     api = Api(client, workspace.secrets["sandbox"])

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 import requests
 
-from console.serving import WorkerSupervisor, default_workers
+from console.serving import BalancedThreadWorker, WorkerSupervisor, default_workers
 from console.world.seed_data import PLATFORM_IDS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,6 +112,32 @@ def test_supervisor_kills_a_worker_that_ignores_sigterm():
     supervisor.stop(timeout=1)
     assert 0.9 < time.monotonic() - started < 5
     assert _gone(pid)
+
+
+def test_a_serving_process_accepts_connections_only_while_a_thread_is_free():
+    from gunicorn.config import Config
+
+    cfg = Config()
+    cfg.set("threads", 2)
+    cfg.set("worker_connections", 1000)
+    worker = BalancedThreadWorker(0, os.getppid(), [], None, 30, cfg, None)
+    worker.tmp.close()  # the heartbeat file every gunicorn worker opens; not used here
+    handed = []
+    worker.tpool = type("Pool", (), {"submit": lambda _self, fn, conn: handed.append(conn) or _Done()})()
+    worker.method_queue = type("Queue", (), {"defer": lambda *_a: None})()
+    assert worker.worker_connections == 1000
+    worker.enqueue_req("one")
+    assert worker.worker_connections == 1000  # one thread still free: accept
+    worker.enqueue_req("two")
+    assert worker.worker_connections == 0  # both busy: leave new connections to the other processes
+    worker.in_flight -= 1  # what finish_request does first, before gunicorn's own bookkeeping
+    assert worker.worker_connections == 1000
+    assert handed == ["one", "two"]
+
+
+class _Done:
+    def add_done_callback(self, _callback) -> None:
+        pass
 
 
 def test_one_serving_process_per_core():

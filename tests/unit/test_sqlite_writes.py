@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -10,7 +11,7 @@ import pytest
 from sqlalchemy import event, text
 
 from console import create_app
-from console.core.sqlite import FileLock
+from console.core.sqlite import CheckpointLoop, FileLock
 from console.extensions import db
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
@@ -38,6 +39,32 @@ def test_every_connection_gets_wal_normal_sync_a_busy_timeout_and_foreign_keys(s
         assert pragma("synchronous") == 1  # NORMAL
         assert pragma("busy_timeout") == 5000
         assert pragma("foreign_keys") == 1
+        assert pragma("wal_autocheckpoint") == 10000  # checkpoints are the worker's (CheckpointLoop)
+
+
+def test_the_checkpoint_loop_copies_the_wal_into_the_database_every_second(sqlite_app):
+    database = sqlite_app.extensions["sqlite_write_gate"].file_lock.path.removesuffix("-writelock")
+    with sqlite_app.app_context():
+        for i in range(50):
+            _add_workspace(f"w{i}")
+            db.session.commit()
+        db.session.remove()
+    before = os.path.getsize(database)
+    assert os.path.getsize(database + "-wal") > before  # the commits stayed in the WAL: no checkpoint yet
+    stop = threading.Event()
+    loop = threading.Thread(target=CheckpointLoop(sqlite_app).run_forever, args=(stop,))
+    loop.start()
+    try:
+        deadline = time.monotonic() + 5
+        while os.path.getsize(database) == before and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        stop.set()
+        loop.join(5)
+    assert not loop.is_alive()
+    assert os.path.getsize(database) > before  # the pages were copied into the database file
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 50
 
 
 def test_the_gate_is_held_from_the_first_write_to_the_commit_and_never_for_reads(sqlite_app):

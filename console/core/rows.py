@@ -1,0 +1,33 @@
+"""`insert_now`: new ORM objects written with plain Core INSERTs, for the API's hot write paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import insert, inspect
+from sqlalchemy.orm import make_transient_to_detached
+
+from console.extensions import db
+
+
+def insert_now(*objects: Any) -> None:
+    """INSERT each new (transient) object at once, in order, then attach it to the session as loaded.
+
+    Why: at commit, the unit of work spent ~0.3 ms of Python on a Link token and its expiry task, and on
+    SQLite all of it inside the write lock, which every other writer waits for; a Core INSERT of the same
+    values costs a fraction of that. The objects end up as if queried (persistent, nothing to flush), so
+    callers use them as before. Column defaults an object did not set are applied by the INSERT and read
+    from the database if the attribute is used.
+    """
+    session = db.session
+    connection = session.connection()  # Core straight on the session's connection: no ORM execution layer
+    for obj in objects:
+        mapper = inspect(obj).mapper
+        values = {
+            prop.columns[0].key: obj.__dict__[prop.key]
+            for prop in mapper.column_attrs
+            if prop.key in obj.__dict__
+        }
+        connection.execute(insert(mapper.local_table), values)
+        make_transient_to_detached(obj)
+        session.add(obj)
