@@ -13,13 +13,14 @@ from console.jobs.models import Job
 from console.jobs.serializers import serialize_job
 from console.training import holds as training
 
+ORDER_BY = (Job.__table__.c.created_at, Job.__table__.c.id)
+
 
 @api.get("/jobs")
 def list_jobs():
     filters = {name: request.args[name] for name in services.JOB_FILTERS if name in request.args}
-    query = services.jobs_query(g.workspace.id, g.api_mode, filters)
-    order_by = [Job.__table__.c.created_at, Job.__table__.c.id]
-    body = paginate(query, order_by=order_by, serialize=serialize_job, columns=True)
+    query, params = services.jobs_query(g.workspace.id, g.api_mode, filters)
+    body = paginate(query, order_by=ORDER_BY, serialize=serialize_job, columns=True, params=params)
     if training.note_held_token_search(g.workspace, filters.get("link_token_id"), by_console=from_console()):
         db.session.commit()
     return jsonify(body)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import re
 import uuid
@@ -16,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from flask import request
-from sqlalchemy import DateTime, Select, String, TypeDecorator, Uuid, and_, or_
+from sqlalchemy import DateTime, Integer, Select, String, TypeDecorator, Uuid, and_, bindparam, or_
 
 from console.core.errors import FieldError, ValidationFailed
 from console.core.timeutil import parse_datetime
@@ -116,6 +117,7 @@ def _after(columns: Sequence[Any], values: Sequence[Any], descending: bool):
 
     The leading plain bound on the first column is redundant logically, but it is what lets
     SQLite turn the condition into an index range instead of scanning the whole scope.
+    `values` may be bound parameters (the reusable statements of `_page_statement`).
     """
     clauses = []
     for i, column in enumerate(columns):
@@ -126,6 +128,23 @@ def _after(columns: Sequence[Any], values: Sequence[Any], descending: bool):
     return and_(first, or_(*clauses))
 
 
+def _ordered(query: Select, order_by: Sequence[Any], descending: bool) -> Select:
+    return query.order_by(*[c.desc() if descending else c.asc() for c in order_by])
+
+
+@functools.lru_cache(maxsize=64)
+def _page_statement(query: Select, order_by: tuple, descending: bool, after_cursor: bool) -> Select:
+    """A page of a reusable statement, its bounds left as parameters (`page_limit`, `after_<n>`).
+
+    Built once per statement and shape: composing a statement (and working out its cache key) costs
+    more than running it, and the job list runs it on every request.
+    """
+    if after_cursor:
+        bounds = [bindparam(f"after_{i}", type_=c.type) for i, c in enumerate(order_by)]
+        query = query.where(_after(order_by, bounds, descending))
+    return _ordered(query, order_by, descending).limit(bindparam("page_limit", type_=Integer))
+
+
 def paginate(
     query: Select,
     *,
@@ -134,22 +153,30 @@ def paginate(
     descending: bool = True,
     key: Callable[[Any], Sequence[Any]] | None = None,
     columns: bool = False,
+    params: dict[str, Any] | None = None,
 ) -> dict:
     """Run one page of `query` ordered by `order_by` (last column unique) and build the envelope.
 
     `query` selects one entity; or, with `columns=True`, named columns including those of `order_by`
     (a view reading only what it shows): `serialize` then gets rows, with attribute access.
+    With `params`, `query` is a statement built once and reused (its values as bound parameters,
+    given here): the page statement around it is built once too.
     """
     limit = page_limit()
     cursor = request.args.get("cursor")
-    if cursor:
-        values = decode_cursor(cursor, order_by)
-        query = query.where(_after(order_by, values, descending))
-    ordering = [c.desc() for c in order_by] if descending else [c.asc() for c in order_by]
-    page = query.order_by(*ordering).limit(limit + 1)
+    values = decode_cursor(cursor, order_by) if cursor else None
+    if params is not None:
+        page = _page_statement(query, tuple(order_by), descending, values is not None)
+        params = {**params, "page_limit": limit + 1}
+        for i, value in enumerate(values or ()):
+            params[f"after_{i}"] = value
+    else:
+        if values is not None:
+            query = query.where(_after(order_by, values, descending))
+        page = _ordered(query, order_by, descending).limit(limit + 1)
     # Columns run on the session's connection directly: plain rows, without the ORM's result processing
     # (half the cost of a page of jobs).
-    result = db.session.connection().execute(page) if columns else db.session.scalars(page)
+    result = db.session.connection().execute(page, params) if columns else db.session.scalars(page, params)
     rows = list(result.all())
     has_more = len(rows) > limit
     rows = rows[:limit]

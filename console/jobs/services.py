@@ -200,8 +200,9 @@ def get_job(workspace_id: uuid.UUID, mode: str, job_id: str) -> Job:
 JOB_FILTERS = ("link_token_id", "account_id", "end_user_id", "outcome")
 
 
-def jobs_query(workspace_id: uuid.UUID, mode: str, filters: dict[str, str]) -> Select:
-    """The job list's SELECT (the columns of the API's Job object) for these filters, validated first."""
+def jobs_query(workspace_id: uuid.UUID, mode: str, filters: dict[str, str]) -> tuple[Select, dict[str, Any]]:
+    """The job list's SELECT (the columns of the API's Job object) for these filters, validated first,
+    and its parameters: the statement is built once per combination of filters and reused."""
     errors: list[FieldError] = []
     values: dict[str, Any] = {}
     for name in ("link_token_id", "account_id"):
@@ -220,7 +221,7 @@ def jobs_query(workspace_id: uuid.UUID, mode: str, filters: dict[str, str]) -> S
         values["outcome"] = value
     if errors:
         raise ValidationFailed(errors)
-    return _list_statement(tuple(values)).params(workspace_id=workspace_id, mode=mode, **values)
+    return _list_statement(tuple(values)), {"workspace_id": workspace_id, "mode": mode, **values}
 
 
 @functools.cache

@@ -87,12 +87,11 @@ def test_job_list_pages_come_straight_from_an_index(app, workspace):
     """SQLite's plan for every list filter: an index search, with no sort of the matching jobs."""
     from sqlalchemy import text
 
-    from console.api.pagination import _after
+    from console.api.jobs import ORDER_BY
+    from console.api.pagination import _page_statement
     from console.core.timeutil import utcnow
-    from console.jobs.models import Job
     from console.jobs.services import jobs_query
 
-    order = (Job.created_at.desc(), Job.id.desc())
     with app.app_context():
         if db.engine.dialect.name != "sqlite":
             pytest.skip("SQLite's EXPLAIN QUERY PLAN; PostgreSQL chooses by statistics")
@@ -103,14 +102,13 @@ def test_job_list_pages_come_straight_from_an_index(app, workspace):
             ({}, "ix_jobs_scope_created"),
         ):
             for cursor in (False, True):
-                query = jobs_query(ws, "sandbox", filters)
+                # The statement the API runs (built once, reused), with this request's values.
+                query, params = jobs_query(ws, "sandbox", filters)
+                page = _page_statement(query, ORDER_BY, True, cursor)
+                params["page_limit"] = 26
                 if cursor:
-                    query = query.where(_after([Job.created_at, Job.id], [utcnow(), uuid.uuid4()], True))
-                sql = (
-                    query.order_by(*order)
-                    .limit(26)
-                    .compile(db.engine, compile_kwargs={"literal_binds": True})
-                )
+                    params.update(after_0=utcnow(), after_1=uuid.uuid4())
+                sql = page.params(**params).compile(db.engine, compile_kwargs={"literal_binds": True})
                 plan = " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
                 assert f"USING INDEX {index} " in plan, (filters, plan)
                 assert "TEMP B-TREE" not in plan, (filters, plan)
