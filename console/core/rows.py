@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import insert, inspect
-from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 
 from console.extensions import db
 
@@ -31,3 +31,25 @@ def insert_now(*objects: Any) -> None:
         connection.execute(insert(mapper.local_table), values)
         make_transient_to_detached(obj)
         session.add(obj)
+
+
+def loaded(cls: type, values: dict[str, Any]) -> Any:
+    """The session's instance of `cls` for these column values, as a query would return it.
+
+    The session's own instance when it already has this identity (kept as it is, as a query keeps it);
+    otherwise one built from `values` and attached as persistent and clean. For hot reads that fetch
+    plain Core rows (cheap) but hand ORM objects to the code after them.
+    """
+    session = db.session
+    mapper = inspect(cls)
+    identity = mapper.identity_key_from_primary_key([values[c.key] for c in mapper.primary_key])
+    existing = session.identity_map.get(identity)
+    if existing is not None:
+        return existing
+    if not mapper.configured:
+        configure_mappers()  # what a constructor or query would have done first
+    obj = mapper.class_manager.new_instance()
+    obj.__dict__.update(values)  # as the ORM's own loading fills an instance: no attribute events
+    make_transient_to_detached(obj)
+    session.add(obj)
+    return obj
