@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from flask import Flask
+from flask.sessions import SecureCookieSessionInterface
 
 
 def init_app(app: Flask) -> None:
@@ -44,3 +45,17 @@ def configure_session_cookie(app: Flask) -> None:
     public_url = (app.config.get("PUBLIC_URL") or "").strip().lower()
     if public_url.startswith("https://"):
         app.config["SESSION_COOKIE_SECURE"] = True
+    app.session_interface = CookieFirstSessionInterface()
+
+
+class CookieFirstSessionInterface(SecureCookieSessionInterface):
+    """Flask's signed-cookie session, which looks for the cookie before building its signer.
+
+    Flask builds an itsdangerous signer on every request, cookie or not; API calls never carry the
+    console's cookie, and that signer was a measurable part of their cost. Same cookie, same checks.
+    """
+
+    def open_session(self, app: Flask, request):
+        if not request.cookies.get(self.get_cookie_name(app)):
+            return self.session_class()
+        return super().open_session(app, request)

@@ -112,3 +112,24 @@ def test_job_list_pages_come_straight_from_an_index(app, workspace):
                 plan = " ".join(row[3] for row in db.session.execute(text(f"EXPLAIN QUERY PLAN {sql}")))
                 assert f"USING INDEX {index} " in plan, (filters, plan)
                 assert "TEMP B-TREE" not in plan, (filters, plan)
+
+
+def test_an_api_call_without_the_console_cookie_builds_no_session_signer(app, client, workspace, monkeypatch):
+    from flask.sessions import SecureCookieSessionInterface
+
+    built = []
+    real = SecureCookieSessionInterface.get_signing_serializer
+    monkeypatch.setattr(
+        SecureCookieSessionInterface,
+        "get_signing_serializer",
+        lambda self, app_: built.append(1) or real(self, app_),
+    )
+    response = client.get(
+        "/sandbox/v1/jobs",
+        headers={"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"},
+    )
+    assert response.status_code == 200
+    assert built == []
+    assert "Set-Cookie" not in response.headers
+    client.get("/")  # a console page still gets its signed cookie
+    assert built
