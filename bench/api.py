@@ -10,7 +10,8 @@ Rows (each a server started for the row and stopped after it, on 127.0.0.1 and a
 - `naive`: a textbook Flask-SQLAlchemy + SQLite insert, gunicorn with 2 sync workers.
 - `run`: the real `console run` command with its defaults (SQLite in a temp CONSOLE_INSTANCE_DIR, in-process
   worker): `POST /sandbox/v1/link_tokens` and `GET /sandbox/v1/jobs?link_token_id=`.
-- `gthread`: `gunicorn -k gthread -w 2 --threads 8 'console:create_app()'` on the same SQLite file, with one
+- `gthread`: `gunicorn -k console.serving.BalancedThreadWorker -w 2 --threads 8 'console:create_app()'` (the
+  README's scale-out line; gunicorn's `gthread` accepting only with a free thread) on the same SQLite file, with one
   `console worker` process: the multi-process form on the default database.
 - `scale-out`: the same gunicorn form on PostgreSQL ($BENCH_DATABASE_URL; its tables are dropped) with the
   rate limiter on Redis ($BENCH_REDIS_URL), and one `console worker`. Skipped when $BENCH_DATABASE_URL is unset.
@@ -231,7 +232,7 @@ class Server:
 def gunicorn(app: str, *, workers: int = 2, threads: int | None = None) -> list[str]:
     command = [str(BIN / "gunicorn"), "-w", str(workers), "-b", "127.0.0.1:{port}", "--chdir", str(ROOT)]
     if threads:
-        command += ["-k", "gthread", "--threads", str(threads)]
+        command += ["-k", "console.serving.BalancedThreadWorker", "--threads", str(threads)]
     # gunicorn's default access log is off; keep its error log quiet but present.
     return [*command, "--log-level", "warning", app]
 
