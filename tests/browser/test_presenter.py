@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tests import images
 from tests.browser.linkui import search_and_choose
 from tests.browser.test_console_walkthrough import with_worker
 
@@ -323,3 +324,50 @@ def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page,
     page.keyboard.press("s")  # the summary lists every API call of the second run
     page.locator("[data-print]").wait_for()
     assert page.content().count("/complete</code>") == headless
+
+
+# --- profiles: logo, captions, edit and delete -------------------------------------------------------
+
+
+def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(page, live_server):
+    url = live_server.url
+    page.goto(url + "/present")
+    page.get_by_label("Company name").fill("Acme Bank")
+    page.get_by_role("button", name="Use this brand").click()
+    page.get_by_label("Standard switch").check()
+    page.get_by_role("button", name="Save profile for Acme Bank").click()
+    short = page.locator("#short-link").inner_text()
+    page.get_by_role("link", name="Add a logo, edit captions").click()
+
+    # A file that is not a PNG or JPEG is refused, and the page says why.
+    svg = {"name": "logo.svg", "mimeType": "image/svg+xml", "buffer": images.SVG}
+    page.get_by_label("Upload a logo").set_input_files(files=[svg])
+    page.get_by_role("button", name="Save the logo").click()
+    assert "must be a PNG or JPEG image" in page.locator("#logo-error").inner_text()
+    logo = {"name": "logo.png", "mimeType": "image/png", "buffer": images.png(48, 48)}
+    page.get_by_label("Upload a logo").set_input_files(files=[logo])
+    page.get_by_role("button", name="Save the logo").click()
+    page.get_by_text("Logo saved").wait_for()
+    assert page.locator("[data-profile-logo]").evaluate("img => img.naturalWidth") == 48
+
+    page.get_by_label("Step 1", exact=True).first.fill("Meet {brand}: paid two days early.")
+    page.get_by_role("button", name="Save the profile").click()
+    page.get_by_text("Profile for Acme Bank saved.").wait_for()
+
+    # The short link, from any browser: the logo in the phone instead of the initials, the edited caption.
+    page.goto(short)
+    page.get_by_role("link", name="Standard switch").click()
+    img = page.locator(".app-bar img.app-logo")
+    img.wait_for()
+    assert img.evaluate("img => img.complete && img.naturalWidth") == 48
+    assert page.locator(".app-bar span.app-logo").count() == 0
+    assert page.locator(".app-name").inner_text() == "Acme Bank"
+    press(page, "ArrowRight", 1)
+    assert caption(page) == "Meet Acme Bank: paid two days early."
+
+    # Deleted from the start page's list of this browser's profiles: the short link stops working.
+    page.goto(url + "/present")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete the profile for Acme Bank").click()
+    page.get_by_text("Profile for Acme Bank deleted").wait_for()
+    assert page.request.get(short).status == 404
