@@ -408,6 +408,7 @@
     }
   }
 
+  // The mark rests on a button's middle (left part of a wide one), and at a field's right end so the typing shows.
   async function pointAt(run, el) {
     bringIntoView(el);
     var frame = linkFrame();
@@ -417,7 +418,9 @@
     var f = frame.getBoundingClientRect();
     var s = screen.getBoundingClientRect();
     var r = el.getBoundingClientRect();
-    mark.style.left = Math.round(f.left - s.left + r.left + Math.min(r.width / 2, 60)) + "px";
+    var field = el.matches("input:not([type=radio]):not([type=checkbox]), textarea");
+    var x = field ? r.width - Math.min(r.height / 2 + 8, r.width / 2) : Math.min(r.width / 2, 60);
+    mark.style.left = Math.round(f.left - s.left + r.left + x) + "px";
     mark.style.top = Math.round(f.top - s.top + r.top + r.height / 2) + "px";
     mark.classList.add("is-shown");
     await human(run, "press");
