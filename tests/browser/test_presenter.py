@@ -252,16 +252,19 @@ EXPECTED = {
 
 
 def watch_link(page) -> None:
-    """Record each Link screen the audience sees and each value typed into Link, from the stage's page."""
+    """Record each Link screen the audience sees and each value a Link field holds as it is typed."""
     page.evaluate(
         """() => { window.__seen = []; window.__typed = [];
-          if (window.__watching) return; window.__watching = true;
+          if (window.__watching) return; window.__watching = new WeakSet();
           setInterval(() => {
             const f = document.querySelector('#phone-screen [data-link-overlay] iframe');
-            const s = f && f.contentDocument && f.contentDocument.getElementById('link-screen');
+            const doc = f && f.contentDocument;
+            const s = doc && doc.getElementById('link-screen');
             if (s && window.__seen[window.__seen.length - 1] !== s.dataset.screen) window.__seen.push(s.dataset.screen);
-            if (s) for (const i of s.querySelectorAll('input[type=text], input[type=search], input[type=password]'))
-              if (i.value && !window.__typed.includes(i.id + '=' + i.value)) window.__typed.push(i.id + '=' + i.value);
+            if (s && !window.__watching.has(doc)) {
+              window.__watching.add(doc);
+              doc.addEventListener('input', e => window.__typed.push(e.target.id + '=' + e.target.value), true);
+            }
           }, 10); }"""
     )
 
