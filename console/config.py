@@ -110,6 +110,9 @@ def from_environment() -> dict:
         "PRESENTER_WAIT_SECONDS": _number(
             os.environ.get("PRESENTER_WAIT_SECONDS"), DEFAULTS["PRESENTER_WAIT_SECONDS"], float
         ),
+        "PRESENTER_MAX_PROFILES": _number(
+            os.environ.get("PRESENTER_MAX_PROFILES"), DEFAULTS["PRESENTER_MAX_PROFILES"]
+        ),
     }
 
 
@@ -207,4 +210,6 @@ DEFAULTS = {
     # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.
     "PRESENTER_STORIES_DIR": "",
     "PRESENTER_WAIT_SECONDS": 8.0,
+    # Saved presenter profiles on this server (each logo at most 256 KB): anyone may save one, so they are capped.
+    "PRESENTER_MAX_PROFILES": 500,
 }

@@ -4,6 +4,19 @@
  * full screen survives) and htmx picks up its live panel again. Keys: → / space / PageDown next,
  * ← / PageUp back, Enter retries a failed step, r restart, f full screen, h hide the controls,
  * s the printable summary, a autoplay (the next step every few seconds, stopping at pause steps).
+ *
+ * Link in the phone is driven, not faked: when the next step completes Link (`complete_link`) and Link is
+ * open in the phone, → (or autoplay) fills it in on screen at a human pace from the step's plan (the
+ * scenario's answers, `data-drive` on the step's form, see console.presenter.drive): the search typed letter
+ * by letter, each button pressed visibly, the credentials typed, then Done; only then does the step run,
+ * and it finds Link finished. Link is served from this page's origin, so the stage reads and fills its
+ * document directly: Link itself offers no remote control, so no customer page embedding it could press
+ * Confirm for the person. A second → while Link is being filled in skips ahead (the step completes Link
+ * headlessly); clicking or typing in Link hands it to the presenter (the stage stops driving; → resumes from
+ * the screen Link is on). If Link cannot be driven (a screen the stage does not know, a button missing),
+ * the step completes Link headlessly, so the demo never stalls, and a quiet note says so.
+ *
+ * `?speed=N` (1 to 50) runs typing, pauses and autoplay N times faster (for tests and rehearsals).
  */
 (function () {
   "use strict";
@@ -12,6 +25,24 @@
   var AUTOPLAY_MS = 4000;
   var autoplayTimer = null;
   var STORY_KEYS_IN_LINK = ["ArrowRight", "ArrowLeft", "PageDown", "PageUp"];
+  var speed = readSpeed();
+  // Human pace, in milliseconds: per character typed, reading a new screen, holding a press, the success screen.
+  var PACE = { type: 110, read: 900, press: 380, done: 1600 };
+  var SCREEN_TIMEOUT_MS = 15000;
+  var driver = null; // the Link driver while it runs: {cancelled: null | "skip" | "takeover" | "stop"}
+  var pendingNote = ""; // a note for the next stage rendered (why Link completed without the phone)
+
+  function readSpeed() {
+    var value = parseFloat(new URLSearchParams(window.location.search).get("speed"));
+    return value >= 1 && value <= 50 ? value : 1;
+  }
+
+  function withSpeed(url) {
+    if (speed === 1) return url;
+    var u = new URL(url, window.location.href);
+    u.searchParams.set("speed", String(speed));
+    return u.pathname + u.search;
+  }
 
   function stage() {
     return document.getElementById("stage");
@@ -25,36 +56,69 @@
     document.documentElement.dataset.theme = s.dataset.theme || "light";
   }
 
+  function linkFrame() {
+    return document.querySelector("#phone-screen [data-link-overlay] iframe");
+  }
+
   function openLink(token) {
     if (!token || !window.Link) return;
-    window.Link.open({
-      linkToken: token,
-      onExit: function () {
-        // The presenter may have finished Link by hand: show what the backend saw since.
-        document.body.dispatchEvent(new Event("stage-refresh"));
-      },
-    });
+    window.Link.open({ linkToken: token, onExit: onLinkExit });
     // The SDK puts its overlay over the page; on the stage it belongs inside the phone's screen.
     var overlay = document.querySelector("[data-link-overlay]");
     var screen = document.getElementById("phone-screen");
-    if (overlay && screen) screen.appendChild(overlay);
-    // Link takes the keyboard focus (it is the customer's screen), but the story's arrow keys still work in
-    // it: Link is served from this origin, so its document can be listened to. Typing, space and Enter stay Link's.
-    var iframe = overlay ? overlay.querySelector("iframe") : null;
-    if (iframe) {
-      iframe.addEventListener("load", function () {
-        var doc;
-        try {
-          doc = iframe.contentDocument;
-        } catch (err) {
-          return;
-        }
-        if (!doc) return;
-        doc.addEventListener("keydown", function (event) {
-          if (STORY_KEYS_IN_LINK.indexOf(event.key) >= 0) onKey(event);
-        });
-      });
+    // moveBefore keeps Link's page loading where it is; appendChild (older browsers) makes it load again.
+    if (overlay && screen) {
+      if (typeof screen.moveBefore === "function") screen.moveBefore(overlay, null);
+      else screen.appendChild(overlay);
     }
+    // Link takes the keyboard focus (it is the customer's screen), but the story's arrow keys still work in
+    // it: Link is served from this origin, so its document can be listened to. Typing, space and Enter stay
+    // Link's, and a person's click or key in Link while the stage fills it in hands Link to them.
+    var iframe = overlay ? overlay.querySelector("iframe") : null;
+    if (!iframe) return;
+    iframe.addEventListener("load", function () {
+      listenToLink(iframe);
+    });
+    // Also as soon as Link's document is there (before its load event), so an early key press is not lost.
+    var poll = window.setInterval(function () {
+      if (!iframe.isConnected) window.clearInterval(poll);
+      else if (listenToLink(iframe)) window.clearInterval(poll);
+    }, 50);
+  }
+
+  var listened = new WeakSet();
+
+  // Listen to Link's document once: the story's keys, and a person's hands (which take Link over).
+  function listenToLink(iframe) {
+    var doc;
+    try {
+      doc = iframe.contentDocument;
+    } catch (err) {
+      return false;
+    }
+    if (!doc || !doc.getElementById("link-screen")) return false;
+    if (listened.has(doc)) return true;
+    listened.add(doc);
+    doc.addEventListener("keydown", function (event) {
+      if (STORY_KEYS_IN_LINK.indexOf(event.key) >= 0) onKey(event);
+      else if (event.isTrusted) takeOver();
+    });
+    doc.addEventListener("pointerdown", function (event) {
+      if (event.isTrusted) takeOver();
+    });
+    iframe.setAttribute("data-stage-keys", ""); // the story's keys work inside Link from now on
+    return true;
+  }
+
+  function onLinkExit(payload) {
+    if (driver) return; // the stage pressed Done itself: the driver carries on with the step
+    var next = find('[data-stage-form="next"]');
+    if (autoplaying() && payload && payload.completed && next && next.dataset.drive) {
+      advance(); // finished by hand during autoplay: the story follows (the step finds Link finished)
+      return;
+    }
+    // The presenter may have finished Link by hand: show what the backend saw since.
+    document.body.dispatchEvent(new Event("stage-refresh"));
   }
 
   function autoplaying() {
@@ -67,25 +131,37 @@
     if (!autoplaying() || !s) return;
     // A pause step, a failure or the end stops autoplay until the presenter moves on by hand.
     if (s.dataset.pause === "1" || find('[data-stage-form="retry"]') || !find('[data-stage-form="next"]')) return;
-    autoplayTimer = window.setTimeout(function () {
-      submit(find('[data-stage-form="next"]'));
-    }, AUTOPLAY_MS);
+    autoplayTimer = window.setTimeout(advance, AUTOPLAY_MS / speed);
+  }
+
+  function showState() {
+    var note = find("[data-autoplay-state]");
+    if (!note) return;
+    var parts = [];
+    if (autoplaying()) parts.push("Autoplay on");
+    if (driver) parts.push("Filling in Link (→ skips ahead)");
+    note.textContent = parts.join(" · ");
   }
 
   function toggleAutoplay() {
     document.documentElement.classList.toggle("autoplay");
-    var note = find("[data-autoplay-state]");
-    if (note) note.textContent = autoplaying() ? "Autoplay on" : "";
-    if (autoplaying()) submit(find('[data-stage-form="next"]'));
+    showState();
+    if (autoplaying()) advance();
     else window.clearTimeout(autoplayTimer);
+  }
+
+  function setNote(text) {
+    var note = find("[data-drive-note]");
+    if (note) note.textContent = text;
   }
 
   function afterRender() {
     applyBrand();
     var s = stage();
     if (s && s.dataset.openToken) openLink(s.dataset.openToken);
-    var note = find("[data-autoplay-state]");
-    if (note) note.textContent = autoplaying() ? "Autoplay on" : "";
+    setNote(pendingNote);
+    pendingNote = "";
+    showState();
     scheduleAutoplay();
   }
 
@@ -109,12 +185,13 @@
     if (window.Link) window.Link.close();
     stage().replaceWith(fresh);
     if (window.htmx) window.htmx.process(fresh);
-    if (fresh.dataset.url) window.history.replaceState(null, "", fresh.dataset.url);
+    if (fresh.dataset.url) window.history.replaceState(null, "", withSpeed(fresh.dataset.url));
     afterRender();
   }
 
   function go(url, options) {
     if (busy || !stage()) return;
+    if (driver) driver.cancelled = "stop"; // back, restart or a refresh while Link was being filled in
     busy = true;
     stage().classList.add("is-busy");
     fetch(url, Object.assign({ credentials: "same-origin" }, options || {}))
@@ -136,6 +213,19 @@
     go(form.action, { method: "POST", body: new FormData(form) });
   }
 
+  // → and autoplay: the next step, after filling in Link on screen when that step completes it.
+  function advance() {
+    if (busy) return;
+    if (driver) {
+      driver.cancelled = "skip";
+      return;
+    }
+    var form = find('[data-stage-form="next"]');
+    if (!form) return;
+    if (form.dataset.drive && linkFrame()) drive(form);
+    else submit(form);
+  }
+
   function follow(link) {
     if (link) go(link.href);
   }
@@ -145,16 +235,369 @@
     return s ? s.querySelector(selector) : null;
   }
 
+  // r: the story again on fresh data; autoplay stops there, so the presenter can talk before a or →.
+  function restart() {
+    document.documentElement.classList.remove("autoplay");
+    window.clearTimeout(autoplayTimer);
+    submit(find('[data-stage-form="restart"]'));
+  }
+
   function toggleFullscreen() {
     if (document.fullscreenElement) document.exitFullscreen();
     else if (document.documentElement.requestFullscreen) document.documentElement.requestFullscreen();
   }
 
+  // --- Driving Link in the phone -----------------------------------------------------------------------
+
+  function Stop(reason) {
+    this.reason = reason;
+    this.message = "stopped (" + reason + ")";
+  }
+
+  function takeOver() {
+    if (driver && !driver.cancelled) driver.cancelled = "takeover";
+  }
+
+  function drive(form) {
+    var plan;
+    try {
+      plan = JSON.parse(form.dataset.drive);
+    } catch (err) {
+      submit(form);
+      return;
+    }
+    var run = { cancelled: null };
+    driver = run;
+    window.clearTimeout(autoplayTimer);
+    stage().classList.add("is-driving");
+    setNote("");
+    showState();
+
+    function done() {
+      if (driver === run) driver = null;
+      var s = stage();
+      if (s) s.classList.remove("is-driving");
+      hideTap();
+      showState();
+    }
+
+    fillInLink(run, plan).then(
+      function () {
+        done();
+        submit(form);
+      },
+      function (err) {
+        done();
+        var reason = err instanceof Stop ? err.reason : null;
+        if (reason === "stop") return; // another key press is already taking the stage elsewhere
+        if (reason === "takeover") {
+          setNote("");
+          var state = find("[data-autoplay-state]");
+          if (state) state.textContent = "Link is yours: finish it by hand, or press → to let the stage finish it.";
+          return;
+        }
+        if (reason !== "skip") {
+          if (window.console) window.console.warn("Presenter: Link could not be driven in the phone:", err);
+          pendingNote = "Link completed behind the scenes (the phone could not be driven: " + err.message + ").";
+        }
+        submit(form); // the step completes Link headlessly from wherever it stands
+      }
+    );
+  }
+
+  function check(run) {
+    if (run.cancelled) throw new Stop(run.cancelled);
+  }
+
+  function sleep(run, ms) {
+    return new Promise(function (resolve, reject) {
+      var end = Date.now() + ms;
+      (function tick() {
+        if (run.cancelled) return reject(new Stop(run.cancelled));
+        var left = end - Date.now();
+        if (left <= 0) return resolve();
+        window.setTimeout(tick, Math.min(left, 50));
+      })();
+    });
+  }
+
+  function human(run, kind) {
+    var ms = PACE[kind] / speed;
+    return sleep(run, kind === "type" ? ms * (0.6 + Math.random() * 0.8) : ms);
+  }
+
+  // Wait until `test()` returns something truthy (checked every 40 ms), or fail with `what`.
+  function waitFor(run, test, what, timeout) {
+    return new Promise(function (resolve, reject) {
+      var end = Date.now() + (timeout || SCREEN_TIMEOUT_MS);
+      (function poll() {
+        if (run.cancelled) return reject(new Stop(run.cancelled));
+        var found;
+        try {
+          found = test();
+        } catch (err) {
+          return reject(err);
+        }
+        if (found) return resolve(found);
+        if (Date.now() > end) return reject(new Error(what));
+        window.setTimeout(poll, 40);
+      })();
+    });
+  }
+
+  function linkDocument() {
+    var frame = linkFrame();
+    if (!frame) throw new Error("Link was closed");
+    var doc = frame.contentDocument; // null if Link were served from another origin: then it is not driven
+    if (!doc) throw new Error("Link's page cannot be reached from the stage");
+    return doc;
+  }
+
+  // The screen Link shows once htmx has settled it (its forms work from then on), or null while loading.
+  function settledScreen() {
+    var doc = linkDocument();
+    if (doc.readyState !== "complete" || !doc.defaultView.htmx) return null;
+    var screen = doc.getElementById("link-screen");
+    if (!screen || screen.classList.contains("htmx-added") || screen.classList.contains("htmx-settling")) return null;
+    return screen;
+  }
+
+  function nextScreen(run, previous) {
+    return waitFor(
+      run,
+      function () {
+        var screen = settledScreen();
+        return screen && screen !== previous ? screen : null;
+      },
+      "Link did not move on from its " + previous.getAttribute("data-screen") + " screen"
+    ).then(function (screen) {
+      var alert = screen.querySelector(".screen-body .alert[role=alert]");
+      if (alert && screen.getAttribute("data-screen") === previous.getAttribute("data-screen")) {
+        throw new Error("Link said: " + alert.textContent.trim());
+      }
+      return screen;
+    });
+  }
+
+  // The pointer the audience follows: a round mark over the phone, gliding to each control and pressing it.
+  function tapMark() {
+    var screen = document.getElementById("phone-screen");
+    var mark = document.getElementById("drive-tap");
+    if (!mark && screen) {
+      mark = document.createElement("span");
+      mark.id = "drive-tap";
+      mark.className = "tap";
+      mark.setAttribute("aria-hidden", "true");
+    }
+    // The last child of the screen, so it is drawn above Link's overlay.
+    if (mark && screen && mark !== screen.lastElementChild) screen.appendChild(mark);
+    return mark;
+  }
+
+  function hideTap() {
+    var mark = document.getElementById("drive-tap");
+    if (mark) mark.classList.remove("is-shown", "is-pressing");
+  }
+
+  function bringIntoView(el) {
+    // Scroll Link's own page only (scrollIntoView would scroll the stage too).
+    var win = el.ownerDocument.defaultView;
+    var rect = el.getBoundingClientRect();
+    if (rect.top < 8 || rect.bottom > win.innerHeight - 8) {
+      win.scrollBy(0, rect.top - win.innerHeight / 2 + rect.height / 2);
+    }
+  }
+
+  // The mark rests on a button's middle (left part of a wide one), and at a field's right end so the typing shows.
+  async function pointAt(run, el) {
+    bringIntoView(el);
+    var frame = linkFrame();
+    var screen = document.getElementById("phone-screen");
+    var mark = tapMark();
+    if (!frame || !screen || !mark) return;
+    var f = frame.getBoundingClientRect();
+    var s = screen.getBoundingClientRect();
+    var r = el.getBoundingClientRect();
+    var field = el.matches("input:not([type=radio]):not([type=checkbox]), textarea");
+    var x = field ? r.width - Math.min(r.height / 2 + 8, r.width / 2) : Math.min(r.width / 2, 60);
+    mark.style.left = Math.round(f.left - s.left + r.left + x) + "px";
+    mark.style.top = Math.round(f.top - s.top + r.top + r.height / 2) + "px";
+    mark.classList.add("is-shown");
+    await human(run, "press");
+  }
+
+  async function press(run, el, what) {
+    check(run);
+    if (!el) throw new Error("Link has no " + what + " to press");
+    await pointAt(run, el);
+    var mark = tapMark();
+    var style = el.style;
+    var saved = [style.transform, style.boxShadow, style.transition];
+    style.transition = "transform 90ms ease-out";
+    style.transform = "scale(0.95)";
+    style.boxShadow = "0 0 0 4px " + (stage() ? stage().dataset.brandColor : "#0f766e");
+    if (mark) mark.classList.add("is-pressing");
+    await human(run, "press").finally(function () {
+      style.transform = saved[0];
+      style.boxShadow = saved[1];
+      style.transition = saved[2];
+      if (mark) mark.classList.remove("is-pressing");
+    });
+    check(run);
+    el.click();
+  }
+
+  async function type(run, input, text, what) {
+    check(run);
+    if (!input) throw new Error("Link has no " + what + " field");
+    await pointAt(run, input);
+    input.focus({ preventScroll: true });
+    var win = input.ownerDocument.defaultView;
+    input.value = "";
+    var chars = Array.from(String(text == null ? "" : text));
+    for (var i = 0; i < chars.length; i++) {
+      await human(run, "type");
+      input.value += chars[i];
+      input.dispatchEvent(new win.Event("input", { bubbles: true }));
+    }
+    input.dispatchEvent(new win.Event("change", { bubbles: true }));
+  }
+
+  function primary(screen) {
+    return screen.querySelector(".screen-body button.primary");
+  }
+
+  function q(screen, selector) {
+    return screen.querySelector(selector);
+  }
+
+  function cssValue(text) {
+    return String(text).replace(/["\\]/g, "\\$&");
+  }
+
+  // Each Link screen, answered as console.link.headless answers the same flow state.
+  var SCREENS = {
+    intro: function (run, screen) {
+      return press(run, primary(screen), "Continue button");
+    },
+    matching: function () {
+      return Promise.resolve(); // Link moves on by itself once matching is done
+    },
+    search: async function (run, screen, plan) {
+      var search = plan.search;
+      if (!search) throw new Error("the step's scenario names no employer or platform to search");
+      var box = q(screen, "#search-q");
+      await type(run, box, search.text, "search");
+      var selector = '.choice[data-kind="' + cssValue(search.kind) + '"][data-id="' + cssValue(search.id) + '"]';
+      // htmx asks for results 200 ms after the last letter: wait for the answer to what was typed.
+      await sleep(run, 300);
+      var retried = false;
+      var started = Date.now();
+      var choice = await waitFor(
+        run,
+        function () {
+          if (box.classList.contains("htmx-request")) return null;
+          var found = q(screen, selector);
+          if (!found && !retried && Date.now() - started > 2500) {
+            retried = true; // the input event may have landed before htmx listened: ask again, as a person would
+            box.dispatchEvent(new box.ownerDocument.defaultView.Event("search", { bubbles: true }));
+          }
+          return found;
+        },
+        "Link's search found no " + search.text,
+        6000
+      );
+      await human(run, "read");
+      return press(run, choice, search.text + " in the results");
+    },
+    matches: function (run, screen, plan) {
+      var c = plan.completion || {};
+      var id = c.matched_platform_id || c.platform_id;
+      var choice = id ? q(screen, '.choice[data-platform-id="' + cssValue(id) + '"]') : q(screen, ".choice");
+      return press(run, choice, "matched platform");
+    },
+    mfa_method: async function (run, screen, plan) {
+      var method = (plan.completion.mfa || {}).method;
+      var radio = method ? q(screen, 'input[name="method"][value="' + cssValue(method) + '"]') : null;
+      if (radio && !radio.checked) await press(run, radio, "verification method");
+      return press(run, primary(screen), "Send code button");
+    },
+    login: async function (run, screen, plan) {
+      var creds = plan.completion.credentials || {};
+      await type(run, q(screen, "#username"), creds.username, "username");
+      await type(run, q(screen, "#password"), creds.password, "password");
+      return press(run, primary(screen), "Log in button");
+    },
+    mfa: async function (run, screen, plan) {
+      await type(run, q(screen, "#code"), (plan.completion.mfa || {}).code, "verification code");
+      return press(run, primary(screen), "Verify button");
+    },
+    federal: async function (run, screen, plan) {
+      var who = plan.completion.federal || {};
+      await type(run, q(screen, "#first_name"), who.first_name, "first name");
+      await type(run, q(screen, "#last_name"), who.last_name, "last name");
+      await type(run, q(screen, "#ssn"), who.social_security_number, "Social Security number");
+      return press(run, primary(screen), "Continue button");
+    },
+    allocation: async function (run, screen, plan) {
+      var allocation = plan.completion.allocation || { type: "full" };
+      var radio = q(screen, 'input[type="radio"][name="type"][value="' + cssValue(allocation.type) + '"]');
+      if (allocation.type === "amount" && q(screen, "#amount")) {
+        await type(run, q(screen, "#amount"), (allocation.value / 100).toFixed(2), "amount");
+      } else if (allocation.type === "percent" && q(screen, "#percent")) {
+        await type(run, q(screen, "#percent"), allocation.value, "percentage");
+      } else if (radio) {
+        await press(run, radio, "allocation choice");
+      }
+      var target = q(screen, "#target_index");
+      if (target && allocation.target_index) target.value = String(allocation.target_index);
+      return press(run, primary(screen), "Continue button");
+    },
+    confirm: function (run, screen) {
+      return press(run, primary(screen), "Confirm button");
+    },
+  };
+
+  async function fillInLink(run, plan) {
+    var screen = await waitFor(run, settledScreen, "Link did not open in the phone");
+    for (var i = 0; i < 30; i++) {
+      var name = screen.getAttribute("data-screen");
+      if (name === "success" || name === "error") {
+        // The flow has ended (a switch that failed at once ends on Link's error screen): the audience reads
+        // the last screen, then the person closes Link as they would.
+        await human(run, "done");
+        await press(run, primary(screen), name === "success" ? "Done button" : "Close button");
+        await waitFor(
+          run,
+          function () {
+            return !linkFrame();
+          },
+          "Link did not close after Done",
+          5000
+        ).catch(function (err) {
+          if (err instanceof Stop) throw err;
+          if (window.Link) window.Link.close();
+        });
+        return;
+      }
+      var act = SCREENS[name];
+      if (!act) throw new Error("Link shows a screen the stage cannot fill in (" + name + ")");
+      await human(run, "read");
+      await act(run, screen, plan);
+      screen = await nextScreen(run, screen);
+    }
+    throw new Error("Link did not finish");
+  }
+
+  // --- Events ------------------------------------------------------------------------------------------
+
   document.addEventListener("submit", function (event) {
     var form = event.target.closest("[data-stage-form]");
     if (!form) return;
     event.preventDefault();
-    submit(form);
+    if (form.dataset.stageForm === "next") advance();
+    else if (form.dataset.stageForm === "restart") restart();
+    else submit(form);
   });
 
   document.addEventListener("click", function (event) {
@@ -181,13 +624,15 @@
 
   function onKey(event) {
     if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.target.closest && event.target.closest("input, textarea, select")) return;
+    // Keys typed into a field are the field's; while the stage fills in Link, its arrow keys still skip ahead.
+    var inField = event.target.closest && event.target.closest("input, textarea, select");
+    if (inField && !(driver && STORY_KEYS_IN_LINK.indexOf(event.key) >= 0)) return;
     var key = event.key;
     var handled = true;
-    if (key === "ArrowRight" || key === " " || key === "PageDown") submit(find('[data-stage-form="next"]'));
+    if (key === "ArrowRight" || key === " " || key === "PageDown") advance();
     else if (key === "ArrowLeft" || key === "PageUp") follow(find('[data-stage-link="back"]'));
     else if (key === "Enter" && find('[data-stage-form="retry"]')) submit(find('[data-stage-form="retry"]'));
-    else if (key === "r") submit(find('[data-stage-form="restart"]'));
+    else if (key === "r") restart();
     else if (key === "f") toggleFullscreen();
     else if (key === "h") document.documentElement.classList.toggle("presenting");
     else if (key === "s" && find("[data-summary]")) window.location.href = find("[data-summary]").href;
@@ -198,6 +643,7 @@
 
   document.addEventListener("keydown", onKey);
 
+  if (stage() && stage().dataset.url) window.history.replaceState(null, "", withSpeed(window.location.href));
   afterRender();
   document.documentElement.dataset.stageReady = "1";
 })();

@@ -21,6 +21,7 @@ class Brand:
     color: str
     theme: str
     profile: str = ""  # the saved profile's slug, when the brand is one
+    logo: str = ""  # the profile's uploaded logo (its digest, which versions its URL); empty: initials
 
     def args(self) -> dict[str, str]:
         """The query arguments that carry this brand from one stage URL to the next (defaults left out)."""

@@ -1,7 +1,9 @@
 """Demo profiles: a prospect's brand and chosen stories, saved for a short URL (`/p/<slug>`).
 
 A profile belongs to no workspace: restarting a story replaces the stage's workspace, and a sales engineer
-prepares the profile in one session and presents from another.
+prepares the profile in one session and presents from another. Who may change it is decided by its edit
+secret (only its hash is kept): the creating browser holds the profile in its signed session, and the
+private edit link (`/p/<slug>/edit/<secret>`) lets another browser in (see console.presenter.profiles).
 """
 
 from __future__ import annotations
@@ -9,8 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import LargeBinary, String
+from sqlalchemy.orm import Mapped, deferred, mapped_column
 
 from console.core.base import IdMixin
 from console.core.timeutil import utcnow
@@ -27,4 +29,13 @@ class PresenterProfile(IdMixin, db.Model):
     theme: Mapped[str] = mapped_column(String(8))
     # Story keys to offer, in order; empty offers every story.
     stories: Mapped[list[Any]] = mapped_column(default=list)
+    # Edited captions: {story key: {step number (text): caption}}; a step not named keeps the story's own.
+    captions: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    # sha256 of the edit secret; None for profiles saved before editing existed (nobody can edit those).
+    edit_secret_hash: Mapped[str | None] = mapped_column(String(64))
+    # The uploaded logo (PNG or JPEG, checked on upload), loaded only when served.
+    logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary))
+    logo_type: Mapped[str | None] = mapped_column(String(16))
+    logo_digest: Mapped[str | None] = mapped_column(String(16))  # names the logo's version in its URL
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from flask import Blueprint, g, render_template, request
+from flask import Blueprint, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
 
 from console.core.errors import ServiceError, ValidationFailed
@@ -20,6 +20,8 @@ bp = Blueprint("console", __name__)
 NO_WORKSPACE_ENDPOINTS = {"console.inbox_receive"}
 # Actions that handle a missing workspace themselves (reset would otherwise create one to delete it).
 NO_CREATE_ENDPOINTS = {"console.reset_workspace", "console.present_restart"}
+# Forms whose view checks its own fields for NUL and names them on the page (query and path still checked here).
+FORM_CHECKED_BY_VIEW: set[str] = set()
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 
 NAV = (
@@ -53,7 +55,8 @@ def _refuse_nul_parameters() -> None:
     """The shared NUL check over query, path and form parameters (not the inbox: it reads raw bodies)."""
     if request.endpoint in NO_WORKSPACE_ENDPOINTS:
         return
-    errors = nul_fields(request.args, request.view_args, request.form)
+    form = None if request.endpoint in FORM_CHECKED_BY_VIEW else request.form
+    errors = nul_fields(request.args, request.view_args, form)
     if errors:
         raise ValidationFailed(errors)
 
@@ -105,6 +108,13 @@ def _refused(error: ServiceError):
     message = "; ".join(f"{f.name} {f.message}" for f in error.fields) or error.message
     title = "Not found" if error.status_code == 404 else "Request refused"
     return render_template("console/error.html", title=title, message=message), error.status_code
+
+
+@bp.errorhandler(413)
+def _too_large(error):
+    limit = (current_app.config.get("MAX_CONTENT_LENGTH") or 0) // 1024
+    message = f"The request is larger than this server accepts ({limit:,} KB)."
+    return render_template("console/error.html", title="Request refused", message=message), 413
 
 
 @bp.errorhandler(CSRFError)

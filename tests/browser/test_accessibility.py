@@ -17,6 +17,7 @@ import pytest
 
 from console.extensions import db
 from console.world.seed_data import PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
+from tests import images
 from tests.browser.linkui import search_and_choose
 from tests.browser.test_console_walkthrough import LINK_FRAME, create_token, start, with_worker
 
@@ -40,8 +41,9 @@ FRAGMENTS = {
     "console.present_backend",
     "console.training_grid_live",
     "console.training_me_live",
-    # Not HTML: the trainer's CSV download.
+    # Not HTML: the trainer's CSV download, a presenter profile's logo.
     "console.training_export",
+    "console.profile_logo",
 }
 
 
@@ -182,12 +184,15 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
         cohort, secret = cohorts.create_cohort("Accessibility class", list(KEYS))
         member, _workspace = cohorts.join(cohort, "Ada")
         story = all_stories()[0][0].key
-        profile = profiles.create(brand.Brand("Acme Lending", "AL", "#1d4ed8", "light"), [story])
+        profile, edit_secret = profiles.create(brand.Brand("Acme Lending", "AL", "#1d4ed8", "light"), [story])
+        profiles.set_logo(profile, images.png(32, 32))
         db.session.commit()
         ids = {"cohort": str(cohort.id), "member": str(member.id), "token": cohort.join_token}
         slug = profile.slug
     unlock = f"/training/{ids['cohort']}/trainer/{secret}"
     page.goto(live.url + unlock)  # the trainer's session may now open the grid
+    profile_unlock = f"/p/{slug}/edit/{edit_secret}"
+    page.goto(live.url + profile_unlock)  # and the profile's edit page
     training = {
         "console.training_unlock": unlock,
         "console.training_grid": f"/training/{ids['cohort']}",
@@ -195,9 +200,12 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
         "console.training_join": f"/training/join/{ids['token']}",
     }
     presenter = {
-        "console.present_stage": f"/present/{story}",
+        "console.present": f"/present?profile={slug}",  # with the profile's logo and its edit and delete
+        "console.present_stage": f"/present/{story}?profile={slug}",
         "console.present_summary": f"/present/{story}/summary",
         "console.present_profile": f"/p/{slug}",
+        "console.unlock_profile": profile_unlock,
+        "console.edit_profile": f"/present/profiles/{slug}/edit",
     }
     return training, presenter
 

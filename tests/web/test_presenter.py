@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+import html
+import io
 import json
 import re
 import uuid
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from console.extensions import db
 from console.jobs.models import Job
-from console.presenter import actions, stories
+from console.presenter import actions, drive, profiles, stories
 from console.presenter.brand import DEFAULT_COLOR, from_args
+from console.presenter.models import PresenterProfile
 from console.web import inbox
 from console.web.models import ConsoleRequest
 from console.webhooks.worker import deliver_due
 from console.workspaces.models import Workspace
+from console.world.seed_data import PLATFORM_IDS
+from tests import images
 
 SHIPPED = [
     "10-standard-switch",
@@ -382,13 +387,25 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
     assert visitor.get("/present/nope/summary").status_code == 404
 
 
+def save_profile(visitor, **form) -> tuple[str, str]:
+    """Save a profile from the start page; return its slug and its private edit link (shown once)."""
+    response = visitor.post("/present/profiles", {"brand": "Acme Bank", **form})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    text = response.get_data(as_text=True)
+    slug = re.search(r'href="/p/([a-z2-7]{8})" data-short-url', text).group(1)
+    edit_link = re.search(r'<code id="edit-link">([^<]+)</code>', text).group(1)
+    return slug, edit_link
+
+
 def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor, other_visitor):
     form = {"brand": "Acme Bank", "initials": "AK", "color": "#aa0011", "theme": "dark"}
     form["stories"] = ["30-federal-benefits", "10-standard-switch", "no-such-story"]
     response = visitor.post("/present/profiles", form)
-    assert response.status_code == 303
-    short = response.headers["Location"]
-    assert re.fullmatch(r"/p/[a-z2-7]{8}", short)
+    assert response.status_code == 200
+    text = response.get_data(as_text=True)
+    short = re.search(r'href="(/p/[a-z2-7]{8})" data-short-url', text).group(1)
+    assert f'<code id="short-link">http://127.0.0.1:5000{short}</code>' in text
+    assert re.search(rf'<code id="edit-link">http://127.0.0.1:5000{short}/edit/[\w-]{{32}}</code>', text)
     slug = short.rsplit("/", 1)[1]
     # Anyone with the link (another session, on the day of the call) gets the prepared demo.
     landing = other_visitor.get(short)
@@ -397,6 +414,9 @@ def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor
     offered = re.findall(r'<li data-story="([^"]+)"', page)
     assert offered == ["30-federal-benefits", "10-standard-switch"]
     assert f"/present/30-federal-benefits?profile={slug}" in page and short in page
+    # ... but only the saving browser may change it.
+    assert "data-profile-actions" not in page and "Only the browser that saved this profile" in page
+    assert "data-profile-actions" in visitor.get(f"/present?profile={slug}").get_data(as_text=True)
     stage = other_visitor.get(f"/present/30-federal-benefits?profile={slug}").get_data(as_text=True)
     assert 'data-brand-color="#aa0011"' in stage and 'data-theme="dark"' in stage
     assert '<span class="app-logo" aria-hidden="true">AK</span>' in stage
@@ -406,3 +426,205 @@ def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor
     assert "Northwind Lending" in other_visitor.get("/present/10-standard-switch?profile=nope").get_data(
         as_text=True
     )
+
+
+def test_only_the_saving_browser_or_the_edit_link_may_change_a_profile(app, visitor, other_visitor):
+    slug, edit_link = save_profile(visitor)
+    assert visitor.get(f"/present/profiles/{slug}/edit").status_code == 200
+    assert f'data-my-profile="{slug}"' in visitor.get("/present").get_data(as_text=True)
+    # Another browser: every edit page and action answers 404, as for a profile that does not exist.
+    for method, url in [
+        ("get", f"/present/profiles/{slug}/edit"),
+        ("post", f"/present/profiles/{slug}"),
+        ("post", f"/present/profiles/{slug}/logo"),
+        ("post", f"/present/profiles/{slug}/logo/delete"),
+        ("post", f"/present/profiles/{slug}/delete"),
+    ]:
+        assert getattr(other_visitor, method)(url).status_code == 404, url
+    assert other_visitor.get(f"/p/{slug}/edit/not-the-secret").status_code == 404
+    with app.app_context():
+        assert profiles.get(slug) is not None
+    # The private edit link lets the other browser in.
+    path = edit_link.split("127.0.0.1:5000", 1)[1]
+    response = other_visitor.get(path)
+    assert response.status_code == 302 and response.headers["Location"] == f"/present/profiles/{slug}/edit"
+    assert other_visitor.get(f"/present/profiles/{slug}/edit").status_code == 200
+    assert other_visitor.post(f"/present/profiles/{slug}", {"brand": "Other Bank"}).status_code == 303
+    with app.app_context():
+        assert profiles.get(slug).name == "Other Bank"
+
+
+def test_edited_captions_show_on_the_stage_and_in_the_summary(app, visitor, other_visitor):
+    slug, _ = save_profile(visitor, stories=["10-standard-switch"])
+    key = "10-standard-switch"
+    with app.app_context():
+        story = stories.get(key)
+    form = {
+        "brand": "Acme Bank",
+        "stories": [key],
+        f"caption-{key}-1": "  Welcome to   {brand}: your paycheck, two days early. ",
+        f"caption-{key}-2": story.steps[1].caption,  # unchanged: not stored
+        f"caption-{key}-3": "",  # blank: the story's own
+        "caption-30-federal-benefits-1": "{brand} pays benefits too.",  # a story not offered keeps its edit
+    }
+    response = visitor.post(f"/present/profiles/{slug}", form)
+    assert response.status_code == 303 and response.headers["Location"] == f"/present/profiles/{slug}/edit"
+    with app.app_context():
+        profile = profiles.get(slug)
+        assert profile.captions == {
+            key: {"1": "Welcome to {brand}: your paycheck, two days early."},
+            "30-federal-benefits": {"1": "{brand} pays benefits too."},
+        }
+        assert profile.stories == [key]
+    edit = visitor.get(f"/present/profiles/{slug}/edit").get_data(as_text=True)
+    assert "Edited. The story's own:" in edit and "Profile for Acme Bank saved." in edit
+    # Anyone presenting the profile sees the edited caption, the prospect's name filled in.
+    stage = other_visitor.get(f"/present/{key}?step=1&profile={slug}").get_data(as_text=True)
+    assert "Welcome to Acme Bank: your paycheck, two days early." in stage
+    step2 = other_visitor.get(f"/present/{key}?step=2&profile={slug}").get_data(as_text=True)
+    assert story.steps[1].caption.replace("{brand}", "Acme Bank").replace("'", "&#39;") in step2
+    summary = other_visitor.get(f"/present/{key}/summary?profile={slug}").get_data(as_text=True)
+    assert "Welcome to Acme Bank: your paycheck, two days early." in summary
+    # Without the profile, the story's own caption.
+    assert "Welcome to" not in other_visitor.get(f"/present/{key}?step=1").get_data(as_text=True)
+
+
+def test_a_caption_too_long_or_with_a_nul_is_named_on_the_form_and_nothing_is_saved(app, visitor):
+    slug, _ = save_profile(visitor)
+    key = "10-standard-switch"
+    long = visitor.post(f"/present/profiles/{slug}", {"brand": "Renamed", f"caption-{key}-2": "x" * 401})
+    text = long.get_data(as_text=True)
+    assert long.status_code == 400
+    assert "Nothing was saved." in text
+    assert (
+        f'<a href="#caption-{key}-2">Standard switch, step 2</a>: is 401 characters long; at most 400' in text
+    )
+    assert f'id="caption-{key}-2-error"' in text and 'aria-invalid="true"' in text
+    nul = visitor.post(f"/present/profiles/{slug}", {f"caption-{key}-4": "a\x00b"})
+    assert nul.status_code == 400
+    assert "Standard switch, step 4</a>: must not contain NUL" in nul.get_data(as_text=True)
+    named = visitor.post(f"/present/profiles/{slug}", {"brand": "Bad\x00Name"})
+    assert named.status_code == 400 and "Company name</a>: must not contain NUL" in named.get_data(
+        as_text=True
+    )
+    with app.app_context():
+        profile = profiles.get(slug)
+        assert (profile.name, profile.captions) == ("Acme Bank", {})
+
+
+def upload(visitor, slug: str, data: bytes, name: str = "logo.png"):
+    return visitor.post(f"/present/profiles/{slug}/logo", {"logo": (io.BytesIO(data), name)})
+
+
+def test_a_png_or_jpeg_logo_is_kept_served_with_its_type_and_shown_in_the_phone(app, visitor, other_visitor):
+    slug, _ = save_profile(visitor, initials="AB")
+    logo = images.png(32, 32)
+    response = upload(visitor, slug, logo)
+    assert response.status_code == 303
+    with app.app_context():
+        digest = profiles.get(slug).logo_digest
+    served = other_visitor.client.get(f"/p/{slug}/logo?v={digest}")
+    assert served.status_code == 200 and served.data == logo
+    assert served.mimetype == "image/png"
+    assert served.headers["X-Content-Type-Options"] == "nosniff"
+    assert "max-age=86400" in served.headers["Cache-Control"]
+    assert (
+        other_visitor.client.get(f"/p/{slug}/logo", headers={"If-None-Match": f'"{digest}"'}).status_code
+        == 304
+    )
+    stage = other_visitor.get(f"/present/10-standard-switch?profile={slug}").get_data(as_text=True)
+    assert f'<img class="app-logo app-logo-img" src="/p/{slug}/logo?v={digest}" alt="">' in stage
+    assert '<span class="app-logo"' not in stage
+    # A JPEG replaces it.
+    assert upload(visitor, slug, images.jpeg(), "logo.jpg").status_code == 303
+    assert other_visitor.client.get(f"/p/{slug}/logo").mimetype == "image/jpeg"
+    # Removed: the initials again, and no logo to serve.
+    assert visitor.post(f"/present/profiles/{slug}/logo/delete").status_code == 303
+    assert other_visitor.get(f"/p/{slug}/logo").status_code == 404
+    stage = other_visitor.get(f"/present/10-standard-switch?profile={slug}").get_data(as_text=True)
+    assert '<span class="app-logo" aria-hidden="true">AB</span>' in stage
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "problem"),
+    [
+        (
+            images.SVG,
+            "logo.svg",
+            "it must be a PNG or JPEG image (other formats, SVG included, are refused).",
+        ),
+        (images.GIF, "logo.gif", "it must be a PNG or JPEG image"),
+        (b"", "empty.png", "choose a PNG or JPEG file."),
+        (images.png()[:20], "cut.png", "starts like a PNG image but cannot be read as one"),
+        (b"\xff\xd8\xff\xd9", "cut.jpg", "starts like a JPEG image but cannot be read as one"),
+        (images.png(5000, 10, pixels=False), "wide.png", "5000 by 10 pixels; at most 2048 by 2048"),
+        (images.png() + b"\x00" * (256 * 1024), "big.png", "a logo may be at most 256 KB"),
+    ],
+)
+def test_a_bad_logo_is_refused_with_a_reason_on_the_page(app, visitor, data, name, problem):
+    slug, _ = save_profile(visitor)
+    response = upload(visitor, slug, data, name)
+    text = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert 'id="logo-error"' in text and problem in text
+    with app.app_context():
+        assert profiles.get(slug).logo_digest is None
+
+
+def test_an_upload_over_the_request_limit_is_refused_with_a_page(app, visitor):
+    slug, _ = save_profile(visitor)
+    body = b'--x\r\nContent-Disposition: form-data; name="logo"; filename="big.png"\r\n\r\n'
+    body += images.png() + b"\x00" * (1024 * 1024) + b"\r\n--x--\r\n"
+    response = visitor.client.post(
+        f"/present/profiles/{slug}/logo", data=body, content_type="multipart/form-data; boundary=x"
+    )
+    assert response.status_code == 413
+    assert "larger than this server accepts (1,024 KB)" in response.get_data(as_text=True)
+
+
+def test_a_deleted_profile_is_gone_with_its_short_link_and_logo(app, visitor):
+    slug, _ = save_profile(visitor)
+    assert upload(visitor, slug, images.png()).status_code == 303
+    response = visitor.post(f"/present/profiles/{slug}/delete")
+    assert response.status_code == 303 and response.headers["Location"] == "/present"
+    page = visitor.get("/present").get_data(as_text=True)
+    assert "Profile for Acme Bank deleted" in page and f'data-my-profile="{slug}"' not in page
+    assert visitor.get(f"/p/{slug}").status_code == 404
+    assert visitor.get(f"/p/{slug}/logo").status_code == 404
+    assert visitor.get(f"/present/profiles/{slug}/edit").status_code == 404
+
+
+def test_the_number_of_profiles_is_capped(app, visitor):
+    app.config["PRESENTER_MAX_PROFILES"] = 2
+    save_profile(visitor)
+    save_profile(visitor)
+    response = visitor.post("/present/profiles", {"brand": "Third"})
+    assert response.status_code == 409
+    assert "already keeps 2 demo profiles, its limit" in response.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(PresenterProfile)) == 2
+
+
+def test_the_stage_hands_the_next_complete_link_step_its_scenario_answers(app, visitor):
+    key = "10-standard-switch"
+    page = visitor.get(f"/present/{key}?step=3").get_data(as_text=True)
+    plan = json.loads(html.unescape(re.search(r"data-drive='([^']+)'", page).group(1)))
+    assert plan["scenario"] == "user_good"
+    assert plan["search"] == {"text": "Paycrest", "kind": "platform", "id": str(PLATFORM_IDS["paycrest"])}
+    assert plan["completion"]["credentials"] == {"username": "user_good", "password": "pass_good"}
+    # Only a complete_link step gets a plan.
+    assert "data-drive=" not in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
+    federal = visitor.get("/present/30-federal-benefits?step=2").get_data(as_text=True)
+    plan = json.loads(html.unescape(re.search(r"data-drive='([^']+)'", federal).group(1)))
+    assert plan["completion"]["federal"]["social_security_number"] == "900000001"
+
+
+def test_every_shipped_complete_link_step_has_a_plan(app):
+    with app.app_context():
+        for story in stories.all_stories()[0]:
+            for step in story.steps:
+                if step.action == "complete_link":
+                    plan = drive.plan(step)
+                    assert plan and plan["completion"], (story.key, step)
+                    if "platform_id" in plan["completion"] or "program_id" in plan["completion"]:
+                        assert plan["search"]["text"], (story.key, step)

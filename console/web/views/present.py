@@ -3,25 +3,47 @@
 Left, the prospect's branded app in a phone (Link opens inside it through the real SDK); right, what
 the app's backend sees (webhooks, the job's timeline, its API calls), live. A step's action runs on
 POST; the stage for step N is a plain GET, so going back shows a caption again without redoing it.
+
+Profiles (`/p/<slug>`) may be presented by anyone with the link and changed only by a browser that holds
+the profile in its signed session: the one that saved it, or one that opened its private edit link
+(`/p/<slug>/edit/<secret>`), as trainers unlock a cohort. Other sessions get 404 from the edit pages.
 """
 
 from __future__ import annotations
 
 import logging
 
-from flask import abort, g, redirect, render_template, request, url_for
+from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
+from werkzeug.exceptions import RequestEntityTooLarge
 
-from console.core.errors import ServiceError
+from console.core.errors import FieldError, ServiceError, ValidationFailed
+from console.core.params import nul_fields
 from console.extensions import db
 from console.modes import SANDBOX
-from console.presenter import actions, brand, profiles, stories
+from console.presenter import actions, brand, drive, profiles, stories
 from console.web import inbox, linkguide, linktokens, live, requestlog, timeline
-from console.web.blueprint import bp
+from console.web.apiclient import api_root
+from console.web.blueprint import FORM_CHECKED_BY_VIEW, NO_CREATE_ENDPOINTS, bp
 from console.web.workspace_session import has_workspace, reset_workspace
 
 log = logging.getLogger(__name__)
 BACKEND_ROWS = 6
 SUMMARY_ROWS = 100
+EDITOR_KEY = "presenter_profiles"
+# A sales engineer prepares a handful of demos from one browser; the session cookie stays small.
+MAX_EDITED_PROFILES = 20
+# Profiles need no visitor workspace; the edit form and the logo upload check their own fields for NUL, so
+# the page can say which caption holds one instead of refusing the whole request.
+NO_CREATE_ENDPOINTS.update(
+    {
+        "console.save_profile",
+        "console.update_profile",
+        "console.upload_profile_logo",
+        "console.remove_profile_logo",
+        "console.delete_profile",
+    }
+)
+FORM_CHECKED_BY_VIEW.update({"console.update_profile", "console.upload_profile_logo"})
 
 
 def _profile():
@@ -29,9 +51,46 @@ def _profile():
     return profiles.get(slug) if slug else None
 
 
-def _brand() -> brand.Brand:
+def _edited() -> list[str]:
+    """The slugs of the profiles this browser may change."""
+    return list(session.get(EDITOR_KEY) or [])
+
+
+def _unlock(slug: str) -> None:
+    slugs = [s for s in _edited() if s != slug] + [slug]
+    session[EDITOR_KEY] = slugs[-MAX_EDITED_PROFILES:]
+
+
+def _forget(slug: str) -> None:
+    session[EDITOR_KEY] = [s for s in _edited() if s != slug]
+
+
+def _may_edit(profile) -> bool:
+    return profile is not None and profile.slug in _edited()
+
+
+def _editable_or_404(slug: str):
+    """The profile, for a session that may change it; 404 otherwise (whether or not it exists)."""
+    profile = profiles.get(slug)
+    if not _may_edit(profile):
+        abort(404)
+    return profile
+
+
+def _my_profiles() -> list:
+    found = (profiles.get(slug) for slug in reversed(_edited()))
+    return [p for p in found if p is not None]
+
+
+def _caption(story: stories.Story, number: int, mark: brand.Brand, profile=None) -> str:
+    """Step `number`'s caption on this stage (the profile's edit, if any), the prospect's name filled in."""
+    text = profiles.caption(profile, story, number) if number else story.summary
+    return text.replace("{brand}", mark.name)
+
+
+def _brand(profile=None) -> brand.Brand:
     """The stage's brand: a saved profile's (`?profile=<slug>`), else the one the URL spells out."""
-    profile = _profile()
+    profile = profile or _profile()
     return profiles.brand_of(profile) if profile else brand.from_args(request.values)
 
 
@@ -59,7 +118,8 @@ def backend_context() -> dict:
 
 def _stage(story: stories.Story, number: int, *, failure: dict | None = None, status: int = 200):
     workspace = g.console_workspace
-    mark = _brand()
+    profile = _profile()
+    mark = _brand(profile)
     number = max(0, min(number, len(story.steps)))
     step = story.steps[number - 1] if number else None
     kept = linktokens.newest(workspace.id) if has_workspace() else None
@@ -67,13 +127,15 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
     # The phone's button opens Link with the newest token while it is unused (the presenter's own hands).
     unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
     opens = step is not None and step.action == "open_link" and request.args.get("open") == "1"
+    next_step = story.steps[number] if number < len(story.steps) else None
     return render_template(
         "console/present.html",
         story=story,
         number=number,
         step=step,
-        caption=(step.caption if step else story.summary).replace("{brand}", mark.name),
-        next_step=story.steps[number] if number < len(story.steps) else None,
+        caption=_caption(story, number, mark, profile),
+        next_step=next_step,
+        drive_plan=drive.plan(next_step),
         brand=mark,
         brand_args=mark.args(),
         failure=failure,
@@ -87,29 +149,166 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
 def present_index():
     good, broken = stories.all_stories()
     profile = _profile()
-    if profile is not None and profile.stories:
-        by_key = {s.key: s for s in good}
-        good = [by_key[k] for k in profile.stories if k in by_key]
-    mark = _brand()
+    mark = _brand(profile)
     return render_template(
         "console/present_index.html",
-        stories=good,
+        stories=profiles.offered(profile, good),
         broken=broken,
         brand=mark,
         brand_args=mark.args(),
         profile=profile,
-        short_url=url_for("console.present_profile", slug=profile.slug, _external=False) if profile else None,
+        may_edit=_may_edit(profile),
+        my_profiles=_my_profiles(),
+        short_url=url_for("console.present_profile", slug=profile.slug) if profile else None,
     )
 
 
 @bp.post("/present/profiles")
 def save_profile():
-    """Save the brand and chosen stories as a profile; answer with its short URL."""
+    """Save the brand and chosen stories as a profile: its short URL, and the private edit link once."""
     known = {s.key for s in stories.all_stories()[0]}
     chosen = [k for k in request.form.getlist("stories") if k in known]
-    profile = profiles.create(brand.from_args(request.form), chosen)
+    profile, secret = profiles.create(brand.from_args(request.form), chosen)
     db.session.commit()
-    return redirect(url_for("console.present_profile", slug=profile.slug), code=303)
+    _unlock(profile.slug)
+    root = api_root()
+    return render_template(
+        "console/present_profile_saved.html",
+        profile=profile,
+        short_link=root + url_for("console.present_profile", slug=profile.slug),
+        edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
+    )
+
+
+@bp.get("/p/<slug>/edit/<secret>")
+def unlock_profile(slug: str, secret: str):
+    """The private edit link: this browser may change the profile from now on."""
+    profile = profiles.get(slug)
+    if profile is None or not profiles.secret_matches(profile, secret):
+        abort(404)
+    _unlock(profile.slug)
+    return redirect(url_for("console.edit_profile", slug=profile.slug))
+
+
+def _edit_page(profile, *, errors: dict[str, str] | None = None, form=None, status: int = 200):
+    good = stories.all_stories()[0]
+    chosen = set(profile.stories or [])
+    return render_template(
+        "console/present_profile_edit.html",
+        profile=profile,
+        brand=profiles.brand_of(profile),
+        stories=good,
+        chosen=chosen,
+        offered=profiles.offered(profile, good),
+        caption_of=lambda story, number: profiles.caption(profile, story, number),
+        caption_field=profiles.caption_field,
+        errors=errors or {},
+        error_labels={
+            "logo": "The logo",
+            "brand": "Company name",
+            "initials": "Initials",
+            **{
+                profiles.caption_field(s.key, n): f"{s.title}, step {n}"
+                for s in good
+                for n in range(1, len(s.steps) + 1)
+            },
+        },
+        form=form,
+        logo_max_kb=profiles.LOGO_MAX_BYTES // 1024,
+        logo_max_side=profiles.LOGO_MAX_SIDE,
+        max_caption=stories.MAX_CAPTION,
+        short_url=url_for("console.present_profile", slug=profile.slug),
+    ), status
+
+
+@bp.get("/present/profiles/<slug>/edit")
+def edit_profile(slug: str):
+    return _edit_page(_editable_or_404(slug))
+
+
+@bp.post("/present/profiles/<slug>")
+def update_profile(slug: str):
+    """Save the edit form: brand, stories to offer, edited captions; a bad caption is named on the form."""
+    profile = _editable_or_404(slug)
+    errors = {f.name: f.message for f in nul_fields(request.form)}
+    if not errors:
+        try:
+            profiles.update(
+                profile,
+                brand.from_args(request.form),
+                request.form.getlist("stories"),
+                {k: v for k, v in request.form.items() if k.startswith("caption-")},
+                stories.all_stories()[0],
+            )
+        except ValidationFailed as exc:
+            errors = {f.name: f.message for f in exc.fields}
+    if errors:
+        db.session.rollback()
+        return _edit_page(profile, errors=errors, form=request.form, status=400)
+    db.session.commit()
+    flash(f"Profile for {profile.name} saved.", "ok")
+    return redirect(url_for("console.edit_profile", slug=profile.slug), code=303)
+
+
+@bp.post("/present/profiles/<slug>/logo")
+def upload_profile_logo(slug: str):
+    """Store an uploaded PNG or JPEG logo (256 KB at most); a refused file is explained on the form."""
+    profile = _editable_or_404(slug)
+    try:
+        upload = request.files.get("logo")
+        data = upload.read(profiles.LOGO_MAX_BYTES + 1) if upload else b""
+        problems = nul_fields(request.form)
+    except RequestEntityTooLarge:
+        data, problems = b"", []
+        problems.append(FieldError("logo", f"the file is larger than {profiles.LOGO_MAX_BYTES // 1024} KB."))
+    if not problems:
+        try:
+            profiles.set_logo(profile, data)
+        except ValidationFailed as exc:
+            problems = exc.fields
+    if problems:
+        db.session.rollback()
+        return _edit_page(profile, errors={"logo": problems[0].message}, status=400)
+    db.session.commit()
+    flash("Logo saved: it replaces the initials in the phone.", "ok")
+    return redirect(url_for("console.edit_profile", slug=profile.slug), code=303)
+
+
+@bp.post("/present/profiles/<slug>/logo/delete")
+def remove_profile_logo(slug: str):
+    profile = _editable_or_404(slug)
+    profiles.remove_logo(profile)
+    db.session.commit()
+    flash("Logo removed: the phone shows the initials again.", "ok")
+    return redirect(url_for("console.edit_profile", slug=profile.slug), code=303)
+
+
+@bp.post("/present/profiles/<slug>/delete")
+def delete_profile(slug: str):
+    """Delete the profile: its short link answers 404 from now on."""
+    profile = _editable_or_404(slug)
+    name = profile.name
+    profiles.delete(profile)
+    db.session.commit()
+    _forget(slug)
+    flash(f"Profile for {name} deleted; its short link no longer works.", "ok")
+    return redirect(url_for("console.present"), code=303)
+
+
+@bp.get("/p/<slug>/logo")
+def profile_logo(slug: str):
+    """A profile's uploaded logo, with its own content type (PNG or JPEG, checked on upload), never sniffed."""
+    profile = profiles.get(slug)
+    if profile is None or not profile.logo_digest:
+        abort(404)
+    response = Response(profile.logo, mimetype=profile.logo_type)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Disposition"] = "inline"
+    # The URL names the logo's version (?v=digest): that one never changes; anything else is checked each time.
+    versioned = request.args.get("v") == profile.logo_digest
+    response.headers["Cache-Control"] = "public, max-age=86400" if versioned else "no-cache"
+    response.set_etag(profile.logo_digest)
+    return response.make_conditional(request)
 
 
 @bp.get("/p/<slug>")
@@ -164,7 +363,7 @@ def present_step(key: str, number: int):
     db.session.rollback()
     failure = {
         "number": number,
-        "caption": step.caption.replace("{brand}", _brand().name),
+        "caption": _caption(story, number, _brand(), _profile()),
         "message": message,
     }
     return _stage(story, number - 1, failure=failure, status=422)
@@ -183,13 +382,14 @@ def present_summary(key: str):
     """A one-page summary of this run for the follow-up email (the browser prints it to PDF)."""
     story = _story_or_404(key)
     workspace = g.console_workspace
-    mark = _brand()
+    profile = _profile()
+    mark = _brand(profile)
     return render_template(
         "console/present_summary.html",
         story=story,
         brand=mark,
         brand_args=mark.args(),
-        captions=[s.caption.replace("{brand}", mark.name) for s in story.steps],
+        captions=[_caption(story, n, mark, profile) for n in range(1, len(story.steps) + 1)],
         messages=list(reversed(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)),
         calls=list(reversed(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)),
     )
