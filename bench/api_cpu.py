@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -68,7 +67,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--requests", type=int, default=4000, help="measured requests per endpoint")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench-api-cpu-") as tmp:
-        os.environ["CONSOLE_INSTANCE_DIR"] = tmp
         url = f"sqlite:///{Path(tmp) / 'console.db'}"
         data = seed(url, keys=300, jobs=args.jobs, jobs_per_token=10)
         from console import create_app

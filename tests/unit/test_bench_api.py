@@ -50,3 +50,13 @@ def test_wrk_counts_2xx_and_the_rest_separately(tmp_path):
         server.stop()
     assert ok.rps > 0 and ok.non_2xx == 0 and ok.detail["n2xx"] == ok.detail["requests"]
     assert bad.rps == 0 and bad.non_2xx == bad.detail["n4xx"] == bad.detail["requests"] > 0
+
+
+def test_the_in_process_cpu_benchmark_runs_both_requests_and_reports_each(capsys, monkeypatch):
+    from bench import api_cpu
+
+    monkeypatch.setattr(api_cpu, "SLICES", 2)
+    assert api_cpu.main(["--jobs", "200", "--requests", "40"]) == 0
+    out = capsys.readouterr().out
+    assert "GET /sandbox/v1/jobs?link_token_id=" in out and "POST /sandbox/v1/link_tokens" in out
+    assert out.count(" ms (") == 2  # each answered 2xx throughout, or main raises
