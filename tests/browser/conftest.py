@@ -74,12 +74,14 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
         try:
-            requests.get(url + "/v1/openapi.json", timeout=1)
+            # The first request builds the OpenAPI document: on a busy machine it took over 1 s (a read
+            # timeout, not a refused connection), so wait for either.
+            requests.get(url + "/v1/openapi.json", timeout=5)
             break
-        except requests.ConnectionError:
+        except requests.RequestException:
             time.sleep(0.05)
     try:
         yield LiveServer(url, app)
