@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
-from sqlalchemy import insert, inspect
+from sqlalchemy import Table, insert, inspect
 from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 
+from console.core.direct import Direct
 from console.extensions import db
 
 
@@ -16,11 +18,11 @@ def insert_now(*objects: Any) -> None:
     Why: at commit, the unit of work spent ~0.3 ms of Python on a Link token and its expiry task, and on
     SQLite all of it inside the write lock, which every other writer waits for; a Core INSERT of the same
     values costs a fraction of that. The objects end up as if queried (persistent, nothing to flush), so
-    callers use them as before. Column defaults an object did not set are applied by the INSERT and read
-    from the database if the attribute is used.
+    callers use them as before. Column defaults an object did not set are computed for the INSERT (as
+    SQLAlchemy would) and set on the object.
     """
     session = db.session
-    connection = session.connection()  # Core straight on the session's connection: no ORM execution layer
+    connection = session.connection()  # straight on the session's connection: no ORM execution layer
     for obj in objects:
         mapper = inspect(obj).mapper
         values = {
@@ -28,9 +30,17 @@ def insert_now(*objects: Any) -> None:
             for prop in mapper.column_attrs
             if prop.key in obj.__dict__
         }
-        connection.execute(insert(mapper.local_table), values)
+        filled = _direct_insert(mapper.local_table, tuple(values)).write(connection, values)
+        for column_key, value in filled.items():  # defaults the INSERT applied: known, not reloaded
+            prop = mapper.get_property_by_column(mapper.local_table.c[column_key])
+            obj.__dict__[prop.key] = value
         make_transient_to_detached(obj)
         session.add(obj)
+
+
+@functools.lru_cache(maxsize=64)
+def _direct_insert(table: Table, column_keys: tuple[str, ...]) -> Direct:
+    return Direct(insert(table), column_keys=column_keys)
 
 
 def loaded(cls: type, values: dict[str, Any]) -> Any:

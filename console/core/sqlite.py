@@ -26,10 +26,11 @@ import logging
 import os
 import threading
 import time
+import weakref
 from typing import Any
 
 from sqlalchemy import event
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ PRAGMAS = (
     "PRAGMA wal_autocheckpoint=10000",
 )
 CHECKPOINT_SECONDS = 1.0
+_gates: weakref.WeakKeyDictionary[Engine, WriteGate] = weakref.WeakKeyDictionary()
 
 
 class FileLock:
@@ -140,6 +142,7 @@ def configure(engine: Engine) -> WriteGate:
     """Install the pragmas and the write gate on a SQLite engine; returns the gate."""
     database = engine.url.database
     gate = WriteGate(BUSY_TIMEOUT_MS / 1000, f"{database}-writelock" if is_file_database(engine) else None)
+    _gates[engine] = gate
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection, _record):
@@ -166,6 +169,17 @@ def configure(engine: Engine) -> WriteGate:
     for name in ("checkin", "invalidate", "soft_invalidate", "close", "close_detached"):
         event.listen(engine.pool, name, _leave)
     return gate
+
+
+def transaction_ended(connection: Connection) -> None:
+    """Hand the write gate back now that `connection`'s transaction has ended (no-op off SQLite).
+
+    For a connection that stays open between transactions, out of the pool (the request log's writer):
+    the pool's checkin, which hands it back for every other connection, never comes.
+    """
+    gate = _gates.get(connection.engine)
+    if gate is not None and not connection.closed:
+        gate.leave(connection.connection.dbapi_connection)
 
 
 def is_file_database(engine: Engine) -> bool:

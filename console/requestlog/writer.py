@@ -18,12 +18,14 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask
 from sqlalchemy import bindparam, insert, or_, select, update
 
+from console.core import sqlite
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.requestlog import capture
@@ -43,6 +45,7 @@ COUNTERS = ("requests", "status_2xx", "status_4xx", "status_5xx", "billable", "u
 STATUS_COUNTERS = {2: "status_2xx", 4: "status_4xx", 5: "status_5xx"}
 
 _writers: weakref.WeakSet[Writer] = weakref.WeakSet()
+_inherited: list[Any] = []  # connections a forked child got from its parent (see `Writer._reset`)
 
 
 class Writer:
@@ -64,6 +67,14 @@ class Writer:
         self._last_written: dict[Any, datetime] = {}  # key id -> last use written by this process
         self._thread: threading.Thread | None = None
         self._closed = False
+        # One connection of its own, kept between flushes (opening a SQLite connection and closing it
+        # again cost more than the inserts: ~15 ms a flush), out of the pool (sized to request threads).
+        if getattr(self, "_conn", None) is not None:
+            _inherited.append(self._conn)  # a parent's connection: never used nor closed in a child
+        self._conn = None
+        self._write_lock = (
+            threading.Lock()
+        )  # the thread and a test's or shutdown's flush share the connection
 
     # The request path -------------------------------------------------------------------------
 
@@ -125,7 +136,8 @@ class Writer:
         if not (rows or usage or last_used):
             return False
         try:
-            self._write(rows, usage, last_used)
+            with self._write_lock:
+                self._write(rows, usage, last_used)
         except Exception:  # the thread must outlive a bad batch; what it held is lost, and said so
             log.warning("Request log: %d rows not written", len(rows), exc_info=True)
         return True
@@ -141,7 +153,7 @@ class Writer:
                 )
                 counts["unlogged"] += 1
             try:
-                with _transaction(engine) as conn:
+                with self._transaction(engine) as conn:
                     _upsert_usage(conn, usage)
                     if last_used:
                         keys = ApiKey.__table__
@@ -172,16 +184,16 @@ class Writer:
                 time.sleep(0)  # yield the GIL to the request threads
             chunk = rows[start : start + INSERT_CHUNK]
             prepared = [capture.prepared(row, self.app.config) for row in chunk]
-            _fill_clock(engine, prepared)
+            _fill_clock(lambda: self._transaction(engine), prepared)
             try:
-                with _transaction(engine) as conn:
+                with self._transaction(engine) as conn:
                     conn.execute(insert(ConsoleRequest.__table__), prepared)
                 continue
             except Exception:
                 log.info("Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True)
             for row, values in zip(chunk, prepared, strict=True):
                 try:
-                    with _transaction(engine) as conn:
+                    with self._transaction(engine) as conn:
                         conn.execute(insert(ConsoleRequest.__table__), [values])
                 except Exception:
                     unwritten.append(row)
@@ -196,22 +208,37 @@ class Writer:
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
         self.flush()
+        with self._write_lock:
+            self._drop_connection()
+
+    @contextlib.contextmanager
+    def _transaction(self, engine):
+        """A transaction on the writer's own connection (opened on first use, reopened after a failure)."""
+        if self._conn is None:
+            conn = engine.connect()
+            conn.detach()  # not the pool's: a disposed engine never reopens it behind a test's back
+            self._conn = conn
+        conn = self._conn
+        try:
+            with conn.begin():
+                yield conn
+        except Exception:
+            self._drop_connection()
+            raise
+        finally:
+            if self._conn is conn:
+                sqlite.transaction_ended(conn)
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
 
 
-@contextlib.contextmanager
-def _transaction(engine):
-    """A transaction on a connection of its own, closed afterwards rather than kept in the pool.
-
-    The writer runs about once a second: it holds no pooled connection between flushes (the pool is sized
-    to the request threads), and one a test or shutdown has disposed of is never reopened behind its back.
-    """
-    with engine.connect() as conn:
-        conn.detach()
-        with conn.begin():
-            yield conn
-
-
-def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:
+def _fill_clock(
+    transaction: Callable[[], contextlib.AbstractContextManager], rows: list[dict[str, Any]]
+) -> None:
     """Workspace clock times the hook could not know (the view's commit had expired the workspace).
 
     Read up to a flush interval after the request: a clock advanced in between shows its new time.
@@ -219,7 +246,7 @@ def _fill_clock(engine, rows: list[dict[str, Any]]) -> None:
     missing = {row["workspace_id"] for row in rows if row.get("clock_at") is None}
     if not missing:
         return
-    with _transaction(engine) as conn:
+    with transaction() as conn:
         found = conn.execute(
             select(Workspace.id, Workspace.clock_offset_seconds).where(Workspace.id.in_(missing))
         )

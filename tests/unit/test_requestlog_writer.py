@@ -74,13 +74,13 @@ def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(app, clien
     monkeypatch.setattr(writer_module, "INSERT_CHUNK", 2)
     writer = _writer(app, interval=3600)
     transactions = []
-    real_transaction = writer_module._transaction
+    real_transaction = writer_module.Writer._transaction
 
-    def counting(engine):
+    def counting(self, engine):
         transactions.append(1)
-        return real_transaction(engine)
+        return real_transaction(self, engine)
 
-    monkeypatch.setattr(writer_module, "_transaction", counting)
+    monkeypatch.setattr(writer_module.Writer, "_transaction", counting)
     api = Api(client, workspace.secrets["sandbox"])
     for _ in range(5):
         api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
@@ -91,6 +91,24 @@ def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(app, clien
     assert _usage(app, workspace.key_ids["sandbox"]).unlogged == 1
     # 3 chunks (2 + 2 + 1), the failed one again row by row (2), and the usage transaction.
     assert len(transactions) == 3 + 2 + 1
+
+
+def test_the_writer_keeps_one_connection_and_hands_the_write_gate_back(app, client, workspace):
+    """Flush after flush on the same connection (no open and close each time), never holding the gate."""
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+    connections = []
+    for _ in range(3):
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+        writer.flush()
+        connections.append(writer._conn)
+        gate = app.extensions.get("sqlite_write_gate")
+        if gate is not None:
+            assert gate.holders == {}  # a request's write does not wait behind the writer
+    assert connections[0] is not None and connections.count(connections[0]) == 3
+    assert len(_rows(app, workspace.id)) == 3
+    writer.close()
+    assert writer._conn is None and connections[0].closed
 
 
 def test_a_full_queue_counts_what_it_drops(app, client, workspace):

@@ -1,0 +1,117 @@
+"""`Direct` gives what `Connection.execute` gives (values, defaults, errors, listeners), on every backend."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import bindparam, event, exc, insert, select
+
+from console.core.direct import Direct
+from console.core.timeutil import utcnow
+from console.extensions import db
+from console.jobs.models import Job
+from console.jobs.serializers import JOB_COLUMNS
+from console.keys import secrets as key_secrets
+from console.keys.models import ApiKey
+from console.keys.services import _key_by_hash
+from console.scheduler.models import ScheduledTask
+from tests.factories import new_switch
+
+
+def test_rows_match_connection_execute_for_every_column_type(app, workspace):
+    """UUIDs, datetimes, strings, booleans, floats and NULLs come back converted exactly alike."""
+    statement = _key_by_hash()
+    digest = key_secrets.hash_secret(workspace.secrets["sandbox"])
+    with app.app_context():
+        connection = db.session.connection()
+        expected = connection.execute(statement, {"digest": digest}).all()
+        got = Direct(statement).rows(connection, {"digest": digest})
+        assert len(expected) == 1
+        assert [tuple(row) for row in got] == [tuple(row) for row in expected]
+        assert [type(v) for v in got[0]] == [type(v) for v in expected[0]]
+        assert Direct(statement).first(connection, {"digest": "no-such-hash"}) is None
+
+
+def test_rows_offer_attribute_access_and_json_values(app, workspace):
+    with app.app_context():
+        job = new_switch(uuid.UUID(workspace.id), "success", params={"allocation": {"type": "amount"}})
+        db.session.commit()
+        statement = select(*JOB_COLUMNS).where(Job.__table__.c.id == bindparam("job_id"))
+        connection = db.session.connection()
+        (row,) = Direct(statement).rows(connection, {"job_id": job.id})
+        (expected,) = connection.execute(statement, {"job_id": job.id}).all()
+        assert row.id == expected.id == job.id
+        assert row.timestamp == expected.timestamp
+        assert row.params == expected.params and isinstance(row.params, dict)
+
+
+def test_values_written_into_the_statement_are_bound_too(app, workspace):
+    """A literal in a reused statement (not a parameter at call time) still reaches the database."""
+    keys = ApiKey.__table__
+    statement = select(keys.c.id).where(keys.c.mode == "sandbox", keys.c.workspace_id == bindparam("ws"))
+    with app.app_context():
+        rows = Direct(statement).rows(db.session.connection(), {"ws": uuid.UUID(workspace.id)})
+        assert [str(r.id) for r in rows] == [workspace.key_ids["sandbox"]]
+
+
+def test_insert_fills_python_defaults_as_sqlalchemy_would(app, workspace):
+    table = ScheduledTask.__table__
+    task_id = uuid.uuid4()
+    values = {
+        "id": task_id,
+        "workspace_id": uuid.UUID(workspace.id),
+        "kind": "test.kind",
+        "due_at": utcnow() + timedelta(hours=1),
+        "run_after": utcnow() + timedelta(hours=1),
+    }
+    with app.app_context():
+        before = utcnow()
+        filled = Direct(insert(table), column_keys=list(values)).write(db.session.connection(), values)
+        db.session.commit()
+        assert filled["status"] == "pending" and filled["attempts"] == 0 and filled["payload"] == {}
+        assert before <= filled["created_at"] <= utcnow()
+        stored = db.session.get(ScheduledTask, task_id)
+        assert (stored.status, stored.attempts, stored.payload) == ("pending", 0, {})
+        assert stored.created_at == filled["created_at"]
+
+
+def test_a_database_error_is_sqlalchemys_exception(app, workspace):
+    keys = ApiKey.__table__
+    values = {"id": uuid.UUID(workspace.key_ids["sandbox"]), "workspace_id": uuid.UUID(workspace.id)}
+    with app.app_context():
+        with pytest.raises(exc.IntegrityError):  # same primary key as an existing key
+            Direct(insert(keys), column_keys=list(values)).write(db.session.connection(), values)
+        db.session.rollback()
+
+
+def test_the_engines_cursor_listeners_run(app, workspace):
+    """The SQLite write gate and the tests' query counters hang on these events."""
+    seen = []
+    with app.app_context():
+        engine = db.engine
+
+        def before(_conn, cursor, sql, params, _context, _many):
+            seen.append(("before", cursor, sql))
+
+        def after(_conn, cursor, sql, params, _context, _many):
+            seen.append(("after", cursor is not None, sql))
+
+        event.listen(engine, "before_cursor_execute", before)
+        event.listen(engine, "after_cursor_execute", after)
+        try:
+            statement = select(ApiKey.__table__.c.id).where(ApiKey.__table__.c.label == bindparam("label"))
+            Direct(statement).rows(db.session.connection(), {"label": "test"})
+        finally:
+            event.remove(engine, "before_cursor_execute", before)
+            event.remove(engine, "after_cursor_execute", after)
+    assert [entry[0] for entry in seen] == ["before", "after"]
+    assert seen[1][1] is True and "api_keys" in seen[0][2]
+
+
+def test_statements_with_expanding_parameters_are_refused(app):
+    keys = ApiKey.__table__
+    statement = select(keys.c.id).where(keys.c.id.in_(bindparam("ids", expanding=True)))
+    with app.app_context(), pytest.raises(ValueError, match="expanding"):
+        Direct(statement).rows(db.session.connection(), {"ids": [uuid.uuid4()]})
