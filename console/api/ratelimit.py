@@ -224,19 +224,13 @@ class SharedFileCounters:
         os.ftruncate(fd, self.size)  # sparse: pages cost memory only once a key lands on them
         os.pwrite(fd, header, 0)
 
-    def _locked(self):
-        table = self
+    def __enter__(self) -> None:  # `with self:` holds the table: this process's threads, then processes
+        self._thread_lock.acquire()
+        fcntl.flock(self._fd, fcntl.LOCK_EX)
 
-        class _Lock:
-            def __enter__(self) -> None:
-                table._thread_lock.acquire()
-                fcntl.flock(table._fd, fcntl.LOCK_EX)
-
-            def __exit__(self, *_exc: object) -> None:
-                fcntl.flock(table._fd, fcntl.LOCK_UN)
-                table._thread_lock.release()
-
-        return _Lock()
+    def __exit__(self, *_exc: object) -> None:
+        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        self._thread_lock.release()
 
     def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
         amount, expiry = item.amount, float(item.get_expiry())
@@ -245,7 +239,7 @@ class SharedFileCounters:
         digest = hashlib.blake2b(f"{NAMESPACE}/{key_id}/{item}".encode(), digest_size=8).digest()
         key = int.from_bytes(digest, "little") or 1  # 0 marks an empty slot
         ring_format = f"<{amount}d"
-        with self._locked():
+        with self:
             now = self.clock()
             offset, head = self._slot(key, amount, expiry, now)
             ring_at = offset + self.SLOT.size
