@@ -95,6 +95,10 @@ class Direct:
     def _execute(self, connection: Connection, params: Mapping[str, Any]) -> tuple[Any, _Compiled, dict]:
         compiled = self._compiled(connection.dialect)
         args, computed = compiled.parameters(params)
+        return self._run(connection, compiled, args), compiled, computed
+
+    def _run(self, connection: Connection, compiled: _Compiled, args: Any) -> Any:
+        """Execute on the connection's DBAPI cursor, with the engine's cursor listeners; the cursor."""
         sql = compiled.sql
         if not connection.in_transaction():
             connection.begin()  # as `execute` would (autobegin); a session's connection is in one already
@@ -109,7 +113,7 @@ class Direct:
             self._raise(connection, fairy, error, sql, args)
         for listener in connection.dispatch.after_cursor_execute:
             listener(connection, cursor, sql, args, None, False)
-        return cursor, compiled, computed
+        return cursor
 
     @staticmethod
     def _raise(connection: Connection, fairy: Any, error: Exception, sql: str, args: Any) -> None:
@@ -148,3 +152,20 @@ class Direct:
         cursor, _, computed = self._execute(connection, params)
         cursor.close()
         return computed
+
+
+def write_all(
+    connection: Connection, writes: Sequence[tuple[Direct, Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
+    """Run several writes back to back; returns the defaults each filled in (see `Direct.write`).
+
+    Every parameter is worked out before the first statement runs: on SQLite the first write takes the
+    write gate, which every other writer then waits for, so nothing but the statements runs inside it.
+    """
+    prepared = []
+    for direct, params in writes:
+        compiled = direct._compiled(connection.dialect)
+        prepared.append((direct, compiled, *compiled.parameters(params)))
+    for direct, compiled, args, _ in prepared:
+        direct._run(connection, compiled, args).close()
+    return [computed for *_, computed in prepared]

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Table, insert, inspect
 from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 
-from console.core.direct import Direct
+from console.core.direct import Direct, write_all
 from console.extensions import db
 
 
@@ -23,6 +23,7 @@ def insert_now(*objects: Any) -> None:
     """
     session = db.session
     connection = session.connection()  # straight on the session's connection: no ORM execution layer
+    writes = []
     for obj in objects:
         mapper = inspect(obj).mapper
         values = {
@@ -30,7 +31,10 @@ def insert_now(*objects: Any) -> None:
             for prop in mapper.column_attrs
             if prop.key in obj.__dict__
         }
-        filled = _direct_insert(mapper.local_table, tuple(values)).write(connection, values)
+        writes.append((_direct_insert(mapper.local_table, tuple(values)), values))
+    filled_in = write_all(connection, writes)  # back to back: on SQLite, inside the write gate
+    for obj, filled in zip(objects, filled_in, strict=True):
+        mapper = inspect(obj).mapper
         for column_key, value in filled.items():  # defaults the INSERT applied: known, not reloaded
             prop = mapper.get_property_by_column(mapper.local_table.c[column_key])
             obj.__dict__[prop.key] = value

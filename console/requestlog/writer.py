@@ -25,7 +25,6 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import bindparam, insert, or_, select, update
 
-from console.core import sqlite
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.requestlog import capture
@@ -225,9 +224,6 @@ class Writer:
         except Exception:
             self._drop_connection()
             raise
-        finally:
-            if self._conn is conn:
-                sqlite.transaction_ended(conn)
 
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None

@@ -97,17 +97,34 @@ def test_a_failed_write_releases_the_gate(sqlite_app):
         assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 2
 
 
-def test_a_detached_connection_that_wrote_releases_the_gate_when_it_closes(sqlite_app):
-    """The request log's writer writes on a connection taken out of the pool; its close must free the gate."""
+def test_a_detached_connection_that_wrote_releases_the_gate_when_its_transaction_ends(sqlite_app):
+    """The request log's writer keeps a connection out of the pool between flushes: no checkin ever comes."""
     gate = sqlite_app.extensions["sqlite_write_gate"]
     with sqlite_app.app_context():
         with db.engine.connect() as conn:
             conn.detach()
             with conn.begin():
                 conn.execute(text("UPDATE workspaces SET name = 'detached'"))
-            assert gate.lock.locked()  # held until the connection is closed
-        assert not gate.lock.locked()
+                assert gate.lock.locked()
+            assert not gate.lock.locked()  # committed: free, though the connection stays open
+            with conn.begin():
+                conn.execute(text("UPDATE workspaces SET name = 'again'"))
+                assert gate.lock.locked()
+                conn.rollback()
+            assert not gate.lock.locked()
         assert not gate.holders
+
+
+def test_the_gate_is_free_before_the_session_finishes_its_commit(sqlite_app):
+    """Writers waiting do not wait for what a Session does after the database committed."""
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    seen = []
+    with sqlite_app.app_context():
+        session = db.session()
+        event.listen(session, "after_commit", lambda _s: seen.append(gate.lock.locked()))
+        _add_workspace("one")
+        db.session.commit()
+    assert seen == [False]
 
 
 def test_a_second_writer_waits_on_the_gate_and_writes_as_soon_as_the_first_commits(sqlite_app):
