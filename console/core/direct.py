@@ -147,6 +147,28 @@ class Direct:
         rows = self.rows(connection, params)
         return rows[0] if rows else None
 
+    def write_many(self, connection: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One INSERT (or UPDATE) run for every row with the DBAPI's `executemany`; rows share their keys."""
+        if not rows:
+            return
+        compiled = self._compiled(connection.dialect)
+        many = [compiled.parameters(row)[0] for row in rows]
+        sql = compiled.sql
+        if not connection.in_transaction():
+            connection.begin()
+        fairy = connection.connection
+        for listener in connection.dispatch.before_cursor_execute:
+            listener(connection, None, sql, many, None, True)
+        cursor = fairy.dbapi_connection.cursor()
+        try:
+            cursor.executemany(sql, many)
+        except Exception as error:
+            cursor.close()
+            self._raise(connection, fairy, error, sql, many)
+        for listener in connection.dispatch.after_cursor_execute:
+            listener(connection, cursor, sql, many, None, True)
+        cursor.close()
+
     def write(self, connection: Connection, params: Mapping[str, Any]) -> dict[str, Any]:
         """Run an INSERT, UPDATE or DELETE; returns the column defaults it filled in (INSERT)."""
         cursor, _, computed = self._execute(connection, params)
