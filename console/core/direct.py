@@ -97,22 +97,23 @@ class Direct:
         args, computed = compiled.parameters(params)
         return self._run(connection, compiled, args), compiled, computed
 
-    def _run(self, connection: Connection, compiled: _Compiled, args: Any) -> Any:
-        """Execute on the connection's DBAPI cursor, with the engine's cursor listeners; the cursor."""
+    def _run(self, connection: Connection, compiled: _Compiled, args: Any, *, many: bool = False) -> Any:
+        """Execute (`executemany` with `many`) on the connection's DBAPI cursor, with the engine's cursor
+        listeners; returns the cursor."""
         sql = compiled.sql
         if not connection.in_transaction():
             connection.begin()  # as `execute` would (autobegin); a session's connection is in one already
         fairy = connection.connection
         for listener in connection.dispatch.before_cursor_execute:
-            listener(connection, None, sql, args, None, False)
+            listener(connection, None, sql, args, None, many)
         cursor = fairy.dbapi_connection.cursor()
         try:
-            cursor.execute(sql, args)
+            (cursor.executemany if many else cursor.execute)(sql, args)
         except Exception as error:
             cursor.close()
             self._raise(connection, fairy, error, sql, args)
         for listener in connection.dispatch.after_cursor_execute:
-            listener(connection, cursor, sql, args, None, False)
+            listener(connection, cursor, sql, args, None, many)
         return cursor
 
     @staticmethod
@@ -153,21 +154,7 @@ class Direct:
             return
         compiled = self._compiled(connection.dialect)
         many = [compiled.parameters(row)[0] for row in rows]
-        sql = compiled.sql
-        if not connection.in_transaction():
-            connection.begin()
-        fairy = connection.connection
-        for listener in connection.dispatch.before_cursor_execute:
-            listener(connection, None, sql, many, None, True)
-        cursor = fairy.dbapi_connection.cursor()
-        try:
-            cursor.executemany(sql, many)
-        except Exception as error:
-            cursor.close()
-            self._raise(connection, fairy, error, sql, many)
-        for listener in connection.dispatch.after_cursor_execute:
-            listener(connection, cursor, sql, many, None, True)
-        cursor.close()
+        self._run(connection, compiled, many, many=True).close()
 
     def write(self, connection: Connection, params: Mapping[str, Any]) -> dict[str, Any]:
         """Run an INSERT, UPDATE or DELETE; returns the column defaults it filled in (INSERT)."""

@@ -115,3 +115,33 @@ def test_statements_with_expanding_parameters_are_refused(app):
     statement = select(keys.c.id).where(keys.c.id.in_(bindparam("ids", expanding=True)))
     with app.app_context(), pytest.raises(ValueError, match="expanding"):
         Direct(statement).rows(db.session.connection(), {"ids": [uuid.uuid4()]})
+
+
+def test_write_many_inserts_every_row_as_given(app, workspace):
+    table = ScheduledTask.__table__
+    due = utcnow() + timedelta(hours=1)
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "workspace_id": uuid.UUID(workspace.id),
+            "kind": f"test.kind.{n}",
+            "payload": {"n": n, "nested": [n, {"x": None}]},
+            "due_at": due,
+            "run_after": due,
+            "status": "pending",
+            "attempts": n,
+            "created_at": due - timedelta(minutes=n),
+        }
+        for n in range(3)
+    ]
+    with app.app_context():
+        Direct(insert(table), column_keys=list(rows[0])).write_many(db.session.connection(), rows)
+        db.session.commit()
+        for row in rows:
+            stored = db.session.get(ScheduledTask, row["id"])
+            assert (stored.kind, stored.payload, stored.attempts) == (
+                row["kind"],
+                row["payload"],
+                row["attempts"],
+            )
+            assert (stored.due_at, stored.created_at) == (row["due_at"], row["created_at"])
