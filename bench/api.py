@@ -505,13 +505,17 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def write_benchmarks(command: str, header: str, result: str) -> None:
+def write_benchmarks(
+    command: str, header: str, result: str, marks: tuple[str, str] = (MARK_START, MARK_END)
+) -> None:
+    """Put the result between its markers in BENCHMARKS.md (appended the first time)."""
+    start, end = marks
     path = ROOT / "BENCHMARKS.md"
     text = path.read_text()
-    block = f"{MARK_START}\n{header}\n\n```sh\n{command}\n```\n\n{result}\n{MARK_END}"
-    if MARK_START in text:
-        before, rest = text.split(MARK_START, 1)
-        text = before + block + rest.split(MARK_END, 1)[1]
+    block = f"{start}\n{header}\n\n```sh\n{command}\n```\n\n{result}\n{end}"
+    if start in text:
+        before, rest = text.split(start, 1)
+        text = before + block + rest.split(end, 1)[1]
     else:
         text = text.rstrip("\n") + "\n\n" + block + "\n"
     path.write_text(text)

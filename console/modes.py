@@ -9,6 +9,12 @@ MODES = (SANDBOX, DEVELOPMENT, PRODUCTION)
 
 # Production sits at the root, the others under their own prefix (spec: each mode has its own base URL).
 URL_PREFIXES = {SANDBOX: "/sandbox", DEVELOPMENT: "/development", PRODUCTION: ""}
+# Where the API's paths start, one per mode.
+API_PREFIXES = tuple(URL_PREFIXES[mode] + "/v1" for mode in MODES)
+
+
+def is_api_path(path: str) -> bool:
+    return any(path == prefix or path.startswith(prefix + "/") for prefix in API_PREFIXES)
 
 
 def base_url(root: str, mode: str) -> str:

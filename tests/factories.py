@@ -16,6 +16,16 @@ from console.link_tokens.models import LinkToken
 from console.workspaces.models import Workspace
 from console.world.models import Platform
 
+# The smallest valid `POST /v1/link_tokens` body (one target, no options).
+LINK_TOKEN = {
+    "org_name": "Acme",
+    "end_user_id": "user-1",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
+    },
+}
+
 PARAMS = {
     "action": "partial_switch",
     "allocation": {"type": "amount", "value": 12500, "target": {"account_type": "checking"}},

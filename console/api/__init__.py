@@ -29,15 +29,10 @@ ROUTE_MODULES = (
     "openapi",
 )
 BLUEPRINT_MODES = {f"api_{mode}": mode for mode in MODES}
-API_PREFIXES = tuple(URL_PREFIXES[mode] + "/v1" for mode in MODES)
 
 
 def current_mode() -> str:
     return BLUEPRINT_MODES[request.blueprint]
-
-
-def is_api_path(path: str) -> bool:
-    return any(path == prefix or path.startswith(prefix + "/") for prefix in API_PREFIXES)
 
 
 def endpoint_name(mode: str, view: str) -> str:

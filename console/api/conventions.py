@@ -15,7 +15,7 @@ from flask import Blueprint, current_app, g, request
 from console.api import idempotency
 from console.api.ratelimit import limiter
 from console.api.versions import SUPPORTED_VERSIONS
-from console.core import jsontext
+from console.core import jsontext, sqlite
 from console.core.errors import Forbidden, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.extensions import db
@@ -71,6 +71,9 @@ def check_rate_limit(mode: str, key_id: str) -> None:
 def before_api_request() -> None:
     from console.api import current_mode
 
+    # A customer's writes go before the console's at SQLite's write gate (a room of visitors must not
+    # queue an API call behind its pages); the console's own in-process calls wait their turn.
+    sqlite.prefer_writes(not from_console())
     g.api_mode = current_mode()
     if _view_is_public():
         return
@@ -118,8 +121,13 @@ def json_body() -> dict[str, Any]:
     return body
 
 
+def _end_api_request(_error: BaseException | None) -> None:
+    sqlite.prefer_writes(False)  # the thread's next request (a console page, maybe) starts without it
+
+
 def install(bp: Blueprint) -> None:
     bp.before_request(before_api_request)
+    bp.teardown_request(_end_api_request)
     # After authentication, version and rate limit: a request they refuse never reserves its key.
     bp.before_request(idempotency.reserve_key)
     bp.after_request(idempotency.store_response)

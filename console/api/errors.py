@@ -14,9 +14,9 @@ from flask import Flask, g, jsonify, render_template, request
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
-from console.api import is_api_path
 from console.api.versions import LATEST_VERSION
 from console.core.errors import ServiceError, ServiceUnavailable
+from console.modes import is_api_path
 from console.requestlog import capture as requestlog_capture
 
 log = logging.getLogger(__name__)

@@ -27,6 +27,7 @@ import logging
 import os
 import threading
 import time
+from contextvars import ContextVar
 from typing import Any
 
 from sqlalchemy import event
@@ -109,21 +110,68 @@ class FileLock:
                     fcntl.flock(self.fd, fcntl.LOCK_UN)  # its caller gave up meanwhile
 
 
+# Set for the API requests of outside callers (`prefer_writes`): at the gate, their writes go before the
+# console's. A room loading console pages (each new visitor's workspace is a few dozen INSERTs) otherwise
+# queued a customer's one INSERT behind all of them.
+_preferred: ContextVar[bool] = ContextVar("sqlite_preferred_writes", default=False)
+
+
+def prefer_writes(preferred: bool) -> None:
+    """Whether this thread's writes (this request's, until set again) go first at the gate."""
+    _preferred.set(preferred)
+
+
+class PriorityLock:
+    """A lock that preferred waiters take before the others (among the threads of one process)."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition(threading.Lock())
+        self._held = False
+        self._preferred_waiting = 0
+
+    def acquire(self, timeout: float, preferred: bool = False) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._condition:
+            if not self._held and (preferred or not self._preferred_waiting):
+                self._held = True  # the usual case: free, nobody to let ahead
+                return True
+            self._preferred_waiting += preferred
+            try:
+                while self._held or (not preferred and self._preferred_waiting):
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        return False
+                    self._condition.wait(remaining)
+                self._held = True
+                return True
+            finally:
+                self._preferred_waiting -= preferred
+
+    def release(self) -> None:
+        with self._condition:
+            self._held = False
+            self._condition.notify_all()  # each waiter checks whether it is its turn
+
+    def locked(self) -> bool:
+        return self._held
+
+
 class WriteGate:
     """One writing connection at a time: a lock per process, and a file lock across processes.
 
     `holders` are the DBAPI connections (by id) holding it, with whether they hold the file lock too.
+    Within a process, preferred writers (`prefer_writes`) go first; across processes, whoever asks first.
     """
 
     def __init__(self, timeout: float, lock_path: str | None) -> None:
-        self.lock = threading.Lock()
+        self.lock = PriorityLock()
         self.timeout = timeout
         self.file_lock = FileLock(lock_path) if lock_path else None
         self.holders: dict[int, bool] = {}
 
     def enter(self, dbapi_connection: Any) -> None:
         deadline = time.monotonic() + self.timeout
-        if not self.lock.acquire(timeout=self.timeout):
+        if not self.lock.acquire(self.timeout, _preferred.get()):
             return  # proceed without it; SQLite's own lock and busy timeout still protect the data
         across = self.file_lock is not None and self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
         self.holders[id(dbapi_connection)] = across

@@ -10,16 +10,7 @@ from sqlalchemy import event
 
 from console.extensions import db
 from console.keys.services import authenticate
-from tests.factories import new_switch
-
-LINK_TOKEN = {
-    "org_name": "Acme",
-    "end_user_id": "user-1",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
-}
+from tests.factories import LINK_TOKEN, new_switch
 
 
 @contextlib.contextmanager

@@ -15,15 +15,7 @@ from console.extensions import db
 from console.health import services as health
 from console.health.models import WorkerHeartbeat
 from tests.conftest import Api, base_config
-
-LINK_TOKEN = {
-    "org_name": "Acme",
-    "end_user_id": "user-1",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
-}
+from tests.factories import LINK_TOKEN
 
 
 def _beat(app, seconds_ago: float = 0.0) -> str:

@@ -23,19 +23,13 @@ import psycopg
 import pytest
 import requests
 
+from console import serving
 from console.serving import BalancedThreadWorker, WorkerSupervisor, default_workers
 from console.world.seed_data import PLATFORM_IDS
+from tests.factories import LINK_TOKEN
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2023-11-22"
-LINK_TOKEN = {
-    "org_name": "Acme",
-    "end_user_id": "user-1",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
-}
 
 
 def _wait_for(predicate, seconds: float, interval: float = 0.1):
@@ -114,25 +108,76 @@ def test_supervisor_kills_a_worker_that_ignores_sigterm():
     assert _gone(pid)
 
 
-def test_a_serving_process_accepts_connections_only_while_a_thread_is_free():
+def _balanced_worker(threads: int) -> tuple[BalancedThreadWorker, list, list]:
+    """A worker whose pools record what they are handed instead of running it."""
     from gunicorn.config import Config
 
     cfg = Config()
-    cfg.set("threads", 2)
+    cfg.set("threads", threads)
     cfg.set("worker_connections", 1000)
     worker = BalancedThreadWorker(0, os.getppid(), [], None, 30, cfg, None)
     worker.tmp.close()  # the heartbeat file every gunicorn worker opens; not used here
-    handed = []
+    handed, lane = [], []
     worker.tpool = type("Pool", (), {"submit": lambda _self, fn, conn: handed.append(conn) or _Done()})()
+    worker.lane = type("Pool", (), {"submit": lambda _self, fn, conn: lane.append(conn) or _Done()})()
     worker.method_queue = type("Queue", (), {"defer": lambda *_a: None})()
+    return worker, handed, lane
+
+
+class _Conn:
+    """A connection as gthread holds it: a socket with a request written to its other end (or not yet)."""
+
+    def __init__(self, request_line: bytes | None) -> None:
+        self.sock, self.client = socket.socketpair()
+        self.parser = None
+        if request_line is not None:
+            self.client.sendall(request_line + b"\r\nHost: x\r\n\r\n")
+
+    def close(self) -> None:
+        self.sock.close()
+        self.client.close()
+
+
+def test_a_serving_process_accepts_connections_only_while_a_thread_is_free():
+    worker, handed, lane = _balanced_worker(threads=2)
+    pages = [_Conn(b"GET / HTTP/1.1") for _ in range(2)]
+    api_calls = [_Conn(b"GET /sandbox/v1/jobs HTTP/1.1") for _ in range(serving.API_LANE_THREADS)]
     assert worker.worker_connections == 1000
-    worker.enqueue_req("one")
+    worker.enqueue_req(pages[0])
     assert worker.worker_connections == 1000  # one thread still free: accept
-    worker.enqueue_req("two")
-    assert worker.worker_connections == 0  # both busy: leave new connections to the other processes
+    worker.enqueue_req(pages[1])
+    # Both threads busy: only the API lane is free, so a new connection is still taken (it may be an API call).
+    assert worker.worker_connections == 1000
+    for conn in api_calls:
+        worker.enqueue_req(conn)
+    # Threads and lane busy: leave new connections to the other processes.
+    assert worker.worker_connections == 0
     worker.in_flight -= 1  # what finish_request does first, before gunicorn's own bookkeeping
     assert worker.worker_connections == 1000
-    assert handed == ["one", "two"]
+    assert handed == pages and lane == api_calls
+    for conn in (*pages, *api_calls):
+        conn.close()
+
+
+def test_api_calls_take_the_lane_when_the_threads_are_busy_and_pages_queue():
+    worker, handed, lane = _balanced_worker(threads=1)
+    api_first = _Conn(b"POST /sandbox/v1/link_tokens HTTP/1.1")
+    worker.enqueue_req(api_first)
+    assert handed == [api_first]  # a free thread: the lane is not needed
+    page = _Conn(b"GET /events?type=x HTTP/1.1")
+    not_yet = _Conn(None)  # nothing sent yet: counted as a page
+    production_api = _Conn(b"GET /v1/jobs?link_token_id=1 HTTP/1.1")
+    lookalike = _Conn(b"GET /sandbox/v1x HTTP/1.1")
+    for conn in (page, not_yet, production_api, lookalike):
+        worker.enqueue_req(conn)
+    assert handed == [api_first, page, not_yet, lookalike]
+    assert lane == [production_api]
+    # The peek left the request on the socket for the thread that handles it.
+    assert production_api.sock.recv(100).startswith(b"GET /v1/jobs?link_token_id=1 HTTP/1.1\r\n")
+    worker.lane_in_flight -= 1
+    worker.in_flight -= 4
+    for conn in (api_first, page, not_yet, production_api, lookalike):
+        conn.close()
 
 
 class _Done:

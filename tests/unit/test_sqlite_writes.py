@@ -15,6 +15,7 @@ from console.core.sqlite import CheckpointLoop, FileLock
 from console.extensions import db
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
+from tests.factories import LINK_TOKEN
 
 
 @pytest.fixture
@@ -214,3 +215,66 @@ def test_the_file_lock_passes_between_holders_at_once_and_times_out_cleanly(tmp_
     second.release()
     assert third.acquire(1)  # nobody left holding it: the abandoned wait handed it back
     third.release()
+
+
+def test_preferred_writers_go_first_at_the_gate():
+    """A customer's API write waiting with console writes gets the gate before them."""
+    from console.core.sqlite import PriorityLock
+
+    lock = PriorityLock()
+    assert lock.acquire(1.0)
+    order: list[str] = []
+
+    def waiter(name: str, preferred: bool) -> None:
+        assert lock.acquire(5.0, preferred)
+        order.append(name)
+        time.sleep(0.01)
+        lock.release()
+
+    console_writers = [threading.Thread(target=waiter, args=(f"page{i}", False)) for i in range(3)]
+    for thread in console_writers:
+        thread.start()
+    time.sleep(0.1)  # the pages are waiting first
+    customer = threading.Thread(target=waiter, args=("api", True))
+    customer.start()
+    time.sleep(0.1)
+    lock.release()
+    for thread in [*console_writers, customer]:
+        thread.join(5)
+    assert order[0] == "api" and sorted(order[1:]) == ["page0", "page1", "page2"]
+
+
+def test_a_waiter_gives_up_at_its_timeout_and_the_lock_stays_usable():
+    from console.core.sqlite import PriorityLock
+
+    lock = PriorityLock()
+    assert lock.acquire(1.0)
+    started = time.monotonic()
+    assert not lock.acquire(0.2)
+    assert not lock.acquire(0.2, preferred=True)
+    assert 0.35 < time.monotonic() - started < 2
+    lock.release()
+    assert lock.acquire(0.1) and lock.locked()
+    lock.release()
+    assert not lock.locked()
+
+
+def test_api_requests_of_outside_callers_are_preferred_writers(app, api):
+    """Set for the request's writes, and gone once it ends (the thread's next request starts without it)."""
+    from console.core import sqlite
+
+    flags = []
+
+    def statement(_conn, _cursor, sql, *_args):
+        if sql.startswith("INSERT INTO link_tokens"):
+            flags.append(sqlite._preferred.get())
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        response = api.post("/link_tokens", json=LINK_TOKEN)
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+    assert response.status_code == 200 and flags == [True]
+    assert sqlite._preferred.get() is False
