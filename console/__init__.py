@@ -43,11 +43,13 @@ def create_app(config: dict | None = None) -> Flask:
     from console import web
     from console.health import views as health_views
     from console.link import views as link_views
+    from console.web import pageslots
 
     health_views.init_app(app)
 
     link_views.init_app(app)
     web.init_app(app)
+    pageslots.init_app(app)
     # API calls authenticate with x-api-secret, not cookies, so CSRF does not apply to them.
     for name in app.blueprints:
         if name.startswith("api_"):

@@ -107,6 +107,9 @@ def from_environment() -> dict:
             os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
         ),
         "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
+        "CONSOLE_PAGE_CONCURRENCY": max(
+            1, _number(os.environ.get("CONSOLE_PAGE_CONCURRENCY"), DEFAULTS["CONSOLE_PAGE_CONCURRENCY"])
+        ),
         "PRESENTER_WAIT_SECONDS": _number(
             os.environ.get("PRESENTER_WAIT_SECONDS"), DEFAULTS["PRESENTER_WAIT_SECONDS"], float
         ),
@@ -175,8 +178,9 @@ def engine_options(config) -> dict:
 # queueing inside the process rather than throughput; 8 still covers requests that wait (a slow
 # client, a database lock) and keeps the pool each process needs small.
 DEFAULT_THREADS = 8
-# Connections beyond one per request thread: the in-process worker threads and the CLI.
-POOL_HEADROOM = 4
+# Connections beyond one per request thread: the API lane's 2 threads (console.serving), the in-process
+# worker threads and the CLI.
+POOL_HEADROOM = 6
 
 DEFAULTS = {
     "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
@@ -210,6 +214,7 @@ DEFAULTS = {
     # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.
     "PRESENTER_STORIES_DIR": "",
     "PRESENTER_WAIT_SECONDS": 8.0,
+    "CONSOLE_PAGE_CONCURRENCY": 2,
     # Saved presenter profiles on this server (each logo at most 256 KB): anyone may save one, so they are capped.
     "PRESENTER_MAX_PROFILES": 500,
 }

@@ -20,6 +20,7 @@ from console.extensions import db
 from console.web import fielderrors, inbox, linkform, linkguide, linktokens, scenarios, walkthrough
 from console.web.apiclient import response_json
 from console.web.models import InboxMessage
+from console.web.pageslots import slot_released
 from console.web.workspace_session import api_client
 from console.workspaces.models import Workspace
 
@@ -171,7 +172,8 @@ def wait_for_event(
                 f"No {_looked_for(type, refused, redelivered)} has arrived yet (looked for {limit:g} s). "
                 "Is the worker running? Retry the step."
             )
-        time.sleep(POLL_SECONDS)
+        with slot_released():  # another page may run meanwhile
+            time.sleep(POLL_SECONDS)
 
 
 def _one_of(name: str, allowed) -> Callable[[Any], str | None]:

@@ -29,6 +29,7 @@ from console.modes import URL_PREFIXES
 from console.requestlog.capture import CONSOLE_ENVIRON, MAX_BODY_CHARS
 from console.web import requestlog
 from console.web.models import ConsoleRequest
+from console.web.pageslots import slot_released
 
 # An honest client backs off on 429; one short wait keeps a demo from failing on a burst of clicks.
 MAX_RATE_LIMIT_WAIT = 2.0
@@ -165,7 +166,8 @@ class ApiClient:
         row = self._send(*request)
         if row.status == 429:
             wait = min(float(row.response_headers.get("Retry-After", "1") or 1), MAX_RATE_LIMIT_WAIT)
-            time.sleep(wait)
+            with slot_released():
+                time.sleep(wait)
             row = self._send(*request)
         return row
 

@@ -1,0 +1,102 @@
+"""Console pages beyond the per-process cap wait for a slot; API calls, health checks and the inbox never do."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+
+import pytest
+
+from console import create_app
+from console.extensions import db
+from console.web import pageslots
+from tests.conftest import base_config
+
+
+@pytest.fixture
+def capped(tmp_path):
+    """An app whose console runs one page at a time, with a page that waits until told to finish."""
+    app = create_app({**base_config(f"sqlite:///{tmp_path / 'slots.db'}"), "CONSOLE_PAGE_CONCURRENCY": 1})
+    entered, finish = threading.Event(), threading.Event()
+
+    def slow_page():
+        entered.set()
+        finish.wait(10)
+        return "slow page"
+
+    def sleeping_page():
+        entered.set()
+        with pageslots.slot_released():
+            finish.wait(10)
+        return "slept"
+
+    app.add_url_rule("/test-slow-page", "slow_page", slow_page)
+    app.add_url_rule("/test-sleeping-page", "sleeping_page", sleeping_page)
+    with app.app_context():
+        db.create_all()
+    app.entered, app.finish = entered, finish
+    yield app
+    finish.set()
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def _in_thread(app, path: str, results: dict) -> threading.Thread:
+    def run():
+        started = time.monotonic()
+        response = app.test_client().get(path)
+        results[path] = (response.status_code, time.monotonic() - started, response)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
+
+
+def test_a_page_over_the_cap_waits_while_api_calls_and_health_checks_go_through(capped):
+    results: dict = {}
+    slow = _in_thread(capped, "/test-slow-page", results)
+    assert capped.entered.wait(5)
+    waiting = _in_thread(capped, "/reference", results)  # a console page: no slot free
+    time.sleep(0.3)
+    assert "/reference" not in results
+    client = capped.test_client()
+    # An API call and a health check answer meanwhile (the API call is refused for its missing key: it ran).
+    started = time.monotonic()
+    api = client.get(f"/sandbox/v1/jobs?link_token_id={uuid.uuid4()}")
+    assert api.status_code == 401 and time.monotonic() - started < 2
+    assert client.get("/healthz").status_code == 200
+    assert "/reference" not in results
+    capped.finish.set()
+    slow.join(5)
+    waiting.join(5)
+    assert results["/test-slow-page"][0] == 200
+    status, seconds, _ = results["/reference"]
+    assert status == 200 and seconds >= 0.3
+
+
+def test_a_sleeping_page_lets_another_page_run(capped):
+    results: dict = {}
+    sleeping = _in_thread(capped, "/test-sleeping-page", results)
+    assert capped.entered.wait(5)
+    other = _in_thread(capped, "/reference", results)
+    other.join(5)
+    assert results["/reference"][0] == 200  # ran while the first page slept
+    capped.finish.set()
+    sleeping.join(5)
+    assert results["/test-sleeping-page"][0] == 200
+
+
+def test_a_page_that_cannot_get_a_slot_in_time_gets_the_busy_page(capped, monkeypatch):
+    monkeypatch.setattr(pageslots, "PAGE_WAIT_SECONDS", 0.2)
+    results: dict = {}
+    slow = _in_thread(capped, "/test-slow-page", results)
+    assert capped.entered.wait(5)
+    response = capped.test_client().get("/reference")
+    assert response.status_code == 503
+    assert response.headers["Retry-After"] == str(pageslots.RETRY_AFTER_SECONDS)
+    assert b"busy" in response.data and b"Traceback" not in response.data
+    capped.finish.set()
+    slow.join(5)
+    assert capped.test_client().get("/reference").status_code == 200  # the slot came back
