@@ -178,10 +178,14 @@ def measure(client, url: str, runs: int) -> tuple[float, float]:
 
 def _workspace(app, events: int):
     """A fresh visitor's workspace seeded with `events` events: (client, ids, live-poll cursor)."""
+    from console.web import workspace_session
+
     client = app.test_client()
-    client.get("/")  # the first visit creates the workspace, its key and the inbox webhook
+    # What a visitor's first action does: the workspace, its sandbox key and the inbox webhook.
+    with app.test_request_context("/"):
+        workspace_id = workspace_session.start_new_workspace().id
     with client.session_transaction() as session:
-        workspace_id = uuid.UUID(session["workspace_id"])
+        session[workspace_session.SESSION_KEY] = str(workspace_id)
     ids = seed(app, workspace_id, events)
     html = client.get("/events").get_data(as_text=True)
     poll_cursor = html.split("/events/rows?after=", 1)[1].split('"', 1)[0].replace("&amp;", "&")

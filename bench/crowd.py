@@ -5,7 +5,7 @@
 
 The room of issue 9: `console run` with its defaults (SQLite, worker in-process) on a free port of
 127.0.0.1. `wrk -t2 -c48` loads the walkthrough page (`/`) as fast as it answers, without cookies, so
-every visit is a new visitor (the heaviest page: it sets up a workspace). Meanwhile one customer backend
+every visit is a new visitor. Meanwhile one customer backend
 (a keep-alive connection of this process) creates a Link token every 50 ms, rotating over sandbox keys
 so the per-key limit never binds, and times each call. Baseline, in the same round: the same customer
 with no crowd. Target: the API's p99 under the crowd stays under 500 ms and nothing answers 5xx.
