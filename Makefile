@@ -35,11 +35,16 @@ format: $(STAMP) ## Apply ruff's formatting and safe fixes.
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-test: $(STAMP) browser-deps lint ## Lint, then the whole pytest suite.
-	$(BIN)/pytest -q
+# The suite runs on $(TEST_WORKERS) pytest-xdist worker processes (tests/conftest.py gives each its own
+# PostgreSQL database and Redis db number); `make test TEST_WORKERS=0` runs it in one process.
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
-test-fast: $(STAMP) ## The suite without the browser tests.
-	$(BIN)/pytest -q -m "not browser"
+test: $(STAMP) browser-deps lint ## Lint, then the whole pytest suite (on 2 xdist workers).
+	$(BIN)/pytest -q $(PYTEST_PARALLEL)
+
+test-fast: $(STAMP) ## The suite without the browser tests (on 2 xdist workers).
+	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
 
 bench-deps: ## Install Debian's wrk (the HTTP load generator bench.api drives), if missing.
 	@command -v wrk >/dev/null 2>&1 || { \

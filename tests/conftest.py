@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 from jinja2 import StrictUndefined
 from sqlalchemy import text
@@ -15,6 +18,50 @@ from console.modes import MODES, URL_PREFIXES
 from console.requestlog.writer import writer_for
 
 VERSION = "2023-11-22"
+
+
+def _xdist_worker_index() -> int | None:
+    """This process's index under pytest-xdist (`gw0` -> 0), or None when pytest runs without it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(worker[2:]) if worker.startswith("gw") and worker[2:].isdigit() else None
+
+
+def _worker_database_url(url: str, index: int) -> str:
+    """`.../<db>` -> `.../<db>_gw<index>`, created (from the server's `postgres` database) if missing."""
+    parts = urlsplit(url)
+    name = f"{parts.path.lstrip('/') or 'test'}_gw{index}"
+    admin = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))  # plain libpq URL
+    with psycopg.connect(admin, autocommit=True) as connection:
+        if not connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
+            with contextlib.suppress(psycopg.errors.DuplicateDatabase):  # created meanwhile elsewhere
+                connection.execute(f'CREATE DATABASE "{name}"')
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def _worker_redis_url(url: str, index: int) -> str:
+    """`redis://host:port/<n>` -> db number `n - index` (kept in Redis's 0-15)."""
+    parts = urlsplit(url)
+    number = int(parts.path.lstrip("/") or 0)
+    return urlunsplit(parts._replace(path=f"/{(number - index) % 16}"))
+
+
+def _per_worker_services() -> None:
+    """Under pytest-xdist each worker gets a PostgreSQL database and a Redis db number of its own.
+
+    Rewritten in the environment, so every reader sees the worker's own: the fixtures below, tests that
+    read TEST_DATABASE_URL / TEST_REDIS_URL themselves, and the `console run` / worker subprocesses that
+    inherit the environment. Without xdist (plain `pytest`) nothing changes.
+    """
+    index = _xdist_worker_index()
+    if index is None:
+        return
+    if os.environ.get("TEST_DATABASE_URL"):
+        os.environ["TEST_DATABASE_URL"] = _worker_database_url(os.environ["TEST_DATABASE_URL"], index)
+    if os.environ.get("TEST_REDIS_URL"):
+        os.environ["TEST_REDIS_URL"] = _worker_redis_url(os.environ["TEST_REDIS_URL"], index)
+
+
+_per_worker_services()  # before anything below (or any test module) reads the two variables
 BACKENDS = ["sqlite"] + (["postgres"] if os.environ.get("TEST_DATABASE_URL") else [])
 # World tables are seeded once per session and never written by tests (switches write workspace rows).
 WORLD_PREFIX = "world_"

@@ -93,7 +93,7 @@ def test_jobs_are_scoped_to_mode_and_workspace(app, api, api_for, jobs):
     assert foreign_id not in [j["id"] for j in api.get("/jobs").get_json()["data"]]
 
 
-@pytest.mark.parametrize("job_id", [str(uuid.uuid4()), "not-a-uuid"])
+@pytest.mark.parametrize("job_id", [str(uuid.uuid4()), "not-a-uuid"], ids=["random-uuid", "not-a-uuid"])
 def test_unknown_job_is_404(api, job_id):
     assert_error(api.get(f"/jobs/{job_id}"), 404, "RECORD_NOT_FOUND")
 
