@@ -423,7 +423,7 @@ def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path):
             while not stop.is_set():
                 started = time.monotonic()
                 try:
-                    # A new visitor each time (no cookies): the heaviest page, it sets up a workspace.
+                    # A new visitor each time (no cookies).
                     status = requests.get(f"{console.base}/", timeout=30).status_code
                 except requests.RequestException:
                     status = 599
