@@ -38,8 +38,13 @@ class _Compiled:
         self.positional = compiled.positional
         self.names = list(compiled.positiontup) if compiled.positional else list(compiled.bind_names.values())
         self.binds = dict(compiled._bind_processors)
-        # Values written into the statement (not parameters at call time), by bind name.
-        self.defaults = compiled.construct_params(_check=False)
+        # Values written into the statement (not parameters at call time), by bind name; a parameter
+        # missing at call time is a KeyError, never a silent NULL.
+        self.defaults = {
+            name: value
+            for name, value in compiled.construct_params(_check=False).items()
+            if not compiled.binds[name].required
+        }
         # Python-side column defaults of an INSERT, filled in here as the execution context would.
         self.prefetch: list[tuple[str, Callable[[], Any]]] = []
         for column in getattr(compiled, "insert_prefetch", ()):

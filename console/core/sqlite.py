@@ -111,8 +111,8 @@ class FileLock:
 
 
 # Set for the API requests of outside callers (`prefer_writes`): at the gate, their writes go before the
-# console's. A room loading console pages (each new visitor's workspace is a few dozen INSERTs) otherwise
-# queued a customer's one INSERT behind all of them.
+# console's. A room using the console (a visitor's first action creates a workspace: a few dozen INSERTs)
+# otherwise queues a customer's one INSERT behind all of theirs.
 _preferred: ContextVar[bool] = ContextVar("sqlite_preferred_writes", default=False)
 
 

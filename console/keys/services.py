@@ -72,9 +72,8 @@ def _key_by_hash() -> Select:
 
 @functools.cache
 def _direct_key_by_hash() -> Direct:
-    return Direct(
-        _key_by_hash()
-    )  # run on the DBAPI cursor: SQLAlchemy's execution layer cost more than the query
+    # Run on the DBAPI cursor: SQLAlchemy's execution layer cost more than the query itself.
+    return Direct(_key_by_hash())
 
 
 def _key_with_workspace(digest: str) -> ApiKey | None:

@@ -73,9 +73,8 @@ class Writer:
         if getattr(self, "_conn", None) is not None:
             _inherited.append(self._conn)  # a parent's connection: never used nor closed in a child
         self._conn = None
-        self._write_lock = (
-            threading.Lock()
-        )  # the thread and a test's or shutdown's flush share the connection
+        # The thread and a test's or shutdown's flush share the connection.
+        self._write_lock = threading.Lock()
 
     # The request path -------------------------------------------------------------------------
 

@@ -145,3 +145,9 @@ def test_write_many_inserts_every_row_as_given(app, workspace):
                 row["attempts"],
             )
             assert (stored.due_at, stored.created_at) == (row["due_at"], row["created_at"])
+
+
+def test_a_parameter_missing_at_call_time_is_an_error_not_a_null(app):
+    statement = select(ApiKey.__table__.c.id).where(ApiKey.__table__.c.label == bindparam("label"))
+    with app.app_context(), pytest.raises(KeyError, match="label"):
+        Direct(statement).rows(db.session.connection(), {})
