@@ -60,3 +60,25 @@ def test_the_in_process_cpu_benchmark_runs_both_requests_and_reports_each(capsys
     out = capsys.readouterr().out
     assert "GET /sandbox/v1/jobs?link_token_id=" in out and "POST /sandbox/v1/link_tokens" in out
     assert out.count(" ms (") == 2  # each answered 2xx throughout, or main raises
+
+
+def test_the_console_pages_benchmark_runs_every_page(capsys):
+    """A smoke run: a visitor's workspace is set up, every page answers (the benchmark asserts 200 or 204)."""
+    from bench import console_pages
+
+    assert console_pages.main(["--events", "60", "--baseline-events", "20", "--runs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Slowest median" in out and out.count("| Event log") >= 5
+
+
+def test_the_crowd_benchmark_reports_the_api_alone_and_under_the_crowd():
+    from bench import crowd
+
+    def calls(*ms: float) -> crowd.Calls:
+        return crowd.Calls([m / 1000 for m in ms], [200] * len(ms))
+
+    rounds = [crowd.Round(calls(5, 6, 20), calls(30, 40, 300), 80.0, 0) for _ in range(3)]
+    text = crowd.table(rounds)
+    assert "| the customer while 48 clients load `/` | 9 |" in text and "**met**" in text
+    rounds[1] = crowd.Round(calls(5, 6, 20), calls(30, 40, 300), 80.0, 2)  # two page 5xx: not met
+    assert "**not met**" in crowd.table(rounds)
