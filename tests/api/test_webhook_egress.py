@@ -196,7 +196,7 @@ class RawServer:
             return
         with conn:
             conn.settimeout(5)
-            conn.recv(65536)
+            _read_request(conn)  # all of it: closing with bytes unread would send a reset, not a close
             if self.answer:
                 conn.sendall(self.answer)
 
@@ -207,6 +207,29 @@ class RawServer:
     def __exit__(self, *exc) -> None:
         self.sock.close()
         self.thread.join(timeout=5)
+
+
+def _read_request(conn: socket.socket) -> None:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
+    while len(body) < length:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return
+        body += chunk
 
 
 @pytest.mark.parametrize(
