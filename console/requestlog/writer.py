@@ -71,8 +71,10 @@ class Writer:
         # One connection of its own, kept between flushes (opening a SQLite connection and closing it
         # again cost more than the inserts: ~15 ms a flush), out of the pool (sized to request threads).
         if getattr(self, "_conn", None) is not None:
+            self._closer.detach()
             _inherited.append(self._conn)  # a parent's connection: never used nor closed in a child
         self._conn = None
+        self._closer: weakref.finalize | None = None
         # The thread and a test's or shutdown's flush share the connection.
         self._write_lock = threading.Lock()
 
@@ -218,6 +220,8 @@ class Writer:
             conn = engine.connect()
             conn.detach()  # not the pool's: a disposed engine never reopens it behind a test's back
             self._conn = conn
+            # Closed with the writer if nobody closes it first (an app dropped without `close`).
+            self._closer = weakref.finalize(self, _close_quietly, conn)
         conn = self._conn
         try:
             with conn.begin():
@@ -229,8 +233,13 @@ class Writer:
     def _drop_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.close()
+            self._closer.detach()
+            _close_quietly(conn)
+
+
+def _close_quietly(conn) -> None:
+    with contextlib.suppress(Exception):
+        conn.close()
 
 
 def _fill_clock(

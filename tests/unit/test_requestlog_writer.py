@@ -190,3 +190,21 @@ def test_a_forked_child_starts_with_its_own_empty_writer(app, client, workspace)
     Api(client, workspace.secrets["sandbox"]).get("/webhooks")
     assert len(writer._rows) == 1 and writer._thread is not None  # started lazily again
     writer.close()
+
+
+def test_a_writer_dropped_without_close_closes_its_connection(app, client, workspace):
+    """An app thrown away without `close` (tests, a reloaded app) leaves no connection open behind it."""
+    import gc
+
+    writer = _writer(app, interval=3600)
+    Api(client, workspace.secrets["sandbox"]).get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    writer.flush()
+    conn = writer._conn
+    assert conn is not None and not conn.closed
+    app.extensions["requestlog_writer"] = Writer(app, interval=3600, capacity=10)
+    thread, writer._closed = writer._thread, True  # its thread ends, as an idle one does; `close` never runs
+    writer._wake.set()
+    thread.join(5)
+    del writer, thread
+    gc.collect()
+    assert conn.closed
