@@ -38,9 +38,6 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.browser)
-            # On xdist (`make test`), one worker runs the browser tests one after another: two Chromiums and
-            # their live servers at once, beside the other worker's tests, starved them past their waits.
-            item.add_marker(pytest.mark.xdist_group("browser"))
 
 
 def _free_port() -> int:
