@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -356,7 +357,17 @@ def build(args, tmp: Path, data: dict[str, Dataset]) -> tuple[dict[str, Server],
         ),
         "run": Server(
             "run",
-            [[str(BIN / "console"), "run", "--host", "127.0.0.1", "--port", "{port}"]],
+            [
+                [
+                    str(BIN / "console"),
+                    "run",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "{port}",
+                    *shlex.split(args.run_args),
+                ]
+            ],
             sqlite_env,
             "/sandbox/v1/openapi.json",
             tmp / "run.log",
@@ -532,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--jobs-per-token", type=int, default=10)
     parser.add_argument("--only", nargs="*", help="servers to run: bare naive run gthread scale-out")
+    parser.add_argument("--run-args", default="", help="extra options for `console run`, e.g. '--threads 4'")
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     parser.add_argument("--pg-url", default=os.environ.get("BENCH_DATABASE_URL"))
     parser.add_argument("--redis-url", default=os.environ.get("BENCH_REDIS_URL"))
