@@ -82,3 +82,47 @@ def test_the_crowd_benchmark_reports_the_api_alone_and_under_the_crowd():
     assert "| the customer while 48 clients load `/` | 9 |" in text and "**met**" in text
     rounds[1] = crowd.Round(calls(5, 6, 20), calls(30, 40, 300), 80.0, 2)  # two page 5xx: not met
     assert "**not met**" in crowd.table(rounds)
+
+
+def test_a_console_row_waits_for_its_own_worker_to_report(tmp_path):
+    """Measured while the worker process still imported the app, a row lost a quarter of a core to it."""
+    import json
+    import subprocess
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    health = {"worker": {"ok": False, "pid": None}}
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps(health).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    ours = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    stranger = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        server = bench.Server("run", [], {}, "/", tmp_path / "log", port=httpd.server_address[1])
+        server.procs.append(ours)
+        server.wait_for_worker = True
+        assert not server._worker_is_up()  # no heartbeat yet
+        health["worker"] = {"ok": True, "pid": stranger.pid}  # an earlier run's worker, still fresh
+        assert not server._worker_is_up()
+        health["worker"] = {"ok": True, "pid": ours.pid}
+        assert server._worker_is_up()
+        server.wait_for_worker = False
+        health["worker"] = {"ok": False, "pid": None}
+        assert server._worker_is_up()  # rows without a worker do not wait
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        for proc in (ours, stranger):
+            proc.kill()
+            proc.wait()
