@@ -105,7 +105,8 @@ def seed(app, workspace_id: uuid.UUID, n_events: int) -> dict:
                            "end_user_id": f"user_{t}", "created_at": at})  # fmt: skip
             deliveries.append({**common, "id": delivery_id, "event_id": event_id, "webhook_id": webhook.id,
                                "status": "delivered", "attempt_count": 1, "round_attempts": 1, "due_at": at,
-                               "run_after": at, "created_at": at, "delivered_at": at})  # fmt: skip
+                               "run_after": at, "created_at": at, "delivered_at": at,
+                               "first_attempt_at": at, "last_attempt_at": at})  # fmt: skip
             attempts.append({"id": uuid.uuid4(), "delivery_id": delivery_id, "webhook_id": webhook.id,
                              "event_id": event_id, "number": 1, "at": at, "sent_timestamp": int(at.timestamp()),
                              "outcome": "delivered", "status_code": 200, "latency_ms": 3})  # fmt: skip
@@ -158,6 +159,12 @@ def pages(ids: dict, poll_cursor: str) -> list[tuple[str, str, str]]:
         ("Scenarios", "/scenarios", "/scenarios"),
         ("API keys", "/keys", "/keys"),
         ("Clock", "/clock", "/clock"),
+        # Every open clock, timeline or presenter page asks this every 2 s.
+        (
+            "Clock, live poll (nothing new)",
+            "/clock/scheduled?pulse=",
+            f"/clock/scheduled?pulse={ids['pulse']}",
+        ),
         ("World", "/world?tab=people", "/world?tab=people"),
         ("API reference", "/reference", "/reference"),
     ]
@@ -187,6 +194,12 @@ def _workspace(app, events: int):
     with client.session_transaction() as session:
         session[workspace_session.SESSION_KEY] = str(workspace_id)
     ids = seed(app, workspace_id, events)
+    with app.app_context():
+        from console.extensions import db
+        from console.web import live
+        from console.workspaces.models import Workspace
+
+        ids["pulse"] = live.pulse(db.session.get(Workspace, workspace_id))
     html = client.get("/events").get_data(as_text=True)
     poll_cursor = html.split("/events/rows?after=", 1)[1].split('"', 1)[0].replace("&amp;", "&")
     return client, ids, poll_cursor

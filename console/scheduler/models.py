@@ -20,6 +20,8 @@ class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
     __table_args__ = (
         Index("ix_scheduled_tasks_runnable", "status", "run_after"),
         Index("ix_scheduled_tasks_workspace_due", "workspace_id", "status", "due_at"),
+        # The console's live pulse reads a workspace's newest finish (one index step, however many tasks).
+        Index("ix_scheduled_tasks_workspace_finished", "workspace_id", "finished_at"),
     )
 
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))

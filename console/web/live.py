@@ -9,15 +9,20 @@ clock offset), so a poll that finds nothing new costs one small query and no ren
 from __future__ import annotations
 
 import hashlib
+import uuid
 
-from sqlalchemy import case, func, select
+from sqlalchemy import Select, func, select
 
 from console.events.models import Event
 from console.extensions import db
 from console.link.models import LinkSession
+from console.modes import MODES
 from console.scheduler.models import ScheduledTask
 from console.webhooks.models import PENDING, WebhookDelivery
 from console.workspaces.models import Workspace
+
+# A task that has not run yet (ScheduledTask.status).
+TASK_PENDING = "pending"
 
 # How often pages poll (seconds); the static JS pauses polling while the tab is hidden.
 POLL_SECONDS = 2
@@ -26,25 +31,36 @@ POLL_SECONDS = 2
 def pulse(workspace: Workspace) -> str:
     """A short digest that changes whenever anything a console page shows of the workspace changes.
 
-    One round trip: a single SELECT of aggregate subqueries, each on an index led by workspace_id.
+    One round trip: a single SELECT of scalar subqueries, each answered from an index without reading the
+    workspace's rows one by one (counts over everything and sums of a column did: 160 ms at 100,000 events,
+    every 2 s for every open page). What each part stands for:
+    - tasks: how many wait, and the newest finish (a run or a failed attempt sets it; a task that ran and
+      scheduled the next one leaves the count as it was);
+    - events never change once written: the newest per mode;
+    - deliveries: how many wait, and the newest attempt (every attempt sets `last_attempt_at`; a skip or a
+      resend changes how many wait; a new delivery waits);
+    - Link sessions: how many, and the newest screen change.
     """
-    wid = workspace.id
+    parts = db.session.execute(pulse_statement(workspace.id)).one()
+    return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:16]
+
+
+def pulse_statement(wid: uuid.UUID) -> Select:
+    """The pulse's one SELECT for workspace `wid`."""
     aggregates = [
         select(Workspace.clock_offset_seconds).where(Workspace.id == wid),
-        select(func.count()).where(ScheduledTask.workspace_id == wid),
+        select(func.count()).where(ScheduledTask.workspace_id == wid, ScheduledTask.status == TASK_PENDING),
         select(func.max(ScheduledTask.finished_at)).where(ScheduledTask.workspace_id == wid),
-        select(func.count()).where(Event.workspace_id == wid),
-        select(func.max(Event.created_at)).where(Event.workspace_id == wid),
-        select(func.count(WebhookDelivery.delivered_at)).where(WebhookDelivery.workspace_id == wid),
-        select(func.sum(WebhookDelivery.attempt_count)).where(WebhookDelivery.workspace_id == wid),
-        select(func.sum(case((WebhookDelivery.status == PENDING, 1), else_=0))).where(
-            WebhookDelivery.workspace_id == wid
+        *(
+            select(func.max(Event.created_at)).where(Event.workspace_id == wid, Event.mode == mode)
+            for mode in MODES
         ),
+        select(func.count()).where(WebhookDelivery.workspace_id == wid, WebhookDelivery.status == PENDING),
+        select(func.max(WebhookDelivery.last_attempt_at)).where(WebhookDelivery.workspace_id == wid),
         select(func.count()).where(LinkSession.workspace_id == wid),
         select(func.max(LinkSession.updated_at)).where(LinkSession.workspace_id == wid),
     ]
-    parts = db.session.execute(select(*(query.scalar_subquery() for query in aggregates))).one()
-    return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()[:16]
+    return select(*(query.scalar_subquery() for query in aggregates))
 
 
 def unchanged(workspace: Workspace, seen: str | None) -> bool:

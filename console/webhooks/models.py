@@ -68,6 +68,8 @@ class WebhookDelivery(IdMixin, db.Model):
         # Pausing or deleting a webhook skips its pending rows; the clock rewrites a workspace's rows.
         Index("ix_webhook_deliveries_webhook_status", "webhook_id", "status"),
         Index("ix_webhook_deliveries_workspace_status", "workspace_id", "status"),
+        # The console's live pulse reads a workspace's newest attempt (one index step, however many rows).
+        Index("ix_webhook_deliveries_workspace_attempted", "workspace_id", "last_attempt_at"),
     )
 
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
