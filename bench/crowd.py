@@ -174,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
             {"CONSOLE_INSTANCE_DIR": str(tmp / "instance"), "SECRET_KEY": SECRET_KEY},
             "/sandbox/v1/openapi.json",
             tmp / "run.log",
+            wait_for_worker=True,
         )
         # The page script sends the API headers too; the console ignores them.
         script = write_script(tmp / "crowd.lua", method="GET", paths=["/"], secrets=data.secrets, body=None)
