@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from console.core.timeutil import isoformat
 from console.extensions import db
 from console.scheduler import services
-from console.scheduler.models import ScheduledTask
+from console.scheduler.models import PENDING, ScheduledTask
 from console.workspaces.models import Workspace
 
 
@@ -57,7 +57,7 @@ def agenda_source(source: Source) -> Source:
 
 
 def _pending_tasks(workspace_id: uuid.UUID, after: datetime | None):
-    query = [ScheduledTask.workspace_id == workspace_id, ScheduledTask.status == "pending"]
+    query = [ScheduledTask.workspace_id == workspace_id, ScheduledTask.status == PENDING]
     if after is not None:
         query.append(ScheduledTask.due_at > after)
     return query

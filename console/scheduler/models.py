@@ -13,6 +13,9 @@ from console.clock.services import register_schedule
 from console.core.base import CreatedAtMixin, IdMixin
 from console.extensions import db
 
+# A task that has not run yet (or failed and will be retried); it becomes "done" or "failed".
+PENDING = "pending"
+
 
 @register_schedule
 class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
@@ -32,7 +35,7 @@ class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
     # ...and the same moment in real time (due_at - clock offset), so the worker can poll one index.
     # Advancing a workspace clock rewrites run_after for that workspace's pending tasks.
     run_after: Mapped[datetime]
-    status: Mapped[str] = mapped_column(String(16), default="pending")  # pending | done | failed
+    status: Mapped[str] = mapped_column(String(16), default=PENDING)  # pending | done | failed
     attempts: Mapped[int] = mapped_column(default=0)
     # Real time of the successful run (or of the last failed attempt).
     finished_at: Mapped[datetime | None]

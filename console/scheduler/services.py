@@ -24,7 +24,7 @@ from sqlalchemy import Select, exists, select, update
 from console.clock.services import real_time_of
 from console.core.timeutil import isoformat, utcnow
 from console.extensions import db
-from console.scheduler.models import ScheduledTask
+from console.scheduler.models import PENDING, ScheduledTask
 from console.workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
@@ -99,7 +99,7 @@ def new_task(workspace: Workspace, kind: str, due_at: datetime, payload: dict[st
         payload=payload,
         due_at=due_at,
         run_after=real_time_of(workspace, due_at),
-        status="pending",
+        status=PENDING,
         attempts=0,
         created_at=utcnow(),
     )
@@ -120,7 +120,7 @@ def fired_dict(task: ScheduledTask) -> dict[str, Any]:
 
 def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool) -> Select:
     query = select(ScheduledTask.id).where(
-        ScheduledTask.status == "pending", ScheduledTask.run_after <= utcnow()
+        ScheduledTask.status == PENDING, ScheduledTask.run_after <= utcnow()
     )
     if workspace_id is not None:
         query = query.where(ScheduledTask.workspace_id == workspace_id)
@@ -135,7 +135,7 @@ def _claim(task_id: uuid.UUID) -> bool:
     """Mark the task done in the current transaction; False when another worker got it first."""
     claimed = db.session.execute(
         update(ScheduledTask)
-        .where(ScheduledTask.id == task_id, ScheduledTask.status == "pending")
+        .where(ScheduledTask.id == task_id, ScheduledTask.status == PENDING)
         .values(status="done", attempts=ScheduledTask.attempts + 1, finished_at=utcnow(), last_error=None)
         .execution_options(synchronize_session=False)
     )
@@ -157,7 +157,7 @@ def _execute(task_id: uuid.UUID) -> ScheduledTask:
 def _record_failure(task_id: uuid.UUID, error: Exception) -> None:
     """Keep a failed task: retry it later with backoff, or mark it failed after MAX_ATTEMPTS."""
     task = db.session.get(ScheduledTask, task_id, populate_existing=True)
-    if task is None or task.status != "pending":
+    if task is None or task.status != PENDING:
         db.session.rollback()
         return
     task.attempts += 1
@@ -229,7 +229,7 @@ def run_due(
 
 def _any_due(workspace_id: uuid.UUID | None) -> bool:
     query = select(ScheduledTask.id).where(
-        ScheduledTask.status == "pending", ScheduledTask.run_after <= utcnow()
+        ScheduledTask.status == PENDING, ScheduledTask.run_after <= utcnow()
     )
     if workspace_id is not None:
         query = query.where(ScheduledTask.workspace_id == workspace_id)

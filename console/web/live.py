@@ -17,12 +17,10 @@ from console.events.models import Event
 from console.extensions import db
 from console.link.models import LinkSession
 from console.modes import MODES
+from console.scheduler.models import PENDING as TASK_PENDING
 from console.scheduler.models import ScheduledTask
 from console.webhooks.models import PENDING, WebhookDelivery
 from console.workspaces.models import Workspace
-
-# A task that has not run yet (ScheduledTask.status).
-TASK_PENDING = "pending"
 
 # How often pages poll (seconds); the static JS pauses polling while the tab is hidden.
 POLL_SECONDS = 2

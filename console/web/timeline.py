@@ -18,6 +18,7 @@ from console.events.models import Event
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
 from console.link_tokens.models import LinkToken
+from console.scheduler.models import PENDING as TASK_PENDING
 from console.scheduler.models import ScheduledTask
 from console.web import deliveries, keyset
 from console.workspaces.models import Workspace
@@ -65,7 +66,7 @@ def _next_steps(workspace: Workspace, job_ids: list[uuid.UUID]) -> dict[str, Sch
     wanted = {str(j) for j in job_ids}
     tasks = db.session.scalars(
         select(ScheduledTask)
-        .where(ScheduledTask.workspace_id == workspace.id, ScheduledTask.status == "pending")
+        .where(ScheduledTask.workspace_id == workspace.id, ScheduledTask.status == TASK_PENDING)
         .order_by(ScheduledTask.due_at)
     )
     found: dict[str, ScheduledTask] = {}
