@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import uuid
 
 import pytest
@@ -15,16 +16,23 @@ from tests.factories import LINK_TOKEN, new_switch
 
 @contextlib.contextmanager
 def recorded(app):
-    """Every SQL statement and commit the app's engine runs meanwhile, as text ("COMMIT" for a commit)."""
+    """Every SQL statement and commit this thread runs on the app's engine meanwhile ("COMMIT" for a commit).
+
+    This thread only: the request log's writer thread flushes earlier requests' rows on its own schedule, and
+    its statements, caught mid-flush, are not the request's.
+    """
     with app.app_context():
         engine = db.engine
     seen: list[str] = []
+    ours = threading.get_ident()
 
     def statement(_conn, _cursor, sql, *_args):
-        seen.append(" ".join(sql.split()))
+        if threading.get_ident() == ours:
+            seen.append(" ".join(sql.split()))
 
     def commit(_conn):
-        seen.append("COMMIT")
+        if threading.get_ident() == ours:
+            seen.append("COMMIT")
 
     event.listen(engine, "before_cursor_execute", statement)
     event.listen(engine, "commit", commit)
