@@ -244,6 +244,62 @@ def test_preferred_writers_go_first_at_the_gate():
     assert order[0] == "api" and sorted(order[1:]) == ["page0", "page1", "page2"]
 
 
+def test_a_release_wakes_one_waiter_not_all_of_them():
+    """Five threads queued: five waits in all (waking every waiter at each release made fifteen)."""
+    from console.core.sqlite import PriorityLock
+
+    lock = PriorityLock()
+    waits = []
+    condition = lock._turns[False]
+    real_wait = condition.wait
+
+    def counted_wait(timeout=None):
+        waits.append(threading.current_thread().name)
+        return real_wait(timeout)
+
+    condition.wait = counted_wait
+    assert lock.acquire(1.0)
+    done = []
+
+    def waiter() -> None:
+        assert lock.acquire(5.0)
+        done.append(threading.current_thread().name)
+        time.sleep(0.005)
+        lock.release()
+
+    threads = [threading.Thread(target=waiter, name=f"w{i}") for i in range(5)]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(waits) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    lock.release()
+    for thread in threads:
+        thread.join(5)
+    assert sorted(done) == ["w0", "w1", "w2", "w3", "w4"]
+    assert len(waits) == 5 and not lock.locked()
+
+
+def test_a_waiter_that_gave_up_leaves_the_queue_and_the_next_one_is_woken():
+    """Releases wake one waiter each: one that timed out must not be the one a release wakes."""
+    from console.core.sqlite import PriorityLock
+
+    lock = PriorityLock()
+    assert lock.acquire(1.0)
+    got = []
+    quitter = threading.Thread(target=lambda: got.append(("quitter", lock.acquire(0.3))))
+    quitter.start()
+    time.sleep(0.05)
+    patient = threading.Thread(target=lambda: got.append(("patient", lock.acquire(5.0))))
+    patient.start()
+    time.sleep(0.05)
+    quitter.join(2)  # gave up while the lock was still held
+    lock.release()  # wakes the patient one (the quitter is gone from the queue)
+    patient.join(2)
+    assert got == [("quitter", False), ("patient", True)]
+    lock.release()
+
+
 def test_a_waiter_gives_up_at_its_timeout_and_the_lock_stays_usable():
     from console.core.sqlite import PriorityLock
 
