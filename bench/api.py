@@ -10,10 +10,10 @@ Rows (each a server started for the row and stopped after it, on 127.0.0.1 and a
 - `naive`: a textbook Flask-SQLAlchemy + SQLite insert, gunicorn with 2 sync workers.
 - `run`: the real `console run` command with its defaults (SQLite in a temp CONSOLE_INSTANCE_DIR, in-process
   worker): `POST /sandbox/v1/link_tokens` and `GET /sandbox/v1/jobs?link_token_id=`.
-- `gthread`: `gunicorn -k console.serving.BalancedThreadWorker -w 2 --threads 8 'console:create_app()'` (the
-  README's scale-out line; gunicorn's `gthread` accepting only with a free thread) on the same SQLite file, with one
+- `granian`: `granian --interface wsgi --factory --workers 2 --blocking-threads 8 console.serving:serving_app` (the
+  README's scale-out line) on the same SQLite file, with one
   `console worker` process: the multi-process form on the default database.
-- `scale-out`: the same gunicorn form on PostgreSQL ($BENCH_DATABASE_URL; its tables are dropped) with the
+- `scale-out`: the same Granian form on PostgreSQL ($BENCH_DATABASE_URL; its tables are dropped) with the
   rate limiter on Redis ($BENCH_REDIS_URL), and one `console worker`. Skipped when $BENCH_DATABASE_URL is unset.
 
 Every request carries one of 300 sandbox secrets in turn (the per-key limit of 10/s never binds below 3,000
@@ -253,12 +253,18 @@ class Server:
         self.procs = []
 
 
-def gunicorn(app: str, *, workers: int = 2, threads: int | None = None) -> list[str]:
+def gunicorn(app: str, *, workers: int = 2) -> list[str]:
+    """The baselines' server: gunicorn's sync workers."""
     command = [str(BIN / "gunicorn"), "-w", str(workers), "-b", "127.0.0.1:{port}", "--chdir", str(ROOT)]
-    if threads:
-        command += ["-k", "console.serving.BalancedThreadWorker", "--threads", str(threads)]
     # gunicorn's default access log is off; keep its error log quiet but present.
     return [*command, "--log-level", "warning", app]
+
+
+def granian(*, workers: int = 2, threads: int = 8) -> list[str]:
+    """The README's scale-out command (the server `console run` embeds), without a worker of its own."""
+    return [str(BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1", "--port", "{port}",
+            "--workers", str(workers), "--blocking-threads", str(threads), "--log-level", "warning",
+            "console.serving:serving_app"]  # fmt: skip
 
 
 # Data ---------------------------------------------------------------------------------------
@@ -368,7 +374,6 @@ def build(args, tmp: Path, data: dict[str, Dataset]) -> tuple[dict[str, Server],
     for name in ("DATABASE_URL", "RATELIMIT_STORAGE_URI", "RUN_WORKER", "PUBLIC_URL"):
         os.environ.pop(name, None)
     post_body = json.dumps(LINK_TOKEN_BODY)
-    app = "console:create_app()"
     servers = {
         "bare": Server("bare", [gunicorn("bench.api_apps:bare")], {}, "/", tmp / "bare.log"),
         "naive": Server(
@@ -396,19 +401,19 @@ def build(args, tmp: Path, data: dict[str, Dataset]) -> tuple[dict[str, Server],
             tmp / "run.log",
             wait_for_worker=True,
         ),
-        "gthread": Server(
-            "gthread",
-            [gunicorn(app, threads=8), [str(BIN / "console"), "worker"]],
+        "granian": Server(
+            "granian",
+            [granian(), [str(BIN / "console"), "worker"]],
             sqlite_env,
             "/sandbox/v1/openapi.json",
-            tmp / "gthread.log",
+            tmp / "granian.log",
             wait_for_worker=True,
         ),
     }
     if "pg" in data:
         servers["scale-out"] = Server(
             "scale-out",
-            [gunicorn(app, threads=8), [str(BIN / "console"), "worker"]],
+            [granian(), [str(BIN / "console"), "worker"]],
             {
                 **sqlite_env,
                 "DATABASE_URL": args.pg_url,
@@ -447,11 +452,13 @@ def build(args, tmp: Path, data: dict[str, Dataset]) -> tuple[dict[str, Server],
     ]
     forms = [
         ("run", "`console run` defaults (SQLite)"),
-        ("gthread", "gunicorn gthread -w 2 --threads 8, SQLite"),
+        ("granian", "granian --workers 2 --blocking-threads 8, SQLite"),
     ]
     if "pg" in data:
         limiter = "Redis limiter" if args.redis_url else "in-memory limiter"
-        forms.append(("scale-out", f"scale-out: gunicorn gthread -w 2 --threads 8, PostgreSQL, {limiter}"))
+        forms.append(
+            ("scale-out", f"scale-out: granian --workers 2 --blocking-threads 8, PostgreSQL, {limiter}")
+        )
     for server, label in forms:
         dataset = data["pg" if server == "scale-out" else "sqlite"]
         rows.append(
@@ -568,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keys", type=int, default=300, help="sandbox keys the requests rotate over")
     parser.add_argument("--jobs", type=int, default=100_000)
     parser.add_argument("--jobs-per-token", type=int, default=10)
-    parser.add_argument("--only", nargs="*", help="servers to run: bare naive run gthread scale-out")
+    parser.add_argument("--only", nargs="*", help="servers to run: bare naive run granian scale-out")
     parser.add_argument("--run-args", default="", help="extra options for `console run`, e.g. '--threads 4'")
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     parser.add_argument("--pg-url", default=os.environ.get("BENCH_DATABASE_URL"))

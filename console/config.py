@@ -178,8 +178,8 @@ def engine_options(config) -> dict:
 # queueing inside the process rather than throughput; 8 still covers requests that wait (a slow
 # client, a database lock) and keeps the pool each process needs small.
 DEFAULT_THREADS = 8
-# Connections beyond one per request thread: the API lane's 2 threads (console.serving), the in-process
-# worker threads and the CLI.
+# Connections beyond one per request thread: the in-process worker threads, the request log's writer and
+# the CLI, with room to spare.
 POOL_HEADROOM = 6
 
 DEFAULTS = {

@@ -1,14 +1,20 @@
-"""`console run`: the app on every core (gunicorn, `gthread` workers) and one supervised worker process.
+"""`console run`: the app on every core (Granian, WSGI) and one supervised worker process.
 
-One master process (gunicorn's arbiter, extended here) owns everything:
+One master process (Granian's) owns everything:
 - `workers` serving processes, each forked from the master and building its own app with
-  `create_app()` after the fork (no engine, connection or lock is shared across a fork), each
-  serving requests on `threads` threads. They never run worker loops.
+  `serving_app()` after the fork (no engine, connection or lock is shared across a fork), each
+  running requests on up to `threads` Python threads. They never run worker loops.
 - one `console worker` process (a fresh interpreter) for the scheduler and webhook delivery loops,
-  started with the server, restarted with a backoff if it dies, stopped with the server.
+  started with the server, restarted with a backoff if it dies, stopped with the server (a thread of
+  the master watches it).
 
-SIGTERM stops gracefully (requests in flight finish, the worker finishes its task in flight);
-SIGINT is gunicorn's quick stop for the serving processes and still a graceful one for the worker.
+Why Granian: its HTTP work (accepting, parsing, keep-alive, slow clients, writing responses) runs in
+Rust outside the GIL, and a Python thread is taken only to run the app. Under gunicorn's threaded
+worker the same work ran in Python and competed with the requests for the GIL: measured with the API
+benchmark (`python -m bench.api`), GET /v1/jobs +25% and POST /v1/link_tokens +15% on the same machine.
+
+SIGTERM and SIGINT stop gracefully: requests in flight finish, then the worker finishes its task in
+flight.
 """
 
 from __future__ import annotations
@@ -16,26 +22,32 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import socket
 import subprocess
 import sys
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gunicorn.app.base import BaseApplication
-from gunicorn.arbiter import Arbiter
-from gunicorn.workers.gthread import ThreadWorker
-
-from console.modes import is_api_path
+from flask import Flask
 
 log = logging.getLogger(__name__)
 
 WORKER_COMMAND = (sys.executable, "-m", "console.cli", "worker")
 WORKER_STOP_SECONDS = 35  # the worker waits up to 30 s for its loops' in-flight work
-# Threads per serving process kept for API calls when the others are busy (see BalancedThreadWorker).
-API_LANE_THREADS = 2
-PEEK_BYTES = 256  # enough for the method and the path of a request line
+SERVING_STOP_SECONDS = 30  # requests in flight at a stop get this long before their process is killed
+SUPERVISE_EVERY = 0.25  # seconds between the master's looks at the worker process
+PROCESS_NAME = "console serving"  # `ps` shows "console serving worker-1", ...
+
+# Held while the worker process is being started, and by every fork of this process (at-fork hooks):
+# Popen reads a pipe until its child has exec'd, and a serving process forked meanwhile (Granian forks
+# them from its main thread; the worker is started from the supervision thread) inherited the pipe's
+# other end and kept it open for good, so Popen never returned and the worker was never restarted.
+FORK_GUARD = threading.Lock()
+os.register_at_fork(
+    before=FORK_GUARD.acquire,
+    after_in_parent=FORK_GUARD.release,
+    after_in_child=FORK_GUARD.release,
+)
 
 
 def default_workers() -> int:
@@ -46,10 +58,18 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def serving_app() -> Flask:
+    """The app of one serving process (Granian's factory; the README's scale-out command names it too)."""
+    from console import create_app
+
+    app = create_app()
+    settle_heap()
+    return app
+
+
 def settle_heap() -> None:
     """Move everything alive now (the app, its routes, schema, templates, imported modules) out of the
-    garbage collector's reach; called once a serving process has built its app
-    (`BalancedThreadWorker`, under `console run` and the README's gunicorn command alike).
+    garbage collector's reach; called once a serving process has built its app (`serving_app`).
 
     Why: those objects live as long as the process, yet every full collection walked all of them, with
     the GIL held, so every request in flight in that process stopped meanwhile. Measured under
@@ -91,7 +111,8 @@ class WorkerSupervisor:
         return self.process.pid if self.process else None
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.command)
+        with FORK_GUARD:  # see FORK_GUARD
+            self.process = subprocess.Popen(self.command)
         self._started_at = time.monotonic()
         log.info("Started the worker process (pid %s)", self.process.pid)
 
@@ -142,161 +163,70 @@ class WorkerSupervisor:
         self.process = None
 
 
-class BalancedThreadWorker(ThreadWorker):
-    """gunicorn's `gthread` worker, fair across processes and keeping a lane open for API calls.
+class Supervision:
+    """A thread of the master that keeps the worker process running until the server stops."""
 
-    Accepting only with a free thread: the stock worker accepts whatever the listening socket offers
-    and queues it for its threads. Every serving process waits on the same socket, so a burst of new
-    connections (a load balancer's pool, a classroom opening the console, wrk's 16) is taken by whichever
-    process wakes first: measured, one process served all 16 keep-alive connections at 100% of a core
-    while the other idled at 1%, and the GIL capped the whole server at one core. Accepting only with a
-    free thread leaves the rest of the burst to the other processes; a connection kept alive stays where
-    it is and needs no thread while idle.
-
-    The API lane: `API_LANE_THREADS` more threads per process that only API requests (`/v1` paths) use,
-    and only when the `threads` are all busy. A room loading console pages as fast as it can kept every
-    thread busy, and a customer's API call queued behind the pages (measured: p99 2.3 s under 48 page
-    clients); with the lane it waits for no page. The path is read with `MSG_PEEK` from the socket
-    before a thread is chosen (a request not readable yet counts as a page).
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.in_flight = 0  # requests on the `threads` (running or queued)
-        self.lane_in_flight = 0  # requests on the API lane
-        super().__init__(*args, **kwargs)
-
-    def init_process(self) -> None:
-        self.lane = ThreadPoolExecutor(max_workers=API_LANE_THREADS, thread_name_prefix="api-lane")
-        super().init_process()  # runs the worker until it stops
-
-    def load_wsgi(self) -> None:
-        super().load_wsgi()  # the app, built in this process
-        settle_heap()
-
-    def run(self) -> None:
-        try:
-            super().run()
-        finally:
-            self.lane.shutdown(wait=False)
-
-    def handle_quit(self, sig: Any, frame: Any) -> None:
-        self.lane.shutdown(wait=False)
-        super().handle_quit(sig, frame)
-
-    @property
-    def worker_connections(self) -> int:
-        # The run loop accepts while `nr_conns < worker_connections`: a free thread (or, for an API call,
-        # a free lane) is the extra condition.
-        if self.in_flight >= self.cfg.threads and self.lane_in_flight >= API_LANE_THREADS:
-            return 0
-        return self._max_connections
-
-    @worker_connections.setter
-    def worker_connections(self, value: int) -> None:
-        self._max_connections = value
-
-    def enqueue_req(self, conn: Any) -> None:
-        if (
-            self.in_flight >= self.cfg.threads
-            and self.lane_in_flight < API_LANE_THREADS
-            and _is_api_call(conn)
-        ):
-            self.lane_in_flight += 1
-            future = self.lane.submit(self.handle, conn)
-            future.add_done_callback(lambda done: self.method_queue.defer(self._finish_lane, conn, done))
-            return
-        self.in_flight += 1
-        super().enqueue_req(conn)
-
-    def finish_request(self, conn: Any, fs: Any) -> None:
-        self.in_flight -= 1
-        super().finish_request(conn, fs)
-
-    def _finish_lane(self, conn: Any, fs: Any) -> None:
-        self.lane_in_flight -= 1
-        super().finish_request(conn, fs)
-
-
-def _is_api_call(conn: Any) -> bool:
-    """Whether the request waiting on this connection is an API call, from its request line (peeked)."""
-    if conn.parser is not None and conn.parser.unreader.buf.getvalue():
-        return False  # read ahead already (a pipelined request): not on the socket to peek at
-    try:
-        head = conn.sock.recv(PEEK_BYTES, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except OSError:  # nothing to read yet, or TLS: treated as a page
-        return False
-    parts = head.split(b" ", 2)
-    if len(parts) < 3:
-        return False
-    return is_api_path(parts[1].split(b"?", 1)[0].decode("latin-1"))
-
-
-class ConsoleArbiter(Arbiter):
-    """Gunicorn's master, also supervising the worker process."""
-
-    def __init__(self, app: BaseApplication, supervisor: WorkerSupervisor | None) -> None:
+    def __init__(self, supervisor: WorkerSupervisor, every: float = SUPERVISE_EVERY) -> None:
         self.supervisor = supervisor
-        super().__init__(app)
+        self.every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="worker-supervision", daemon=True)
 
-    def handle_chld(self) -> None:
-        # Reap our worker first: gunicorn's reaping (waitpid(-1)) would take its exit status too.
-        if self.supervisor:
-            self.supervisor.poll()
-        super().handle_chld()
+    def start(self) -> None:
+        self._thread.start()
 
-    # gunicorn dispatches SIGCHLD as "chld" or "cld" (aliases); both must reach the override.
-    handle_cld = handle_chld
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.supervisor.keep_running()
+            except OSError:  # could not start it (e.g. out of processes): try again at the next look
+                log.exception("Could not start the worker process")
+            self._stop.wait(self.every)
 
-    def manage_workers(self) -> None:
-        super().manage_workers()
-        if self.supervisor:
-            self.supervisor.keep_running()
+    def stopping(self) -> None:
+        """No restart from now on; the worker is asked to stop (it finishes its task in flight)."""
+        self.supervisor.terminate()
 
-    def stop(self, graceful: bool = True) -> None:
-        # Both stop at once: the worker finishes its task while the serving processes finish requests.
-        if self.supervisor:
-            self.supervisor.terminate()
-        super().stop(graceful)
-        if self.supervisor:
-            self.supervisor.stop()
-
-
-class ConsoleServer(BaseApplication):
-    """The app under gunicorn, configured in code (no config file, no command-line parsing)."""
-
-    def __init__(self, options: dict[str, Any], supervisor: WorkerSupervisor | None) -> None:
-        self.options = options
-        self.supervisor = supervisor
-        super().__init__()
-
-    def load_config(self) -> None:
-        for name, value in self.options.items():
-            self.cfg.set(name, value)
-
-    def load(self):
-        # Runs in each serving process after the fork: its own app, engine and limiter.
-        from console import create_app
-
-        return create_app()
-
-    def run(self) -> None:
-        ConsoleArbiter(self, self.supervisor).run()
+    def stop(self) -> None:
+        self.stopping()
+        self._stop.set()
+        self._thread.join(5)
+        self.supervisor.stop()
 
 
 def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool) -> None:
     """Serve until SIGTERM/SIGINT; with `run_worker`, also keep one worker process running."""
+    from granian import Granian
+    from granian.constants import Interfaces
+
     # force: the migrations that just ran configured logging their own way.
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
-    options = {
-        "bind": f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
-        "workers": workers,
-        "threads": threads,
-        "worker_class": "console.serving.BalancedThreadWorker",
-        "proc_name": "console",
-        # Each `console run` is self-contained: no control socket file shared between instances.
-        "control_socket_disable": True,
-    }
+    server = Granian(
+        "console.serving:serving_app",
+        factory=True,
+        interface=Interfaces.WSGI,
+        address=host,
+        port=port,
+        workers=workers,
+        blocking_threads=threads,
+        respawn_failed_workers=True,  # a serving process that dies is replaced
+        workers_kill_timeout=SERVING_STOP_SECONDS,
+        process_name=PROCESS_NAME,
+        websockets=False,  # WSGI has none (Granian says so at every start otherwise)
+    )
+    supervision = Supervision(WorkerSupervisor()) if run_worker else None
+    if supervision is not None:
+        # Granian's master installs this method as its SIGTERM/SIGINT handler when it starts: the worker
+        # is asked to stop at the same moment as the serving processes (and is never restarted after).
+        interrupt = server.signal_handler_interrupt
 
-    ConsoleServer(options, WorkerSupervisor() if run_worker else None).run()
+        def stop_both(*args: Any, **kwargs: Any) -> None:
+            supervision.stopping()
+            interrupt(*args, **kwargs)
+
+        server.signal_handler_interrupt = stop_both
+        server.on_startup(supervision.start)
+        server.on_shutdown(supervision.stop)
+    server.serve()

@@ -3,9 +3,11 @@
 Why: a room loading console pages as fast as it can keeps every request thread of a process busy in
 Python, and CPython hands the GIL round the runnable threads in 5 ms slices, so a customer's API call in
 the same process waited a whole round at each of its GIL hand-offs (each database call, each socket
-write): measured with the API lane, an API p99 of 580 ms under 48 page clients. Pages past the cap wait on
+write): measured under gunicorn, an API p99 of 580 ms under 48 page clients. Pages past the cap wait on
 a semaphore, where they do not compete for the GIL; the API call then shares its process with the few
-pages that run. The pages' own throughput does not drop: they were bound by the CPU already.
+pages that run. The pages' own throughput does not drop: they were bound by the CPU already. Under
+Granian (`console run` now), the cap still halves the API's p99 under that crowd (measured 130-145 ms
+against 170-320 ms uncapped); what remains is the API call's wait for one of the process's threads.
 
 Not capped: API paths (a customer's calls, and the console's own in-process calls, made from inside a page
 that holds its slot), `/healthz` (load balancers), static files and the inbox receiver (the worker's

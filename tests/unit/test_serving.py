@@ -25,7 +25,7 @@ import pytest
 import requests
 
 from console import serving
-from console.serving import BalancedThreadWorker, WorkerSupervisor, default_workers
+from console.serving import Supervision, WorkerSupervisor, default_workers
 from console.world.seed_data import PLATFORM_IDS
 from tests.factories import LINK_TOKEN
 
@@ -109,81 +109,56 @@ def test_supervisor_kills_a_worker_that_ignores_sigterm():
     assert _gone(pid)
 
 
-def _balanced_worker(threads: int) -> tuple[BalancedThreadWorker, list, list]:
-    """A worker whose pools record what they are handed instead of running it."""
-    from gunicorn.config import Config
+def test_starting_the_worker_while_the_master_forks_serving_processes_never_hangs():
+    """The master forks serving processes while its supervision thread starts the worker (at start-up,
+    after a crash): a child forked in the middle of Popen held Popen's pipe open, and Popen waited for
+    the child to exit (a serving process: never). Here each forked child lives 1 s."""
+    supervisor = WorkerSupervisor([sys.executable, "-c", "pass"])
+    stop = threading.Event()
+    children: list[int] = []
 
-    cfg = Config()
-    cfg.set("threads", threads)
-    cfg.set("worker_connections", 1000)
-    worker = BalancedThreadWorker(0, os.getppid(), [], None, 30, cfg, None)
-    worker.tmp.close()  # the heartbeat file every gunicorn worker opens; not used here
-    handed, lane = [], []
-    worker.tpool = type("Pool", (), {"submit": lambda _self, fn, conn: handed.append(conn) or _Done()})()
-    worker.lane = type("Pool", (), {"submit": lambda _self, fn, conn: lane.append(conn) or _Done()})()
-    worker.method_queue = type("Queue", (), {"defer": lambda *_a: None})()
-    return worker, handed, lane
+    def master_forking() -> None:
+        while not stop.is_set():
+            pid = os.fork()
+            if pid == 0:  # a "serving process": forked, never exec'd
+                time.sleep(1.0)
+                os._exit(0)
+            children.append(pid)
+            time.sleep(0.002)
 
-
-class _Conn:
-    """A connection as gthread holds it: a socket with a request written to its other end (or not yet)."""
-
-    def __init__(self, request_line: bytes | None) -> None:
-        self.sock, self.client = socket.socketpair()
-        self.parser = None
-        if request_line is not None:
-            self.client.sendall(request_line + b"\r\nHost: x\r\n\r\n")
-
-    def close(self) -> None:
-        self.sock.close()
-        self.client.close()
-
-
-def test_a_serving_process_accepts_connections_only_while_a_thread_is_free():
-    worker, handed, lane = _balanced_worker(threads=2)
-    pages = [_Conn(b"GET / HTTP/1.1") for _ in range(2)]
-    api_calls = [_Conn(b"GET /sandbox/v1/jobs HTTP/1.1") for _ in range(serving.API_LANE_THREADS)]
-    assert worker.worker_connections == 1000
-    worker.enqueue_req(pages[0])
-    assert worker.worker_connections == 1000  # one thread still free: accept
-    worker.enqueue_req(pages[1])
-    # Both threads busy: only the API lane is free, so a new connection is still taken (it may be an API call).
-    assert worker.worker_connections == 1000
-    for conn in api_calls:
-        worker.enqueue_req(conn)
-    # Threads and lane busy: leave new connections to the other processes.
-    assert worker.worker_connections == 0
-    worker.in_flight -= 1  # what finish_request does first, before gunicorn's own bookkeeping
-    assert worker.worker_connections == 1000
-    assert handed == pages and lane == api_calls
-    for conn in (*pages, *api_calls):
-        conn.close()
+    forking = threading.Thread(target=master_forking)
+    forking.start()
+    slowest = 0.0
+    try:
+        for _ in range(40):
+            started = time.monotonic()
+            supervisor.start()
+            slowest = max(slowest, time.monotonic() - started)
+            supervisor.process.wait(10)
+    finally:
+        stop.set()
+        forking.join(5)
+        for pid in children:
+            os.waitpid(pid, 0)
+    assert slowest < 0.5, f"a start waited {slowest:.2f} s for a forked child to exit"
 
 
-def test_api_calls_take_the_lane_when_the_threads_are_busy_and_pages_queue():
-    worker, handed, lane = _balanced_worker(threads=1)
-    api_first = _Conn(b"POST /sandbox/v1/link_tokens HTTP/1.1")
-    worker.enqueue_req(api_first)
-    assert handed == [api_first]  # a free thread: the lane is not needed
-    page = _Conn(b"GET /events?type=x HTTP/1.1")
-    not_yet = _Conn(None)  # nothing sent yet: counted as a page
-    production_api = _Conn(b"GET /v1/jobs?link_token_id=1 HTTP/1.1")
-    lookalike = _Conn(b"GET /sandbox/v1x HTTP/1.1")
-    for conn in (page, not_yet, production_api, lookalike):
-        worker.enqueue_req(conn)
-    assert handed == [api_first, page, not_yet, lookalike]
-    assert lane == [production_api]
-    # The peek left the request on the socket for the thread that handles it.
-    assert production_api.sock.recv(100).startswith(b"GET /v1/jobs?link_token_id=1 HTTP/1.1\r\n")
-    worker.lane_in_flight -= 1
-    worker.in_flight -= 4
-    for conn in (api_first, page, not_yet, production_api, lookalike):
-        conn.close()
-
-
-class _Done:
-    def add_done_callback(self, _callback) -> None:
-        pass
+def test_supervision_keeps_the_worker_running_until_the_server_stops():
+    """The master's thread: starts the worker, restarts it when killed, stops it for good at the end."""
+    supervision = Supervision(WorkerSupervisor(SLEEPER, min_backoff=0.1), every=0.05)
+    supervisor = supervision.supervisor
+    supervision.start()
+    try:
+        first = _wait_for(lambda: supervisor.pid, 5)
+        assert first
+        os.kill(first, signal.SIGKILL)
+        second = _wait_for(lambda: supervisor.pid not in (None, first) and supervisor.pid, 5)
+        assert second and supervisor.restarts == 1
+    finally:
+        supervision.stop()
+    assert supervisor.pid is None and _gone(second)
+    time.sleep(0.3)  # several looks later: not started again
+    assert supervisor.pid is None
 
 
 def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(monkeypatch):
@@ -191,13 +166,9 @@ def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(mon
         pass
 
     monkeypatch.setattr("console.create_app", App)
-    worker = BalancedThreadWorker.__new__(BalancedThreadWorker)  # only its app loading is exercised
-    worker.app = serving.ConsoleServer({}, None)
-    worker.log = None
     gc.unfreeze()
     try:
-        worker.load_wsgi()
-        app = worker.wsgi
+        app = serving.serving_app()
         assert isinstance(app, App) and gc.is_tracked(app)
         assert gc.get_freeze_count() > 0
         # Not in any generation a collection walks: full collections no longer pause on it.
