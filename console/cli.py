@@ -58,7 +58,7 @@ def main() -> None:
     type=click.IntRange(min=1),
     default=DEFAULT_THREADS,
     show_default=True,
-    help="Request threads per serving process.",
+    help="Python threads per serving process; RUN_CONCURRENCY of them run at once, the rest wait for a turn.",
 )
 def run(host: str, port: int, workers: int | None, threads: int) -> None:
     """Upgrade the database, then serve the API, Link and the console on every core, plus the worker."""

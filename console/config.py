@@ -107,6 +107,7 @@ def from_environment() -> dict:
             os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
         ),
         "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
+        "RUN_CONCURRENCY": max(0, _number(os.environ.get("RUN_CONCURRENCY"), DEFAULTS["RUN_CONCURRENCY"])),
         "CONSOLE_PAGE_CONCURRENCY": max(
             1, _number(os.environ.get("CONSOLE_PAGE_CONCURRENCY"), DEFAULTS["CONSOLE_PAGE_CONCURRENCY"])
         ),
@@ -174,10 +175,11 @@ def engine_options(config) -> dict:
 
 
 # The request threads of one serving process when `THREADS` is not set (`console run --threads`).
-# A request spends most of its time in Python holding the GIL, so threads beyond a handful add
-# queueing inside the process rather than throughput; 8 still covers requests that wait (a slow
-# client, a database lock) and keeps the pool each process needs small.
-DEFAULT_THREADS = 8
+# Only `RUN_CONCURRENCY` of them run at once (console.runslots); the rest wait their turn, or wait on
+# something outside the process (a webhook to arrive, a trainee's backend), without holding a turn.
+# 32 is more than the connections a room of 48 visitors keeps open per process, so a customer's API call
+# always finds a thread, and then the first free turn. Pooled connections open only when used.
+DEFAULT_THREADS = 32
 # Connections beyond one per request thread: the in-process worker threads, the request log's writer and
 # the CLI, with room to spare.
 POOL_HEADROOM = 6
@@ -215,6 +217,8 @@ DEFAULTS = {
     "PRESENTER_STORIES_DIR": "",
     "PRESENTER_WAIT_SECONDS": 8.0,
     "CONSOLE_PAGE_CONCURRENCY": 2,
+    # Requests running at once per serving process (console.runslots); 0 lets every thread run.
+    "RUN_CONCURRENCY": 2,
     # Saved presenter profiles on this server (each logo at most 256 KB): anyone may save one, so they are capped.
     "PRESENTER_MAX_PROFILES": 500,
 }

@@ -61,8 +61,11 @@ def default_workers() -> int:
 def serving_app() -> Flask:
     """The app of one serving process (Granian's factory; the README's scale-out command names it too)."""
     from console import create_app
+    from console.runslots import RunSlots, RunSlotsMiddleware
 
     app = create_app()
+    if app.config["RUN_CONCURRENCY"]:
+        app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
     settle_heap()
     return app
 
@@ -215,6 +218,11 @@ def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool)
         workers_kill_timeout=SERVING_STOP_SECONDS,
         process_name=PROCESS_NAME,
         websockets=False,  # WSGI has none (Granian says so at every start otherwise)
+    )
+    # Granian warns at every start when a process may run more Python threads than 2 x cores + 1; ours
+    # do, on purpose: only RUN_CONCURRENCY of them run at once (console.runslots), the rest wait.
+    logging.getLogger("_granian").addFilter(
+        lambda record: not record.getMessage().startswith("Configuration allows spawning up to")
     )
     supervision = Supervision(WorkerSupervisor()) if run_worker else None
     if supervision is not None:

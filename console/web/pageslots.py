@@ -23,6 +23,7 @@ from collections.abc import Iterator
 
 from flask import Flask, g, has_request_context, render_template, request
 
+from console import runslots
 from console.modes import is_api_path
 
 PAGE_WAIT_SECONDS = 30
@@ -57,13 +58,16 @@ def init_app(app: Flask) -> None:
 
 @contextlib.contextmanager
 def slot_released() -> Iterator[None]:
-    """Let another page run while this one sleeps; it waits for a slot again afterwards."""
+    """Let another page run while this one sleeps (its page slot and its run slot); it waits for both again
+    afterwards."""
     slots = g.get(_SLOT) if has_request_context() else None
     if slots is None:
-        yield
+        with runslots.released():
+            yield
         return
     slots.release()
     try:
-        yield
+        with runslots.released():
+            yield
     finally:
         slots.acquire()

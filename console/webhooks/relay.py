@@ -27,6 +27,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import and_, delete, or_, select, true, update
 
+from console import runslots
 from console.api.versions import LATEST_VERSION
 from console.core.bodies import RequestModel, field_error, integer, text, validate
 from console.core.errors import NotFound, ServiceError
@@ -385,7 +386,8 @@ def exchange(
                 picked = row is not None and row.status == DELIVERING
                 why = "the endpoint did not answer" if picked else "no listener fetched the request"
                 return Answer(None, None, None, f"timeout: {why} within {timeout:g} s (console listen)")
-            time.sleep(EXCHANGE_POLL_SECONDS)
+            with runslots.released():  # waiting on the listener, not running
+                time.sleep(EXCHANGE_POLL_SECONDS)
     finally:
         with engine.begin() as conn:
             conn.execute(delete(X).where(X.c.id == row_id))

@@ -1,0 +1,176 @@
+"""Run slots: how many requests of a serving process run at once, in which order, and who waits without one."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from console import runslots
+from console.runslots import RunSlots, RunSlotsMiddleware
+
+
+def _eventually(predicate, seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+class Recorder:
+    """A WSGI app that records how many requests run in it at once, and in which order they start."""
+
+    def __init__(self, hold: float = 0.02) -> None:
+        self.hold = hold
+        self.running = 0
+        self.most = 0
+        self.started: list[str] = []
+        self.lock = threading.Lock()
+        self.gate = threading.Event()
+        self.gate.set()
+
+    def __call__(self, environ, start_response):
+        with self.lock:
+            self.running += 1
+            self.most = max(self.most, self.running)
+            self.started.append(environ["PATH_INFO"])
+        self.gate.wait(5)
+        time.sleep(self.hold)
+        with self.lock:
+            self.running -= 1
+        start_response("200 OK", [])
+        return [b"ok"]
+
+
+def _call(app, path: str) -> threading.Thread:
+    thread = threading.Thread(target=app, args=({"PATH_INFO": path}, lambda *_: None))
+    thread.start()
+    return thread
+
+
+def test_at_most_the_given_number_of_requests_run_at_once():
+    inner = Recorder(hold=0.01)
+    app = RunSlotsMiddleware(inner, RunSlots(2))
+    threads = [_call(app, f"/page{i}") for i in range(12)]
+    for thread in threads:
+        thread.join(10)
+    assert len(inner.started) == 12
+    assert inner.most == 2
+
+
+def test_waiting_requests_get_their_turn_in_order_of_arrival():
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()  # the first request holds the only slot until the others are queued
+    app = RunSlotsMiddleware(inner, RunSlots(1))
+    first = _call(app, "/first")
+    assert _eventually(lambda: inner.started == ["/first"])
+    waiters = []
+    for i in range(5):
+        waiters.append(_call(app, f"/w{i}"))
+        time.sleep(0.02)  # arrive one after another
+    inner.gate.set()
+    for thread in [first, *waiters]:
+        thread.join(10)
+    assert inner.started == ["/first", "/w0", "/w1", "/w2", "/w3", "/w4"]
+
+
+def test_api_calls_and_health_checks_are_handed_a_slot_before_waiting_pages():
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()
+    app = RunSlotsMiddleware(inner, RunSlots(1))
+    first = _call(app, "/")
+    assert _eventually(lambda: inner.started == ["/"])
+    order = ["/timeline", "/events", "/sandbox/v1/link_tokens", "/healthz"]
+    waiters = []
+    for path in order:
+        waiters.append(_call(app, path))
+        time.sleep(0.02)
+    inner.gate.set()
+    for thread in [first, *waiters]:
+        thread.join(10)
+    assert inner.started == ["/", "/sandbox/v1/link_tokens", "/healthz", "/timeline", "/events"]
+
+
+def test_a_request_waiting_on_something_outside_gives_its_slot_back_meanwhile():
+    slots = RunSlots(1)
+    seen_in_use = []
+    other_ran = threading.Event()
+
+    def waiting_app(environ, start_response):
+        with runslots.released():
+            seen_in_use.append(slots.in_use())
+            assert other_ran.wait(5)  # another request ran on the slot meanwhile
+        seen_in_use.append(slots.in_use())  # its own again
+        start_response("200 OK", [])
+        return [b""]
+
+    def quick_app(environ, start_response):
+        other_ran.set()
+        start_response("200 OK", [])
+        return [b""]
+
+    waiting = _call(RunSlotsMiddleware(waiting_app, slots), "/presenter/step")
+    time.sleep(0.05)
+    quick = _call(RunSlotsMiddleware(quick_app, slots), "/sandbox/v1/jobs")
+    for thread in (waiting, quick):
+        thread.join(10)
+    assert not waiting.is_alive() and other_ran.is_set()
+    assert seen_in_use == [0, 1]
+    assert slots.in_use() == 0
+
+
+def test_a_request_made_from_inside_a_running_one_runs_on_its_slot():
+    """The console's in-process API calls: with one slot, waiting for a second would wait for good."""
+    slots = RunSlots(1)
+    answers = []
+
+    def api(environ, start_response):
+        start_response("200 OK", [])
+        return [b"api"]
+
+    api_app = RunSlotsMiddleware(api, slots)
+
+    def page(environ, start_response):
+        answers.append(b"".join(api_app({"PATH_INFO": "/sandbox/v1/jobs"}, lambda *_: None)))
+        start_response("200 OK", [])
+        return [b"page"]
+
+    thread = _call(RunSlotsMiddleware(page, slots), "/")
+    thread.join(5)
+    assert not thread.is_alive() and answers == [b"api"] and slots.in_use() == 0
+
+
+def test_a_failing_request_gives_its_slot_back():
+    slots = RunSlots(1)
+
+    def broken(environ, start_response):
+        raise RuntimeError("boom")
+
+    app = RunSlotsMiddleware(broken, slots)
+    with pytest.raises(RuntimeError):
+        app({"PATH_INFO": "/"}, lambda *_: None)
+    assert slots.in_use() == 0
+    with runslots.released():  # outside any request: nothing to give back
+        assert slots.in_use() == 0
+
+
+def test_serving_processes_run_their_app_under_the_configured_slots(monkeypatch):
+    from console import serving
+
+    monkeypatch.setattr(serving, "settle_heap", lambda: None)  # keeps this test process's heap as it is
+
+    class App:
+        def __init__(self, size: int) -> None:
+            self.config = {"RUN_CONCURRENCY": size}
+            self.wsgi_app = object()
+
+    for size in (2, 0):
+        monkeypatch.setattr("console.create_app", lambda size=size: App(size))
+        app = serving.serving_app()
+        if size:
+            assert isinstance(app.wsgi_app, RunSlotsMiddleware) and app.wsgi_app.slots.size == 2
+        else:
+            assert not isinstance(app.wsgi_app, RunSlotsMiddleware)
