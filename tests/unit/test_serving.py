@@ -163,7 +163,7 @@ def test_supervision_keeps_the_worker_running_until_the_server_stops():
 
 def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(monkeypatch):
     class App:  # stands in for create_app()'s Flask app: a tracked object alive for the process
-        pass
+        config = {"RUN_CONCURRENCY": 0}
 
     monkeypatch.setattr("console.create_app", App)
     gc.unfreeze()
