@@ -10,7 +10,7 @@ Rows (each a server started for the row and stopped after it, on 127.0.0.1 and a
 - `naive`: a textbook Flask-SQLAlchemy + SQLite insert, gunicorn with 2 sync workers.
 - `run`: the real `console run` command with its defaults (SQLite in a temp CONSOLE_INSTANCE_DIR, in-process
   worker): `POST /sandbox/v1/link_tokens` and `GET /sandbox/v1/jobs?link_token_id=`.
-- `granian`: `granian --interface wsgi --factory --workers 2 --blocking-threads 8 console.serving:serving_app` (the
+- `granian`: `granian --interface wsgi --factory --workers 2 --blocking-threads 32 console.serving:serving_app` (the
   README's scale-out line) on the same SQLite file, with one
   `console worker` process: the multi-process form on the default database.
 - `scale-out`: the same Granian form on PostgreSQL ($BENCH_DATABASE_URL; its tables are dropped) with the
@@ -260,7 +260,7 @@ def gunicorn(app: str, *, workers: int = 2) -> list[str]:
     return [*command, "--log-level", "warning", app]
 
 
-def granian(*, workers: int = 2, threads: int = 8) -> list[str]:
+def granian(*, workers: int = 2, threads: int = 32) -> list[str]:
     """The README's scale-out command (the server `console run` embeds), without a worker of its own."""
     return [str(BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1", "--port", "{port}",
             "--workers", str(workers), "--blocking-threads", str(threads), "--log-level", "warning",
@@ -452,12 +452,12 @@ def build(args, tmp: Path, data: dict[str, Dataset]) -> tuple[dict[str, Server],
     ]
     forms = [
         ("run", "`console run` defaults (SQLite)"),
-        ("granian", "granian --workers 2 --blocking-threads 8, SQLite"),
+        ("granian", "granian --workers 2 --blocking-threads 32, SQLite"),
     ]
     if "pg" in data:
         limiter = "Redis limiter" if args.redis_url else "in-memory limiter"
         forms.append(
-            ("scale-out", f"scale-out: granian --workers 2 --blocking-threads 8, PostgreSQL, {limiter}")
+            ("scale-out", f"scale-out: granian --workers 2 --blocking-threads 32, PostgreSQL, {limiter}")
         )
     for server, label in forms:
         dataset = data["pg" if server == "scale-out" else "sqlite"]
