@@ -19,6 +19,7 @@ flight.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -67,7 +68,32 @@ def serving_app() -> Flask:
     if app.config["RUN_CONCURRENCY"]:
         app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
     settle_heap()
+    batch_scheduling()
     return app
+
+
+def batch_scheduling() -> None:
+    """Put every thread of this process (and so the threads it starts later) in Linux's SCHED_BATCH.
+
+    Why: the threads of a serving process hand the GIL (and run slots, and the write gate) to one another
+    all the time, and by default the kernel lets a thread it wakes preempt the one running, which still
+    holds the GIL: the woken thread finds the GIL taken and sleeps again, two context switches for
+    nothing. SCHED_BATCH (for CPU-bound work; no priority change) lets the running thread go on until it
+    lets go of the GIL. Measured with `console run` under `wrk -c16` (3 alternated runs each): GET
+    2,080 → 2,304 req/s, POST 1,318 → 1,554; the API's p99 under 48 page clients rose from 34-43 to 68-86
+    ms (a customer's call, woken, no longer jumps ahead of the running page), well within its 500 ms.
+    A no-op where the policy does not exist (not Linux) or cannot be set.
+    """
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is None:
+        return
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        with contextlib.suppress(OSError):  # a thread gone meanwhile, or not allowed: it keeps the default
+            os.sched_setscheduler(tid, policy, os.sched_param(0))
 
 
 def settle_heap() -> None:

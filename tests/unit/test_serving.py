@@ -166,6 +166,7 @@ def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(mon
         config = {"RUN_CONCURRENCY": 0}
 
     monkeypatch.setattr("console.create_app", App)
+    monkeypatch.setattr(serving, "batch_scheduling", lambda: None)  # this test process keeps its own
     gc.unfreeze()
     try:
         app = serving.serving_app()
@@ -175,6 +176,29 @@ def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(mon
         assert not any(obj is app for obj in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
+def test_batch_scheduling_covers_every_thread_of_the_process_and_the_ones_it_starts_later():
+    """In a child process (the policy would otherwise stay on this test process's threads)."""
+    code = (
+        "import os, threading, time\n"
+        "from console.serving import batch_scheduling\n"
+        "before = threading.Thread(target=time.sleep, args=(5,), daemon=True); before.start()\n"
+        "batch_scheduling()\n"
+        "later = []\n"
+        "t = threading.Thread(target=lambda: later.append(os.sched_getscheduler(0))); t.start(); t.join()\n"
+        "policies = set()\n"
+        "for tid in os.listdir('/proc/self/task'):\n"
+        "    try: policies.add(os.sched_getscheduler(int(tid)))\n"
+        "    except ProcessLookupError: pass  # the thread just joined\n"
+        "print(policies == {os.SCHED_BATCH} and later == [os.SCHED_BATCH])\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "True", result.stderr
+    assert os.sched_getscheduler(0) != os.SCHED_BATCH  # this process untouched
 
 
 def test_one_serving_process_per_core():
@@ -335,6 +359,9 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
         serving, workers = console.processes()
         assert len(serving) == 2 and len(workers) == 1, (serving, workers, console.output())
         (worker_pid,) = workers
+        if hasattr(os, "SCHED_BATCH"):  # the serving processes' threads only (see serving.batch_scheduling)
+            assert {os.sched_getscheduler(pid) for pid in serving} == {os.SCHED_BATCH}
+            assert os.sched_getscheduler(worker_pid) != os.SCHED_BATCH
         assert health["worker"]["pid"] == worker_pid  # the heartbeat is the supervised process's
         assert health["rate_limits"]["storage"] == "mmap" and health["status"] == "ok"
         assert _serving_pids_seen(console, 2) == serving  # both processes answer requests
