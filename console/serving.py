@@ -23,6 +23,7 @@ import contextlib
 import gc
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -69,7 +70,19 @@ def serving_app() -> Flask:
         app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
     settle_heap()
     batch_scheduling()
+    leave_ctrl_c_to_the_master()
     return app
+
+
+def leave_ctrl_c_to_the_master() -> None:
+    """Block SIGINT in this serving process (the threads it starts later inherit the mask).
+
+    Ctrl-C sends SIGINT to the whole process group: the serving processes got it at the same moment as the
+    master's SIGTERM, and Granian's worker then missed its shutdown (measured: every serving process waited
+    out the 30 s kill timeout). Blocked, the master alone reacts to Ctrl-C and stops them with SIGTERM, as
+    for any other stop.
+    """
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
 
 
 def batch_scheduling() -> None:

@@ -162,6 +162,7 @@ def test_serving_processes_run_their_app_under_the_configured_slots(monkeypatch)
 
     monkeypatch.setattr(serving, "settle_heap", lambda: None)  # keeps this test process's heap as it is
     monkeypatch.setattr(serving, "batch_scheduling", lambda: None)  # and its threads' scheduling
+    monkeypatch.setattr(serving, "leave_ctrl_c_to_the_master", lambda: None)  # and its signal mask
 
     class App:
         def __init__(self, size: int) -> None:

@@ -167,6 +167,7 @@ def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(mon
 
     monkeypatch.setattr("console.create_app", App)
     monkeypatch.setattr(serving, "batch_scheduling", lambda: None)  # this test process keeps its own
+    monkeypatch.setattr(serving, "leave_ctrl_c_to_the_master", lambda: None)  # and its signal mask
     gc.unfreeze()
     try:
         app = serving.serving_app()
@@ -402,6 +403,53 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
     assert status == 0, console.output()
     assert children and all(_gone(pid) for pid in children), console.output()
     assert "Worker stopped" in console.output()
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
+    """Ctrl-C in a terminal: SIGINT to the whole process group at once (the master, the serving processes and
+    the worker), not to the master alone."""
+    port = _free_port()
+    env = {
+        **{
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("HOST", "PORT", "RATELIMIT_STORAGE_URI", "RUN_WORKER")
+        },
+        "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.db'}",
+        "SECRET_KEY": "serving-test-secret",
+    }
+    with (tmp_path / "console.log").open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "console.cli", "run", "--port", str(port), "--workers", "2"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+        try:
+            session = requests.Session()
+            session.trust_env = False
+
+            def ready():
+                try:
+                    body = session.get(f"http://127.0.0.1:{port}/healthz", timeout=2).json()
+                except requests.RequestException:
+                    return False
+                return body["worker"]["ok"]
+
+            assert _wait_for(ready, 90, 0.25), (tmp_path / "console.log").read_text()
+            group = set(_children(process.pid)) | {process.pid}
+            started = time.monotonic()
+            os.killpg(process.pid, signal.SIGINT)
+            status = process.wait(25)
+            took = time.monotonic() - started
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    output = (tmp_path / "console.log").read_text()
+    assert status == 0 and took < 10, (took, output)
+    assert "refused to gracefully stop" not in output
+    assert all(_gone(pid) for pid in group), output
 
 
 @pytest.mark.slow
