@@ -23,6 +23,7 @@ from console.keys.models import ApiKey
 from console.webhooks import services
 from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
+from tests.waiting import wait_for
 
 EVENTS = 1000
 LEASE_SECONDS = 2
@@ -38,15 +39,6 @@ def start_worker(app, tmp_path) -> subprocess.Popen:
         "WEBHOOK_LEASE_SECONDS": str(LEASE_SECONDS),
     }
     return subprocess.Popen([sys.executable, "-m", "console.webhooks.worker"], cwd=ROOT, env=env)
-
-
-def wait_for(predicate, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return False
 
 
 @pytest.mark.slow

@@ -9,15 +9,7 @@ import pytest
 
 from console import runslots
 from console.runslots import RunSlots, RunSlotsMiddleware
-
-
-def _eventually(predicate, seconds: float = 5.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return False
+from tests.waiting import wait_for
 
 
 class Recorder:
@@ -66,7 +58,7 @@ def test_waiting_requests_get_their_turn_in_order_of_arrival():
     inner.gate.clear()  # the first request holds the only slot until the others are queued
     app = RunSlotsMiddleware(inner, RunSlots(1))
     first = _call(app, "/first")
-    assert _eventually(lambda: inner.started == ["/first"])
+    assert wait_for(lambda: inner.started == ["/first"])
     waiters = []
     for i in range(5):
         waiters.append(_call(app, f"/w{i}"))
@@ -82,7 +74,7 @@ def test_api_calls_and_health_checks_are_handed_a_slot_before_waiting_pages():
     inner.gate.clear()
     app = RunSlotsMiddleware(inner, RunSlots(1))
     first = _call(app, "/")
-    assert _eventually(lambda: inner.started == ["/"])
+    assert wait_for(lambda: inner.started == ["/"])
     order = ["/timeline", "/events", "/sandbox/v1/link_tokens", "/healthz"]
     waiters = []
     for path in order:

@@ -28,19 +28,10 @@ from console import serving
 from console.serving import Supervision, WorkerSupervisor, default_workers
 from console.world.seed_data import PLATFORM_IDS
 from tests.factories import LINK_TOKEN
+from tests.waiting import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2023-11-22"
-
-
-def _wait_for(predicate, seconds: float, interval: float = 0.1):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    return None
 
 
 def _gone(pid: int) -> bool:
@@ -62,7 +53,7 @@ def test_supervisor_restarts_a_killed_worker_and_reaps_it():
     first = supervisor.pid
     try:
         os.kill(first, signal.SIGKILL)
-        assert _wait_for(lambda: (supervisor.keep_running(), supervisor.pid not in (None, first))[1], 5)
+        assert wait_for(lambda: (supervisor.keep_running(), supervisor.pid not in (None, first))[1], 5)
         assert supervisor.restarts == 1
         with pytest.raises(ChildProcessError):  # the killed one was reaped: no zombie
             os.waitpid(first, os.WNOHANG)
@@ -149,10 +140,10 @@ def test_supervision_keeps_the_worker_running_until_the_server_stops():
     supervisor = supervision.supervisor
     supervision.start()
     try:
-        first = _wait_for(lambda: supervisor.pid, 5)
+        first = wait_for(lambda: supervisor.pid, 5)
         assert first
         os.kill(first, signal.SIGKILL)
-        second = _wait_for(lambda: supervisor.pid not in (None, first) and supervisor.pid, 5)
+        second = wait_for(lambda: supervisor.pid not in (None, first) and supervisor.pid, 5)
         assert second and supervisor.restarts == 1
     finally:
         supervision.stop()
@@ -274,7 +265,7 @@ class Console:
             body = self.healthz()
             return body if body and body["worker"]["ok"] else None
 
-        body = _wait_for(ready, seconds, 0.25)
+        body = wait_for(ready, seconds, 0.25)
         assert body, self.output()
         return body
 
@@ -380,7 +371,7 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
         # The retry is due 60 s after the attempt: now about a second from now, while no worker runs.
         console.api("POST", "/sandbox/clock/advance", secret, {"seconds": 59})
 
-        new_worker = _wait_for(lambda: console.processes()[1] - {worker_pid}, 30)
+        new_worker = wait_for(lambda: console.processes()[1] - {worker_pid}, 30)
         assert new_worker and len(new_worker) == 1, console.output()
         assert console.processes()[1] == new_worker  # still exactly one
         assert "exited with signal 9; restarting it" in console.output()
@@ -388,7 +379,7 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
         def outcome():
             return console.api("GET", f"/jobs/{job_id}", secret)["outcome"] == "success"
 
-        assert _wait_for(outcome, 30, 0.5), console.output()
+        assert wait_for(outcome, 30, 0.5), console.output()
         time.sleep(1.0)  # a second run, if there were one, would have happened by now
         events = console.api(
             "GET", "/events", secret, link_token_id=token["id"], type="direct_deposit_switch.added"
@@ -396,7 +387,7 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
         assert [e["payload"]["outcome"] for e in events] == ["success", "pending"]
         due = console.api("GET", "/sandbox/clock", secret)["next_due"]
         assert not [t for t in due if t["payload"].get("job_id") == job_id]
-        assert _wait_for(lambda: (console.healthz() or {}).get("worker", {}).get("pid") in new_worker, 15)
+        assert wait_for(lambda: (console.healthz() or {}).get("worker", {}).get("pid") in new_worker, 15)
     finally:
         children = set(_children(console.process.pid))
         status = console.stop()
@@ -436,7 +427,7 @@ def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
                     return False
                 return body["worker"]["ok"]
 
-            assert _wait_for(ready, 90, 0.25), (tmp_path / "console.log").read_text()
+            assert wait_for(ready, 90, 0.25), (tmp_path / "console.log").read_text()
             group = set(_children(process.pid)) | {process.pid}
             started = time.monotonic()
             os.killpg(process.pid, signal.SIGINT)
@@ -458,7 +449,7 @@ def test_run_worker_0_starts_no_worker_process(tmp_path):
         tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--workers", "1", env={"RUN_WORKER": "0"}
     )
     try:
-        health = _wait_for(console.healthz, 90, 0.25)
+        health = wait_for(console.healthz, 90, 0.25)
         assert health, console.output()
         serving, workers = console.processes()
         assert len(serving) == 1 and not workers

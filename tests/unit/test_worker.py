@@ -19,6 +19,7 @@ from console.scheduler.models import ScheduledTask
 from console.worker import load_loop, start_in_process
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
+from tests.waiting import wait_for
 
 SCHEDULER_ONLY = ("console.scheduler.worker.SchedulerLoop",)
 SLOW_STARTED = threading.Event()
@@ -44,20 +45,11 @@ def _status(app, task_id) -> str:
         return db.session.get(ScheduledTask, task_id).status
 
 
-def _wait_for(predicate, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def test_the_scheduler_loop_runs_due_tasks_in_the_background(app, workspace):
     worker = start_in_process(app, SCHEDULER_ONLY)
     try:
         task_id = _schedule_due(app, workspace.id, "test.slow")
-        assert _wait_for(lambda: _status(app, task_id) == "done")
+        assert wait_for(lambda: _status(app, task_id) == "done")
     finally:
         worker.stop()
     assert not any(t.is_alive() for t in worker.threads)
