@@ -58,11 +58,16 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def _configure_database(app: Flask) -> None:
-    """SQLite gets its pragmas (WAL, enforced foreign keys, ...) and the write gate: see console.core.sqlite."""
-    from console.core import sqlite
+    """SQLite gets its pragmas (WAL, enforced foreign keys, ...) and the write gate (console.core.sqlite);
+    PostgreSQL its deferred BEGIN and idle-only ping (console.core.postgres)."""
+    from console.core import postgres, sqlite
     from console.extensions import db
 
-    if not app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
-        return
-    with app.app_context():
-        app.extensions["sqlite_write_gate"] = sqlite.configure(db.engine)
+    url = app.config["SQLALCHEMY_DATABASE_URI"]
+    if url.startswith("sqlite"):
+        with app.app_context():
+            app.extensions["sqlite_write_gate"] = sqlite.configure(db.engine)
+    elif url.startswith("postgresql"):
+        with app.app_context():
+            if db.engine.dialect.driver == "psycopg":
+                postgres.configure(db.engine)

@@ -159,6 +159,9 @@ def engine_options(config) -> dict:
         options.setdefault("max_overflow", 0)
         options.setdefault("pool_timeout", config["DB_POOL_TIMEOUT"])
     if url.startswith("postgresql"):
+        if url.startswith("postgresql+psycopg:"):
+            # Pinged only after sitting idle (console.core.postgres), not at every checkout.
+            options["pool_pre_ping"] = False
         connect_args = dict(options.get("connect_args") or {})
         connect_args.setdefault("connect_timeout", config["DB_CONNECT_TIMEOUT"])
         if config["DB_STATEMENT_TIMEOUT"]:

@@ -111,7 +111,7 @@ def test_a_database_that_never_answers_is_a_prompt_503():
         # A second check while the first probe still hangs waits on it instead of starting another.
         threads = threading.active_count()
         assert app.test_client().get("/healthz").status_code == 503
-        assert threading.active_count() == threads
+        assert threading.active_count() <= threads  # none started (others may end meanwhile)
         assert "hunter2" not in response.get_data(as_text=True)
     finally:
         stop.set()
