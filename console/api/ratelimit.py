@@ -30,7 +30,7 @@ from typing import Any
 from flask import Flask, current_app
 from limits import RateLimitItem, parse
 from limits.errors import StorageError
-from limits.storage import MemoryStorage, storage_from_string
+from limits.storage import MemoryStorage, RedisStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 log = logging.getLogger(__name__)
@@ -68,6 +68,56 @@ class LimitsCounters:
 
     def health(self) -> dict[str, Any]:
         return {"ok": True, "storage": self.name, "shared": False, "fallback": False}
+
+
+# `limits`' two moving-window scripts (acquire_moving_window.lua, then moving_window.lua for the headers'
+# numbers) as one: the same list per key (timestamps, newest first, at most `limit` long), the same rule,
+# one round trip instead of two. Returns {allowed (0/1), entries in the window, the oldest of them}.
+_HIT_AND_COUNT = """
+local timestamp = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local expiry = tonumber(ARGV[3])
+local start = timestamp - expiry
+local allowed = 0
+local entry = redis.call('lindex', KEYS[1], limit - 1)
+if not (entry and tonumber(entry) >= start) then
+    redis.call('lpush', KEYS[1], timestamp)
+    redis.call('ltrim', KEYS[1], 0, limit - 1)
+    redis.call('expire', KEYS[1], expiry)
+    allowed = 1
+end
+local items = redis.call('lrange', KEYS[1], 0, limit - 1)
+local count, oldest = 0, timestamp
+for i = 1, #items do
+    local value = tonumber(items[i])
+    if value < start then break end
+    count = count + 1
+    oldest = value
+end
+return {allowed, count, tostring(oldest)}
+"""
+
+
+class RedisCounters(LimitsCounters):
+    """`limits`' Redis storage, its keys and its moving window, with a hit in one round trip (see above).
+
+    Under load on the scale-out form, the two scripts' round trips (and their replies parsed in Python)
+    were a fifth of a serving process's time.
+    """
+
+    def __init__(self, storage: Any, name: str) -> None:
+        super().__init__(storage, name)
+        self._script = storage.get_connection().register_script(_HIT_AND_COUNT)
+
+    def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
+        key = self.storage.prefixed_key(item.key_for(NAMESPACE, key_id))
+        now = time.time()
+        try:
+            allowed, count, oldest = self._script([key], [now, item.amount, item.get_expiry()])
+        except self.storage.base_exceptions as exc:
+            raise StorageError(exc) from exc
+        reset_after = _reset_after(float(oldest), item.get_expiry(), now)
+        return Verdict(bool(allowed), item.amount, item.amount - int(count), reset_after)
 
 
 class FallbackCounters:
@@ -314,6 +364,8 @@ def counters_for(storage_uri: str, capacity: int) -> LimitsCounters | FallbackCo
             "retry": Retry(NoBackoff(), 0),
         }
     storage = storage_from_string(storage_uri, wrap_exceptions=True, **options)
+    if isinstance(storage, RedisStorage):
+        return FallbackCounters(RedisCounters(storage, scheme))
     return FallbackCounters(LimitsCounters(storage, scheme))
 
 

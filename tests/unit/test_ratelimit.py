@@ -250,3 +250,40 @@ def test_reachable_redis_is_shared_and_healthy():
     key = f"test-{uuid.uuid4()}"
     assert [limiter.hit("sandbox", key).allowed for _ in range(3)] == [True, True, False]
     assert limiter.health() == {"ok": True, "storage": "redis", "shared": True, "fallback": False}
+
+
+@pytest.mark.skipif(not REDIS_URL, reason="TEST_REDIS_URL not set (.ci/run sets it when Redis answers)")
+def test_redis_hit_in_one_round_trip_answers_as_the_limits_strategy_does():
+    """RedisCounters (one script) and `limits`' own two scripts: same verdicts, same keys, one budget."""
+    from limits.storage import storage_from_string
+
+    from console.api.ratelimit import RedisCounters
+
+    ours = RateLimiter(REDIS_URL, {"sandbox": "3/minute"}).counters.primary
+    assert isinstance(ours, RedisCounters)
+    theirs = LimitsCounters(storage_from_string(REDIS_URL), "redis")
+    item = parse("3/minute")
+    first, second = f"test-{uuid.uuid4()}", f"test-{uuid.uuid4()}"
+    mine = [ours.hit(item, first) for _ in range(4)]
+    reference = [theirs.hit(item, second) for _ in range(4)]
+    assert [(v.allowed, v.limit, v.remaining) for v in mine] == [
+        (v.allowed, v.limit, v.remaining) for v in reference
+    ]
+    assert [v.allowed for v in mine] == [True, True, True, False]
+    assert all(55 <= v.reset_after <= 60 for v in mine + reference)
+    # The same list per key: hits counted by either are one budget.
+    third = f"test-{uuid.uuid4()}"
+    assert theirs.hit(item, third).allowed and ours.hit(item, third).remaining == 1
+    assert theirs.hit(item, third).remaining == 0 and not ours.hit(item, third).allowed
+
+
+def test_redis_counters_fail_over_like_the_others(caplog):
+    """An unreachable Redis raises StorageError from the one-script hit too, so the fallback takes over."""
+    from console.api.ratelimit import RedisCounters
+
+    limiter = RateLimiter(f"redis://127.0.0.1:{_closed_port()}/0", {"sandbox": "1/minute"})
+    assert isinstance(limiter.counters.primary, RedisCounters)
+    with pytest.raises(StorageError):
+        limiter.counters.primary.hit(parse("1/minute"), "k")
+    with caplog.at_level(logging.WARNING, logger="console.api.ratelimit"):
+        assert [limiter.hit("sandbox", "k").allowed for _ in range(2)] == [True, False]
