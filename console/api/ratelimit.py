@@ -3,9 +3,10 @@
 - `mmap://` (the default): a fixed-size table in a memory-mapped file in the instance folder, under an
   `fcntl` lock, so every serving process of `console run` on this machine shares one budget per key
   with no extra service. `mmap:///some/path` puts the file elsewhere.
-- `redis://…`: counters in Redis (the `limits` library), shared by every machine. Redis protects, it is
-  not a dependency: while it does not answer (connect and socket timeouts of 100 ms) this process counts
-  in its own memory, warns at most once per `REDIS_RETRY_SECONDS`, and tries Redis again after that.
+- `redis://…`: counters in Redis (the `limits` library's keys and moving window, a hit in one script
+  call: `RedisCounters`), shared by every machine. Redis protects, it is not a dependency: while it does
+  not answer (connect and socket timeouts of 100 ms) this process counts in its own memory, warns at
+  most once per `REDIS_RETRY_SECONDS`, and tries Redis again after that.
 - `memory://`: this process only (tests).
 
 Every storage applies the same rule, `limits`' moving window: a request is allowed when fewer than
