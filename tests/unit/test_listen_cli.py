@@ -24,6 +24,7 @@ from werkzeug.serving import make_server
 
 from console.api.ratelimit import RateLimiter
 from console.webhooks import signing
+from tests import waiting
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2023-11-22"
@@ -35,14 +36,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(check: Callable, seconds: float = 20, interval: float = 0.1):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(interval)
-    return check()
+def wait_for(check: Callable, seconds: float = 20):
+    """tests.waiting.wait_for with this file's longer default: `console listen` processes start and reconnect."""
+    return waiting.wait_for(check, seconds, interval=0.1)
 
 
 class Server:
