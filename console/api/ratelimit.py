@@ -73,9 +73,11 @@ class LimitsCounters:
 
 # `limits`' two moving-window scripts (acquire_moving_window.lua, then moving_window.lua for the headers'
 # numbers) as one: the same list per key (timestamps, newest first, at most `limit` long), the same rule,
-# one round trip instead of two. Returns {allowed (0/1), entries in the window, the oldest of them}.
+# one round trip instead of two. Returns {allowed (0/1), entries in the window, the oldest of them,
+# this hit's time as stored}.
 _HIT_AND_COUNT = """
-local timestamp = tonumber(ARGV[1])
+-- As stored: Redis keeps a Lua number with 14 significant digits (0.1 ms here), so compare like with like.
+local timestamp = tonumber(tostring(tonumber(ARGV[1])))
 local limit = tonumber(ARGV[2])
 local expiry = tonumber(ARGV[3])
 local start = timestamp - expiry
@@ -95,7 +97,7 @@ for i = 1, #items do
     count = count + 1
     oldest = value
 end
-return {allowed, count, tostring(oldest)}
+return {allowed, count, tostring(oldest), tostring(timestamp)}
 """
 
 
@@ -112,12 +114,12 @@ class RedisCounters(LimitsCounters):
 
     def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
         key = self.storage.prefixed_key(item.key_for(NAMESPACE, key_id))
-        now = time.time()
         try:
-            allowed, count, oldest = self._script([key], [now, item.amount, item.get_expiry()])
+            allowed, count, oldest, now = self._script([key], [time.time(), item.amount, item.get_expiry()])
         except self.storage.base_exceptions as exc:
             raise StorageError(exc) from exc
-        reset_after = _reset_after(float(oldest), item.get_expiry(), now)
+        # Both times as Redis stored them: a hit's own entry gives exactly `expiry`, not a rounding above it.
+        reset_after = _reset_after(float(oldest) - float(now), item.get_expiry(), 0.0)
         return Verdict(bool(allowed), item.amount, item.amount - int(count), reset_after)
 
 
