@@ -193,6 +193,28 @@ def test_batch_scheduling_covers_every_thread_of_the_process_and_the_ones_it_sta
     assert os.sched_getscheduler(0) != os.SCHED_BATCH  # this process untouched
 
 
+def test_processes_forked_by_the_master_start_with_ctrl_c_blocked_and_the_master_keeps_it():
+    """In a child process (the hook would otherwise stay registered in this test process)."""
+    code = (
+        "import os, signal\n"
+        "from console.serving import fork_with_ctrl_c_blocked\n"
+        "fork_with_ctrl_c_blocked()\n"
+        "read, write = os.pipe()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    blocked = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])\n"
+        "    os.write(write, b'1' if blocked else b'0'); os._exit(0)\n"
+        "os.waitpid(pid, 0)\n"
+        "child = os.read(read, 1) == b'1'\n"
+        "parent = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])\n"
+        "print(child, parent)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.stdout.strip() == "True False", result.stderr
+
+
 def test_one_serving_process_per_core():
     assert default_workers() == len(os.sched_getaffinity(0))
 
