@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import socket
 import sys
 
 import click
@@ -64,6 +66,7 @@ def run(host: str, port: int, workers: int | None, threads: int) -> None:
     """Upgrade the database, then serve the API, Link and the console on every core, plus the worker."""
     from console.serving import default_workers, serve
 
+    _check_free(host, port)
     # The app reads where it listens from the environment (each serving process builds its own app).
     os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
     app = _app()
@@ -83,6 +86,27 @@ def run(host: str, port: int, workers: int | None, threads: int) -> None:
         threads=threads,
         run_worker=app.config["RUN_WORKER"],
     )
+
+
+def _check_free(host: str, port: int) -> None:
+    """A clear error, before anything starts, when another server listens where we would (the server's own
+    refusal comes later, as a Python and Rust traceback)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise click.ClickException(f"Cannot listen on {host}:{port}: {exc.strerror}.") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise click.ClickException(
+                    f"Port {port} on {host} is already in use (another server, maybe an earlier `console run`): "
+                    "stop it, or pass --port (or set PORT)."
+                ) from None
+            raise click.ClickException(f"Cannot listen on {host}:{port}: {exc.strerror}.") from None
 
 
 @main.command()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -66,6 +67,18 @@ def test_unknown_workspace_is_a_clear_error(run_cli):
     result = run_cli("keys", "create", "--mode", "sandbox", "--workspace", "nope", check=False)
     assert result.returncode != 0
     assert "No workspace" in result.stderr
+
+
+def test_run_on_a_port_in_use_is_a_clear_error_before_anything_starts(run_cli, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_cli("run", "--port", str(port), check=False)
+    assert result.returncode == 1
+    assert f"Port {port} on 127.0.0.1 is already in use" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "cli.db").exists()  # refused before the database was touched
 
 
 def test_bad_mode_is_refused(run_cli):
