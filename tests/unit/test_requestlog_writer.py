@@ -208,3 +208,27 @@ def test_a_writer_dropped_without_close_closes_its_connection(app, client, works
     del writer, thread
     gc.collect()
     assert conn.closed
+
+
+def test_a_queued_row_holds_only_plain_values_and_is_shaped_as_before(app, client, workspace):
+    """The queue keeps strings, not the request's werkzeug objects (they outlived the request until the
+    flush, and the garbage collector's full collections grew with them under load)."""
+    import gc
+
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+    answer = api.get("/jobs/caf%C3%A9", query_string={"expand": "a b"}, headers={"X-Trace": "t-1"})
+    assert answer.status_code == 404
+    (queued,) = writer._rows
+    environ = queued["environ"]
+    assert environ and all(type(value) is str for value in environ.values())
+    assert not gc.is_tracked(environ)  # no container inside: the collector never walks it
+    writer.close()
+    (row,) = _rows(app, workspace.id)
+    assert row.method == "GET"
+    assert row.path == "/sandbox/v1/jobs/café"
+    assert row.url.endswith("/sandbox/v1/jobs/café?expand=a+b")
+    assert row.request_headers["X-Trace"] == "t-1"
+    assert row.request_headers["X-Api-Secret"] == "<API_SECRET>"
+    assert workspace.secrets["sandbox"] not in str(row.request_headers)
+    assert row.status == 404
