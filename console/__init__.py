@@ -19,6 +19,9 @@ def create_app(config: dict | None = None) -> Flask:
         static_folder=str(ROOT / "static"),
         instance_path=str(settings.INSTANCE_DIR),
     )
+    from console.core.jsonresponse import JSONProvider
+
+    app.json = JSONProvider(app)
     app.config.update(settings.DEFAULTS)
     app.config.update(config if config is not None else settings.from_environment())
     app.config["SQLALCHEMY_ENGINE_OPTIONS"] = settings.engine_options(app.config)
