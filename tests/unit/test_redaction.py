@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from console.requestlog.redact import MASK, redact_body
+import pytest
+
+from console.requestlog.redact import ACCOUNT_FIELDS, MASK, PERSONAL_FIELDS, redact_body
 
 MATCHING = {
     "social_security_number": "123456789",
@@ -59,3 +61,12 @@ def test_nothing_personal_keeps_the_text_byte_for_byte():
     text = '{"org_name":  "Acme", "n": 1}'
     assert redact_body(text) == text
     assert redact_body("") == ""
+
+
+@pytest.mark.parametrize("field", PERSONAL_FIELDS + ACCOUNT_FIELDS)
+def test_every_personal_field_name_alone_is_enough_to_be_masked(field):
+    """No `@` and no SSN shape in the body: only the field's name can send it to be masked."""
+    body = json.dumps({"data": {f"prefix_{field}": "x1234567", field: "x1234567"}, "other": "kept"})
+    redacted = json.loads(redact_body(body))
+    assert redacted["other"] == "kept"
+    assert "x1234567" not in json.dumps(redacted)
