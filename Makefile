@@ -49,10 +49,10 @@ test: $(STAMP) browser-deps lint ## Lint, then the whole pytest suite (on 2 xdis
 test-fast: $(STAMP) ## The suite without the browser tests (on 2 xdist workers).
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
 
-bench-deps: ## Install Debian's wrk (the HTTP load generator bench.api drives), if missing.
-	@command -v wrk >/dev/null 2>&1 || { \
-		(apt-get update -q && apt-get install -y -q wrk) >/dev/null \
-		|| echo "warning: could not install wrk; the API benchmark will be skipped"; }
+bench-deps: ## Install Debian's wrk (bench.api's load generator) and valgrind (bench.api_instructions), if missing.
+	@command -v wrk >/dev/null 2>&1 && command -v valgrind >/dev/null 2>&1 || { \
+		(apt-get update -q && apt-get install -y -q wrk valgrind) >/dev/null \
+		|| echo "warning: could not install wrk or valgrind; the benchmarks that need them will be skipped"; }
 
 bench: $(STAMP) bench-deps ## Run the benchmarks under bench/ (see BENCHMARKS.md).
 	$(BIN)/python -m bench

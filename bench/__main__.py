@@ -5,7 +5,14 @@ from __future__ import annotations
 import importlib
 
 # Each module has `main(argv)`; add new benchmark modules here.
-MODULES = ("bench.webhooks", "bench.console_pages", "bench.api_cpu", "bench.api", "bench.crowd")
+MODULES = (
+    "bench.webhooks",
+    "bench.console_pages",
+    "bench.api_cpu",
+    "bench.api_instructions",
+    "bench.api",
+    "bench.crowd",
+)
 
 
 def main() -> None:

@@ -126,3 +126,18 @@ def test_a_console_row_waits_for_its_own_worker_to_report(tmp_path):
         for proc in (ours, stranger):
             proc.kill()
             proc.wait()
+
+
+def test_instruction_counts_are_read_from_cachegrind_and_the_counted_work_runs(tmp_path):
+    """bench.api_instructions: the `I refs` total is parsed, and the child's workload answers 2xx throughout."""
+    import json
+
+    from bench import api_instructions
+
+    assert api_instructions.instructions("==1== \n==1== I   refs:      6,947,195,752\n") == 6_947_195_752
+    with pytest.raises(RuntimeError):
+        api_instructions.instructions("valgrind: command not found")
+    data = bench.seed(f"sqlite:///{tmp_path / 'console.db'}", keys=3, jobs=20, jobs_per_token=10)
+    (tmp_path / "data.json").write_text(json.dumps({"secrets": data.secrets, "tokens": data.link_token_ids}))
+    for kind in ("GET", "POST"):
+        api_instructions.call_app(tmp_path, kind, calls=3, warmup=2)  # raises unless every call answered 2xx
