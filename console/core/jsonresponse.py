@@ -1,7 +1,7 @@
 """JSON responses (`jsonify`, a view returning a dict or list) encoded with orjson instead of the json module.
 
-Why: encoding a page of ten jobs with Flask's provider (the json module, keys sorted) took ~40 us of a
-GET's ~0.9 ms of CPU, orjson ~6 us. The JSON is the same document: keys still sorted, compact, the
+Why: encoding a page of ten jobs with Flask's provider (the json module, keys sorted) took ~40 µs of a
+GET's ~0.9 ms of CPU, orjson ~6 µs. The JSON is the same document: keys still sorted, compact, the
 trailing newline Flask adds, dates and anything else orjson does not know handed to Flask's own
 `default` (a `datetime` as Flask writes it, not as orjson would). Two differences, both valid JSON:
 non-ASCII text is written as UTF-8 instead of `\\u` escapes, and NaN or infinity as `null` instead of the

@@ -45,9 +45,9 @@ FIELD_TEXT = re.compile(
 # What could need a mask, as cheap tests: a body without any of it (most responses) is kept without
 # parsing it. One alternation regex with IGNORECASE took ~0.5 ms on a 3 KB page of jobs, twice per API
 # request; lower-casing once and a few substring tests take ~10 µs. Each personal field name contains
-# one of these words (tests/unit/test_redaction.py checks each), so testing them finds every body the full list would, with
-# 7 passes over the text instead of 12. An SSN needs "-dd-dddd", a literal dash first, which the regex
-# engine finds fast; the full SSN shape is checked only after it.
+# one of these words (tests/unit/test_redaction.py checks each), so they find every body the full list
+# of names would, in 7 passes over the text instead of 12. An SSN needs "-dd-dddd", a literal dash
+# first, which the regex engine finds fast; the full SSN shape is checked only after it.
 _FIELD_WORDS = ("account_number", "birth", "dob", "email", "phone", "social_security", "ssn")
 _SSN_TAIL = re.compile(r"-\d\d-\d\d\d\d")
 
