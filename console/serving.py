@@ -65,24 +65,52 @@ def serving_app() -> Flask:
     from console import create_app
     from console.runslots import RunSlots, RunSlotsMiddleware
 
+    remember_a_stop_while_starting()  # again, for Granian's own command line (no fork hooks of ours)
     app = create_app()
     if app.config["RUN_CONCURRENCY"]:
         app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
     settle_heap()
     batch_scheduling()
     leave_ctrl_c_to_the_master()
+    if _stop_asked_while_starting:
+        log.info("Serving process %d stopped while starting (asked to before it served)", os.getpid())
+        os._exit(0)  # nothing served yet, nothing to finish; the master is waiting for this exit
     return app
 
 
-def fork_with_ctrl_c_blocked() -> None:
-    """From now on, a process this one forks (Granian's serving processes) starts with SIGINT blocked.
+# Set by `remember_a_stop_while_starting`'s handler: a SIGTERM came before Granian's own handler was set.
+_stop_asked_while_starting = False
 
-    `leave_ctrl_c_to_the_master` blocks it too, but only once the app is built, seconds after the fork: a
-    Ctrl-C in between reached a starting serving process, which then missed its shutdown, and `console run`
-    waited out the 30 s kill timeout (measured: Ctrl-C 1.5 s after start, 30.4 s to stop). Blocked in the
-    forking thread around the fork, the child inherits the mask from its first instruction; the parent's
-    mask is restored at once (a Ctrl-C meanwhile stays pending for it). `subprocess` does not run these
-    hooks, so the worker process keeps its own Ctrl-C handling.
+
+def remember_a_stop_while_starting() -> None:
+    """Until Granian sets its own SIGTERM handler, remember a SIGTERM so that `serving_app` can act on it.
+
+    Why: a serving process is forked from the master with the master's handlers, and the master's
+    SIGTERM handler only sets a flag on the master's objects (copies, in the child). A stop that came
+    while the serving process was still starting (building its app takes seconds on a busy machine) was
+    swallowed by it; the process then served as if nothing happened, and the master waited out its 30 s
+    kill timeout (seen in CI, and reproduced: Ctrl-C just as `console run` answered, under load, 1 time
+    in 8 took 30 s). Granian replaces this handler with its own right after `serving_app` returns.
+    """
+
+    def note(_signum: int, _frame: Any) -> None:
+        global _stop_asked_while_starting
+        _stop_asked_while_starting = True
+
+    signal.signal(signal.SIGTERM, note)
+
+
+def guard_serving_forks() -> None:
+    """From now on, a process this one forks (Granian's serving processes) starts with SIGINT blocked, and
+    remembers a SIGTERM that comes before it serves (`remember_a_stop_while_starting`).
+
+    `leave_ctrl_c_to_the_master` blocks SIGINT too, but only once the app is built, seconds after the fork:
+    a Ctrl-C in between reached a starting serving process, which then missed its shutdown, and `console
+    run` waited out the 30 s kill timeout (measured: Ctrl-C 1.5 s after start, 30.4 s to stop). Blocked in
+    the forking thread around the fork, the child inherits the mask from its first instruction; the
+    parent's mask is restored at once (a Ctrl-C meanwhile stays pending for it). The SIGTERM handler is
+    set in the child right after the fork, before Granian's start-up and the app's. `subprocess` does not
+    run these hooks, so the worker process keeps its own signal handling.
     """
     saved: list[set] = []
 
@@ -92,7 +120,9 @@ def fork_with_ctrl_c_blocked() -> None:
     def after_in_parent() -> None:
         signal.pthread_sigmask(signal.SIG_SETMASK, saved.pop())
 
-    os.register_at_fork(before=before, after_in_parent=after_in_parent)
+    os.register_at_fork(
+        before=before, after_in_parent=after_in_parent, after_in_child=remember_a_stop_while_starting
+    )
 
 
 def leave_ctrl_c_to_the_master() -> None:
@@ -284,7 +314,7 @@ def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool)
     logging.getLogger("_granian").addFilter(
         lambda record: not record.getMessage().startswith("Configuration allows spawning up to")
     )
-    fork_with_ctrl_c_blocked()
+    guard_serving_forks()
     supervision = Supervision(WorkerSupervisor()) if run_worker else None
     if supervision is not None:
         # Granian's master installs this method as its SIGTERM/SIGINT handler when it starts: the worker

@@ -197,8 +197,8 @@ def test_processes_forked_by_the_master_start_with_ctrl_c_blocked_and_the_master
     """In a child process (the hook would otherwise stay registered in this test process)."""
     code = (
         "import os, signal\n"
-        "from console.serving import fork_with_ctrl_c_blocked\n"
-        "fork_with_ctrl_c_blocked()\n"
+        "from console.serving import guard_serving_forks\n"
+        "guard_serving_forks()\n"
         "read, write = os.pipe()\n"
         "pid = os.fork()\n"
         "if pid == 0:\n"
@@ -213,6 +213,37 @@ def test_processes_forked_by_the_master_start_with_ctrl_c_blocked_and_the_master
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
     )
     assert result.stdout.strip() == "True False", result.stderr
+
+
+def test_a_stop_that_comes_while_a_serving_process_starts_is_not_lost(tmp_path):
+    """The master's SIGTERM handler, inherited by the fork, used to swallow a stop sent before Granian set
+    its own: the process then served on, and the master waited out its 30 s kill timeout. In a child
+    process: the hooks would otherwise stay registered in this test process."""
+    code = (
+        "import os, signal\n"
+        "from console import serving\n"
+        "signal.signal(signal.SIGTERM, lambda *_: None)  # the master's handler: only sets its own flag\n"
+        "serving.guard_serving_forks() if {guard} else None\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)  # the stop, before the app is built\n"
+        "    serving.serving_app()\n"
+        "    os._exit(3)  # reached only when the stop was lost\n"
+        "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n"
+    )
+    env = {
+        **os.environ,
+        "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.db'}",
+        "SECRET_KEY": "serving-test-secret",
+    }
+    # Without the fork hook (as under Granian's own command line) the stop before `serving_app` is lost.
+    for guard, exit_code in ((True, "0"), (False, "3")):
+        result = subprocess.run(
+            [sys.executable, "-c", code.format(guard=guard)],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert result.stdout.strip() == exit_code, result.stderr
 
 
 def test_one_serving_process_per_core():
