@@ -34,6 +34,7 @@ LOOPS = (
     "console.core.sqlite.CheckpointLoop",
 )
 JOIN_SECONDS = 30
+STOP_POLL_SECONDS = 0.1  # how soon the foreground worker acts on SIGTERM/SIGINT
 
 
 def load_loop(dotted: str) -> type:
@@ -132,27 +133,32 @@ def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> int:
     # A foreground process logs to stderr unless the host configured logging already (no-op then).
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     worker = Worker()
+    # The handler only notes the signal; the loop below acts on it. Python runs a handler in the main
+    # thread between two of its bytecodes, which can be inside `Event.wait` or `Event.set` holding the
+    # event's lock, or inside another handler: a handler that set the event itself deadlocked there
+    # (seen: `console run`'s Ctrl-C delivers SIGINT and, a moment later, the master's SIGTERM; the
+    # second handler ran inside the first one's `set` and waited for its lock forever).
+    received: list[int] = []
 
-    def request_stop(signum: int, _frame: object) -> None:
-        log.info("Received %s; stopping after in-flight work", signal.Signals(signum).name)
-        worker.stop_event.set()
+    def note_stop(signum: int, _frame: object) -> None:
+        received.append(signum)
 
-    signal.signal(signal.SIGTERM, request_stop)
-    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, note_stop)
+    signal.signal(signal.SIGINT, note_stop)
     start(app, loops, daemon=False, worker=worker)
     heartbeat = Heartbeat(app)
     log.info("Worker running (pid %s): %s", os.getpid(), ", ".join(t.name for t in worker.threads))
     status = 0
-    # Waiting on the event (not join) keeps the main thread responsive to signals.
-    while True:
+    while not received:
         if not all(t.is_alive() for t in worker.threads):
             dead = [t.name for t in worker.threads if not t.is_alive()]
             log.error("Worker loop %s exited on its own; stopping the worker", ", ".join(dead))
             status = 1
             break
         heartbeat.maybe_beat()
-        if worker.stop_event.wait(1.0):
-            break
+        time.sleep(STOP_POLL_SECONDS)  # a signal cuts it short only to run the handler: hence the poll
+    for signum in received:
+        log.info("Received %s; stopping after in-flight work", signal.Signals(signum).name)
     worker.stop()
     log.info("Worker stopped")
     return status

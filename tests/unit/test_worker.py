@@ -103,6 +103,52 @@ def test_the_foreground_worker_stops_cleanly_on_a_signal(database_url, signum):
                 process.kill()
 
 
+NESTED_SIGNAL_SCRIPT = """
+import os, signal, threading
+import console.worker as worker_module
+from console import create_app
+
+class SignalInsideSet(threading.Event):
+    # A second signal arriving while `set` holds the event's lock: the moment that deadlocked.
+    def set(self):
+        with self._cond:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(10_000):
+                pass  # bytecodes at which Python runs the SIGTERM handler, the lock still held
+            self._flag = True
+            self._cond.notify_all()
+
+original = worker_module.Worker
+worker_module.Worker = lambda: original(stop_event=SignalInsideSet())
+worker_module.run_forever(create_app({config!r}), loops={loops!r})
+"""
+
+
+@pytest.mark.slow
+def test_a_second_signal_during_the_stop_does_not_hang_the_worker(database_url):
+    """`console run`'s Ctrl-C reaches the worker as SIGINT, and the master's SIGTERM follows a moment later.
+    With handlers that set the stop event themselves, the second ran inside the first's `Event.set` and
+    waited for its lock forever (CI: the Ctrl-C test timed out; py-spy showed the nested handlers)."""
+    script = NESTED_SIGNAL_SCRIPT.format(config=base_config(database_url), loops=SCHEDULER_ONLY)
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, cwd=str(_root())
+    ) as process:
+        try:
+            lines = []
+            for line in process.stderr:
+                lines.append(line)
+                if "Worker running" in line:
+                    break
+            assert any("Worker running" in line for line in lines), "".join(lines)
+            process.send_signal(signal.SIGINT)
+            assert process.wait(timeout=15) == 0
+            rest = process.stderr.read()
+            assert "Received SIGINT" in rest and "Worker stopped" in rest
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
 def _root():
     from pathlib import Path
 
