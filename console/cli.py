@@ -362,17 +362,6 @@ KEY_OPTION = click.option(
 )
 
 
-def _stop_on_signals():
-    """An event set by Ctrl-C or SIGTERM, so the current request finishes and the loop ends cleanly."""
-    import signal
-    import threading
-
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    return stop
-
-
 @main.command()
 @API_OPTION
 @KEY_OPTION
@@ -399,7 +388,9 @@ def listen(
     listener = Listener(
         Service(api, key), forward_to, events=chosen, version=version, echo=lambda line: click.echo(line)
     )
-    stop = _stop_on_signals()
+    from console.core.stopsignals import stop_on_signals
+
+    stop = stop_on_signals()  # Ctrl-C or SIGTERM: the current request finishes and the loop ends cleanly
     try:
         listener.run(stop)
     except Fatal as exc:

@@ -13,7 +13,6 @@ import functools
 import logging
 import os
 import queue
-import signal
 import threading
 import time
 import uuid
@@ -361,10 +360,9 @@ def main() -> None:
     ):
         if os.environ.get(name):
             app.config[name] = float(os.environ[name])
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    DeliveryLoop(app).run_forever(stop)
+    from console.core.stopsignals import stop_on_signals
+
+    DeliveryLoop(app).run_forever(stop_on_signals())
 
 
 if __name__ == "__main__":

@@ -346,3 +346,31 @@ def test_sandbox_base_accepts_the_root_or_a_base_url():
     assert sandbox_base("http://h:5000/") == "http://h:5000/sandbox/v1"
     assert sandbox_base("http://h:5000/sandbox") == "http://h:5000/sandbox/v1"
     assert sandbox_base("http://h:5000/sandbox/v1/") == "http://h:5000/sandbox/v1"
+
+
+def test_stop_signals_set_the_event_outside_the_handler_even_inside_set():
+    """A handler that set the event itself deadlocked when a second signal came while `set` held the event's
+    lock (the worker did, under Ctrl-C plus the master's SIGTERM). In a child process: the handlers and the
+    wakeup pipe would otherwise stay installed in this test process."""
+    code = (
+        "import os, signal, threading\n"
+        "from console.core.stopsignals import stop_on_signals\n"
+        "class SignalInsideSet(threading.Event):\n"
+        "    def set(self):\n"
+        "        with self._cond:\n"
+        "            os.kill(os.getpid(), signal.SIGTERM)  # a second signal while the lock is held\n"
+        "            for _ in range(10_000):\n"
+        "                pass\n"
+        "            self._flag = True\n"
+        "            self._cond.notify_all()\n"
+        "stop = stop_on_signals(SignalInsideSet())\n"
+        "os.kill(os.getpid(), signal.SIGINT)\n"
+        "print(stop.wait(10))\n"
+        "for _ in range(100_000):\n"
+        "    pass  # the main thread goes on running bytecodes (and handlers) meanwhile\n"
+        "print('alive')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
+    )
+    assert result.stdout.split() == ["True", "alive"], result.stderr
