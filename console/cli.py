@@ -62,7 +62,13 @@ def main() -> None:
     show_default=True,
     help="Python threads per serving process; RUN_CONCURRENCY of them run at once, the rest wait for a turn.",
 )
-def run(host: str, port: int, workers: int | None, threads: int) -> None:
+@click.option(
+    "--pin-cpus/--no-pin-cpus",
+    default=True,
+    show_default=True,
+    help="Keep each serving process on a CPU of its own (when there are no more processes than CPUs).",
+)
+def run(host: str, port: int, workers: int | None, threads: int, pin_cpus: bool) -> None:
     """Upgrade the database, then serve the API, Link and the console on every core, plus the worker."""
     from console.serving import default_workers, serve
 
@@ -85,6 +91,7 @@ def run(host: str, port: int, workers: int | None, threads: int) -> None:
         workers=workers or default_workers(),
         threads=threads,
         run_worker=app.config["RUN_WORKER"],
+        pin_cpus=pin_cpus,
     )
 
 

@@ -23,6 +23,7 @@ import contextlib
 import gc
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -71,6 +72,7 @@ def serving_app() -> Flask:
         app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
     settle_heap()
     batch_scheduling()
+    keep_to_one_cpu()
     leave_ctrl_c_to_the_master()
     if _stop_asked_while_starting:
         log.info("Serving process %d stopped while starting (asked to before it served)", os.getpid())
@@ -158,6 +160,57 @@ def batch_scheduling() -> None:
     for tid in threads:
         with contextlib.suppress(OSError):  # a thread gone meanwhile, or not allowed: it keeps the default
             os.sched_setscheduler(tid, policy, os.sched_param(0))
+
+
+# `serve` tells its serving processes (through their environment) which CPUs to keep to, one each, as a
+# comma-separated list ("0,1"); unset or empty: the kernel places them. Granian's command line may set it
+# too, with `--process-name` (the worker number comes from the process title).
+CPUS_ENV = "SERVING_CPUS"
+_WORKER_TITLE = re.compile(r" worker-(\d+)$")
+
+
+def cpus_to_keep_to(workers: int) -> list[int]:
+    """The CPUs for `workers` serving processes to keep to, one each, or [] (more processes than CPUs, or no
+    affinity on this platform: the kernel places them)."""
+    try:
+        cpus = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return []
+    return cpus[:workers] if workers <= len(cpus) else []
+
+
+def keep_to_one_cpu() -> int | None:
+    """Keep every thread of this serving process (and those it starts later) on one CPU: the N-th listed in
+    `SERVING_CPUS` for worker-N. Returns the CPU, or None when there is none to keep to.
+
+    Why: measured under `wrk -t2 -c16` on 2 cores, the app spent ~1.5 ms of CPU per GET in a serving
+    process against ~0.9 ms for the same requests called in a loop: the kernel moved each process's
+    threads between the cores, and each request started with the other interpreter's data in the core's
+    caches (a loop that sleeps 0.5 ms, or sweeps 8 MB of memory, between its calls costs the same 1.3-1.6
+    ms). Kept to one core each: GET 1,347-1,451 → 1,672-1,688 req/s, p99 43 → 27-30 ms; POST +5-9%
+    (alternated runs, one session). The worker process and the master are not pinned.
+    """
+    listed = [int(cpu) for cpu in os.environ.get(CPUS_ENV, "").split(",") if cpu.strip().isdigit()]
+    found = _WORKER_TITLE.search(_process_title())
+    if not listed or found is None:
+        return None
+    cpu = listed[(int(found.group(1)) - 1) % len(listed)]
+    try:
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+    except OSError:
+        threads = [0]
+    for tid in threads:
+        with contextlib.suppress(OSError):  # a thread gone meanwhile, or a CPU not allowed: left as it is
+            os.sched_setaffinity(tid, {cpu})
+    return cpu
+
+
+def _process_title() -> str:
+    try:
+        import setproctitle
+    except ImportError:  # Granian names its processes only with it
+        return ""
+    return setproctitle.getproctitle()
 
 
 def settle_heap() -> None:
@@ -287,8 +340,11 @@ class Supervision:
         self.supervisor.stop()
 
 
-def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool) -> None:
-    """Serve until SIGTERM/SIGINT; with `run_worker`, also keep one worker process running."""
+def serve(
+    *, host: str, port: int, workers: int, threads: int, run_worker: bool, pin_cpus: bool = True
+) -> None:
+    """Serve until SIGTERM/SIGINT; with `run_worker`, also keep one worker process running; with `pin_cpus`,
+    each serving process keeps to a CPU of its own when there are enough (`keep_to_one_cpu`)."""
     from granian import Granian
     from granian.constants import Interfaces
 
@@ -296,6 +352,10 @@ def serve(*, host: str, port: int, workers: int, threads: int, run_worker: bool)
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
+    cpus = cpus_to_keep_to(workers) if pin_cpus else []
+    os.environ[CPUS_ENV] = ",".join(str(cpu) for cpu in cpus)  # read by each serving process it forks
+    if cpus:
+        log.info("Serving processes keep to CPUs %s, one each", ", ".join(map(str, cpus)))
     server = Granian(
         "console.serving:serving_app",
         factory=True,

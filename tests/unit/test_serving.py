@@ -193,6 +193,64 @@ def test_batch_scheduling_covers_every_thread_of_the_process_and_the_ones_it_sta
     assert os.sched_getscheduler(0) != os.SCHED_BATCH  # this process untouched
 
 
+def _keep_to_one_cpu_in_a_child(title: str, cpus: str) -> dict:
+    """Run `keep_to_one_cpu` in a child named `title` (as Granian names its serving processes) with
+    `SERVING_CPUS=cpus`; report what it returned and the CPUs of its threads, before and after."""
+    code = (
+        "import json, os, threading, time, setproctitle\n"
+        "from console.serving import keep_to_one_cpu\n"
+        f"setproctitle.setproctitle({title!r})\n"
+        "before = threading.Thread(target=time.sleep, args=(5,), daemon=True); before.start()\n"
+        "cpu = keep_to_one_cpu()\n"
+        "later = []\n"
+        "t = threading.Thread(target=lambda: later.append(sorted(os.sched_getaffinity(0)))); t.start(); t.join()\n"
+        "print(json.dumps({'cpu': cpu, 'main': sorted(os.sched_getaffinity(0)),\n"
+        "    'before': sorted(os.sched_getaffinity(before.native_id)), 'later': later[0]}))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**os.environ, serving.CPUS_ENV: cpus},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux CPU affinity")
+def test_a_serving_process_keeps_every_thread_to_the_cpu_listed_for_its_number():
+    cpus = sorted(os.sched_getaffinity(0))
+    listed = ",".join(map(str, cpus))
+    second = cpus[1 % len(cpus)]  # worker-2's; wraps to the first on a one-CPU machine
+    seen = _keep_to_one_cpu_in_a_child("console serving worker-2", listed)
+    assert seen == {"cpu": second, "main": [second], "before": [second], "later": [second]}
+    first = _keep_to_one_cpu_in_a_child("console serving worker-1", listed)
+    assert first["cpu"] == cpus[0] and first["later"] == [cpus[0]]
+    assert os.sched_getaffinity(0) == set(cpus)  # this process untouched
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="Linux CPU affinity")
+@pytest.mark.parametrize(
+    "title, cpus",
+    [("console serving worker-1", ""), ("granian wsgi 127.0.0.1:5000 app", "0"), ("python", "0")],
+    ids=["no-cpus-listed", "no-worker-number", "not-a-serving-process"],
+)
+def test_a_process_without_a_cpu_or_a_worker_number_is_left_to_the_kernel(title, cpus):
+    everywhere = sorted(os.sched_getaffinity(0))
+    seen = _keep_to_one_cpu_in_a_child(title, cpus)
+    assert seen == {"cpu": None, "main": everywhere, "before": everywhere, "later": everywhere}
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity"), reason="Linux CPU affinity")
+def test_serving_processes_get_one_cpu_each_only_when_there_are_enough():
+    cpus = sorted(os.sched_getaffinity(0))
+    assert serving.cpus_to_keep_to(len(cpus)) == cpus
+    assert serving.cpus_to_keep_to(1) == cpus[:1]
+    assert serving.cpus_to_keep_to(len(cpus) + 1) == []  # sharing anyway: the kernel balances them
+
+
 def test_processes_forked_by_the_master_start_with_ctrl_c_blocked_and_the_master_keeps_it():
     """In a child process (the hook would otherwise stay registered in this test process)."""
     code = (
@@ -407,6 +465,10 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
         if hasattr(os, "SCHED_BATCH"):  # the serving processes' threads only (see serving.batch_scheduling)
             assert {os.sched_getscheduler(pid) for pid in serving} == {os.SCHED_BATCH}
             assert os.sched_getscheduler(worker_pid) != os.SCHED_BATCH
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) >= 2:  # a CPU of its own for each serving process (serving.keep_to_one_cpu); not the worker
+            assert sorted(cpu for pid in serving for cpu in os.sched_getaffinity(pid)) == cpus[:2]
+            assert os.sched_getaffinity(worker_pid) == set(cpus)
         assert health["worker"]["pid"] == worker_pid  # the heartbeat is the supervised process's
         assert health["rate_limits"]["storage"] == "mmap" and health["status"] == "ok"
         assert _serving_pids_seen(console, 2) == serving  # both processes answer requests
