@@ -466,7 +466,8 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
             assert {os.sched_getscheduler(pid) for pid in serving} == {os.SCHED_BATCH}
             assert os.sched_getscheduler(worker_pid) != os.SCHED_BATCH
         cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) >= 2:  # a CPU of its own for each serving process (serving.keep_to_one_cpu); not the worker
+        # A CPU of its own for each serving process (serving.keep_to_one_cpu); not for the worker.
+        if len(cpus) >= 2:
             assert sorted(cpu for pid in serving for cpu in os.sched_getaffinity(pid)) == cpus[:2]
             assert os.sched_getaffinity(worker_pid) == set(cpus)
         assert health["worker"]["pid"] == worker_pid  # the heartbeat is the supervised process's
