@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 
 from flask import Flask
 
+from console.core.stopsignals import stop_on_signals
+
 log = logging.getLogger(__name__)
 
 # Dotted names, imported lazily so a loop's module is only loaded when a worker starts.
@@ -34,7 +36,8 @@ LOOPS = (
     "console.core.sqlite.CheckpointLoop",
 )
 JOIN_SECONDS = 30
-STOP_POLL_SECONDS = 0.1  # how soon the foreground worker acts on SIGTERM/SIGINT
+# How often the foreground worker looks at its loops and heartbeat (a stop signal wakes it at once).
+STOP_POLL_SECONDS = 0.1
 
 
 def load_loop(dotted: str) -> type:
@@ -133,31 +136,23 @@ def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> int:
     # A foreground process logs to stderr unless the host configured logging already (no-op then).
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     worker = Worker()
-    # The handler only notes the signal; the loop below acts on it. Python runs a handler in the main
-    # thread between two of its bytecodes, which can be inside `Event.wait` or `Event.set` holding the
-    # event's lock, or inside another handler: a handler that set the event itself deadlocked there
-    # (seen: `console run`'s Ctrl-C delivers SIGINT and, a moment later, the master's SIGTERM; the
-    # second handler ran inside the first one's `set` and waited for its lock forever).
+    # Set by a helper thread, never by a signal handler (see console.core.stopsignals): a handler that set
+    # the event itself deadlocked when `console run`'s Ctrl-C (SIGINT) and the master's SIGTERM came
+    # together, the second running inside the first one's `Event.set`.
     received: list[int] = []
-
-    def note_stop(signum: int, _frame: object) -> None:
-        received.append(signum)
-
-    signal.signal(signal.SIGTERM, note_stop)
-    signal.signal(signal.SIGINT, note_stop)
+    stop = stop_on_signals(received=received)
     start(app, loops, daemon=False, worker=worker)
     heartbeat = Heartbeat(app)
     log.info("Worker running (pid %s): %s", os.getpid(), ", ".join(t.name for t in worker.threads))
     status = 0
-    while not received:
+    while not stop.wait(STOP_POLL_SECONDS):
         if not all(t.is_alive() for t in worker.threads):
             dead = [t.name for t in worker.threads if not t.is_alive()]
             log.error("Worker loop %s exited on its own; stopping the worker", ", ".join(dead))
             status = 1
             break
         heartbeat.maybe_beat()
-        time.sleep(STOP_POLL_SECONDS)  # a signal cuts it short only to run the handler: hence the poll
-    for signum in received:
+    for signum in dict.fromkeys(received):  # each kind once: Ctrl-C under `console run` brings two or three
         log.info("Received %s; stopping after in-flight work", signal.Signals(signum).name)
     worker.stop()
     log.info("Worker stopped")

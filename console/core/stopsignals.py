@@ -3,10 +3,10 @@
 Why: Python runs a signal handler in the main thread between two of its bytecodes, which can be inside
 `Event.wait` or `Event.set` while they hold the event's lock, or inside another handler. A handler that
 set the event itself then waits for a lock its own thread holds, forever: a quick double Ctrl-C (or
-Ctrl-C's SIGINT and a supervisor's SIGTERM together) could hang the process (seen in the worker; see
-`console.worker.run_forever`, which notes signals in a list for the same reason). Here the handler does
-nothing: Python's C-level handler writes each signal's number to a wakeup pipe (`signal.set_wakeup_fd`),
-and a daemon thread reading the pipe sets the event, like any other thread would.
+Ctrl-C's SIGINT and a supervisor's SIGTERM together) could hang the process (seen in the worker, under
+`console run`). Here the handler does nothing: Python's C-level handler writes each signal's number to a
+wakeup pipe (`signal.set_wakeup_fd`), and a daemon thread reading the pipe sets the event, like any other
+thread would. Used by `console worker`, `console listen` and the standalone delivery worker.
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ import threading
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-def stop_on_signals(event: threading.Event | None = None) -> threading.Event:
-    """An event set (by a helper thread) at the first SIGINT or SIGTERM; call from the main thread."""
+def stop_on_signals(
+    event: threading.Event | None = None, received: list[int] | None = None
+) -> threading.Event:
+    """An event set (by a helper thread) at the first SIGINT or SIGTERM; call from the main thread.
+
+    `received`, if given, gets each signal's number appended before the event is set (for a log line).
+    """
     stop = event if event is not None else threading.Event()
     read, write = os.pipe()
     os.set_blocking(write, False)  # set_wakeup_fd's requirement: a full pipe must never block a signal
@@ -28,7 +33,9 @@ def stop_on_signals(event: threading.Event | None = None) -> threading.Event:
     signal.set_wakeup_fd(write, warn_on_full_buffer=False)
 
     def relay() -> None:
-        while os.read(read, 1):  # one byte per signal received
+        while signum := os.read(read, 1):  # one byte per signal received: its number
+            if received is not None:
+                received.append(signum[0])
             stop.set()
 
     threading.Thread(target=relay, name="stop-signals", daemon=True).start()

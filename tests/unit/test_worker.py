@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -82,10 +84,9 @@ run_forever(create_app({config!r}), loops={loops!r})
 """
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
-def test_the_foreground_worker_stops_cleanly_on_a_signal(database_url, signum):
-    script = SCRIPT.format(config=base_config(database_url), loops=SCHEDULER_ONLY)
+@contextlib.contextmanager
+def _running_worker(script: str) -> Iterator[subprocess.Popen]:
+    """`script` in a child process, handed over once it logged "Worker running"; killed if still alive after."""
     command = [sys.executable, "-c", script]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True, cwd=str(_root())) as process:
         try:
@@ -95,12 +96,22 @@ def test_the_foreground_worker_stops_cleanly_on_a_signal(database_url, signum):
                 if "Worker running" in line:
                     break
             assert any("Worker running" in line for line in lines), "".join(lines)
-            process.send_signal(signum)
-            assert process.wait(timeout=15) == 0
-            assert "Worker stopped" in process.stderr.read()
+            yield process
         finally:
             if process.poll() is None:
                 process.kill()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_the_foreground_worker_stops_cleanly_on_a_signal(database_url, signum):
+    with _running_worker(SCRIPT.format(config=base_config(database_url), loops=SCHEDULER_ONLY)) as process:
+        process.send_signal(signum)
+        process.send_signal(signum)  # as a quick double Ctrl-C: still one clean stop, said once
+        assert process.wait(timeout=15) == 0
+        rest = process.stderr.read()
+        assert rest.count(f"Received {signal.Signals(signum).name}") == 1, rest
+        assert "Worker stopped" in rest
 
 
 NESTED_SIGNAL_SCRIPT = """
@@ -130,23 +141,11 @@ def test_a_second_signal_during_the_stop_does_not_hang_the_worker(database_url):
     With handlers that set the stop event themselves, the second ran inside the first's `Event.set` and
     waited for its lock forever (CI: the Ctrl-C test timed out; py-spy showed the nested handlers)."""
     script = NESTED_SIGNAL_SCRIPT.format(config=base_config(database_url), loops=SCHEDULER_ONLY)
-    with subprocess.Popen(
-        [sys.executable, "-c", script], stderr=subprocess.PIPE, text=True, cwd=str(_root())
-    ) as process:
-        try:
-            lines = []
-            for line in process.stderr:
-                lines.append(line)
-                if "Worker running" in line:
-                    break
-            assert any("Worker running" in line for line in lines), "".join(lines)
-            process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=15) == 0
-            rest = process.stderr.read()
-            assert "Received SIGINT" in rest and "Worker stopped" in rest
-        finally:
-            if process.poll() is None:
-                process.kill()
+    with _running_worker(script) as process:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=15) == 0
+        rest = process.stderr.read()
+        assert "Received SIGINT" in rest and "Worker stopped" in rest
 
 
 def _root():
