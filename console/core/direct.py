@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import exc
 from sqlalchemy.engine import Connection
@@ -168,18 +168,31 @@ class Direct:
         return computed
 
 
-def write_all(
-    connection: Connection, writes: Sequence[tuple[Direct, Mapping[str, Any]]]
-) -> list[dict[str, Any]]:
-    """Run several writes back to back; returns the defaults each filled in (see `Direct.write`).
+class PreparedWrite(NamedTuple):
+    """One write of `prepare_writes`: its statement, DBAPI parameters, and the defaults it fills in."""
 
-    Every parameter is worked out before the first statement runs: on SQLite the first write takes the
-    write gate, which every other writer then waits for, so nothing but the statements runs inside it.
-    """
+    direct: Direct
+    compiled: _Compiled
+    args: Any
+    computed: dict[str, Any]
+
+
+def prepare_writes(
+    connection: Connection, writes: Sequence[tuple[Direct, Mapping[str, Any]]]
+) -> list[PreparedWrite]:
+    """Every parameter of these writes worked out (column defaults computed), nothing run yet."""
     prepared = []
     for direct, params in writes:
         compiled = direct._compiled(connection.dialect)
-        prepared.append((direct, compiled, *compiled.parameters(params)))
-    for direct, compiled, args, _ in prepared:
-        direct._run(connection, compiled, args).close()
-    return [computed for *_, computed in prepared]
+        prepared.append(PreparedWrite(direct, compiled, *compiled.parameters(params)))
+    return prepared
+
+
+def run_writes(connection: Connection, prepared: Sequence[PreparedWrite]) -> None:
+    """Run prepared writes back to back, in order.
+
+    Their parameters were all worked out beforehand (`prepare_writes`): on SQLite the first write takes the
+    write gate, which every other writer then waits for, so nothing but the statements runs inside it.
+    """
+    for write in prepared:
+        write.direct._run(connection, write.compiled, write.args).close()

@@ -8,18 +8,22 @@ from typing import Any
 from sqlalchemy import Table, insert, inspect
 from sqlalchemy.orm import configure_mappers, make_transient_to_detached
 
-from console.core.direct import Direct, write_all
+from console.core.direct import Direct, prepare_writes, run_writes
 from console.extensions import db
 
 
 def insert_now(*objects: Any) -> None:
-    """INSERT each new (transient) object at once, in order, then attach it to the session as loaded.
+    """INSERT each new (transient) object at once, in order, and attach it to the session as loaded.
 
     Why: at commit, the unit of work spent ~0.3 ms of Python on a Link token and its expiry task, and on
     SQLite all of it inside the write lock, which every other writer waits for; a Core INSERT of the same
     values costs a fraction of that. The objects end up as if queried (persistent, nothing to flush), so
     callers use them as before. Column defaults an object did not set are computed for the INSERT (as
     SQLAlchemy would) and set on the object.
+
+    The objects are attached before the INSERTs run, not after: on SQLite the first INSERT takes the write
+    gate until the commit, and attaching them there was a fifth of the gate's hold (~40 of ~210 µs per
+    Link token, measured in-process). If an INSERT fails, they are taken out of the session again.
     """
     session = db.session
     connection = session.connection()  # straight on the session's connection: no ORM execution layer
@@ -32,14 +36,21 @@ def insert_now(*objects: Any) -> None:
             if prop.key in obj.__dict__
         }
         writes.append((_direct_insert(mapper.local_table, tuple(values)), values))
-    filled_in = write_all(connection, writes)  # back to back: on SQLite, inside the write gate
-    for obj, filled in zip(objects, filled_in, strict=True):
-        mapper = inspect(obj).mapper
-        for column_key, value in filled.items():  # defaults the INSERT applied: known, not reloaded
-            prop = mapper.get_property_by_column(mapper.local_table.c[column_key])
-            obj.__dict__[prop.key] = value
-        make_transient_to_detached(obj)
-        session.add(obj)
+    prepared = prepare_writes(connection, writes)
+    try:
+        for obj, write in zip(objects, prepared, strict=True):
+            mapper = inspect(obj).mapper
+            for column_key, value in write.computed.items():  # defaults the INSERT applies: not reloaded
+                prop = mapper.get_property_by_column(mapper.local_table.c[column_key])
+                obj.__dict__[prop.key] = value
+            make_transient_to_detached(obj)
+            session.add(obj)
+        run_writes(connection, prepared)  # back to back: on SQLite, all that runs inside the write gate
+    except BaseException:
+        for obj in objects:
+            if obj in session:
+                session.expunge(obj)
+        raise
 
 
 @functools.lru_cache(maxsize=64)

@@ -6,9 +6,10 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import bindparam, event, exc, insert, select
+from sqlalchemy import bindparam, event, exc, insert, inspect, select
 
 from console.core.direct import Direct
+from console.core.rows import insert_now
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.jobs.models import Job
@@ -17,6 +18,8 @@ from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
 from console.keys.services import _key_by_hash
 from console.scheduler.models import ScheduledTask
+from console.scheduler.services import new_task
+from console.workspaces.models import Workspace
 from tests.factories import new_switch
 
 
@@ -151,3 +154,52 @@ def test_a_parameter_missing_at_call_time_is_an_error_not_a_null(app):
     statement = select(ApiKey.__table__.c.id).where(ApiKey.__table__.c.label == bindparam("label"))
     with app.app_context(), pytest.raises(KeyError, match="label"):
         Direct(statement).rows(db.session.connection(), {})
+
+
+def _new_tasks(workspace_id: str, count: int) -> list[ScheduledTask]:
+    owner = db.session.get(Workspace, uuid.UUID(workspace_id))
+    return [new_task(owner, "test.kind", utcnow() + timedelta(hours=1), {"n": n}) for n in range(count)]
+
+
+def test_insert_now_attaches_the_objects_before_its_first_statement(app, workspace):
+    """On SQLite the first INSERT takes the write gate until the commit, and every other writer waits for it:
+    the ORM's part (attaching the objects) runs before it, so only the statements run inside the gate."""
+    with app.app_context():
+        tasks = _new_tasks(workspace.id, 2)
+        attached_at_first_insert = []
+
+        def before(_conn, _cursor, sql, _params, _context, _many):
+            if sql.lstrip().upper().startswith("INSERT") and not attached_at_first_insert:
+                attached_at_first_insert.append([task in db.session for task in tasks])
+
+        event.listen(db.engine, "before_cursor_execute", before)
+        try:
+            insert_now(*tasks)
+        finally:
+            event.remove(db.engine, "before_cursor_execute", before)
+        assert attached_at_first_insert == [[True, True]]
+        assert all(inspect(task).persistent for task in tasks)
+        assert not db.session.new and not db.session.dirty  # nothing left for a flush
+        assert tasks[0].status == "pending" and tasks[0].attempts == 0  # defaults set on the objects
+        ids = [task.id for task in tasks]
+        db.session.commit()
+        db.session.expunge_all()
+        stored = [db.session.get(ScheduledTask, task_id) for task_id in ids]
+        assert [task.payload for task in stored] == [{"n": 0}, {"n": 1}]
+
+
+def test_insert_now_takes_the_objects_out_of_the_session_when_an_insert_fails(app, workspace):
+    with app.app_context():
+        (first,) = _new_tasks(workspace.id, 1)
+        first_id = first.id
+        insert_now(first)
+        db.session.commit()
+        db.session.expunge_all()
+        fresh, clash = _new_tasks(workspace.id, 2)
+        clash.id = first_id  # the database refuses it: same primary key
+        with pytest.raises(exc.IntegrityError):
+            insert_now(fresh, clash)
+        assert fresh not in db.session and clash not in db.session
+        db.session.rollback()
+        assert db.session.get(ScheduledTask, fresh.id) is None
+        assert db.session.get(ScheduledTask, first_id).payload == {"n": 0}
