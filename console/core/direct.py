@@ -18,13 +18,18 @@ statements with expanding (`IN`) parameters, or INSERTs whose missing columns ne
 
 from __future__ import annotations
 
+import functools
+import uuid
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from sqlalchemy import exc
+from sqlalchemy import Uuid, exc
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ClauseElement
+
+from console.core.base import UTCDateTime
 
 
 class _Compiled:
@@ -75,12 +80,57 @@ class _Compiled:
 
     def set_processors(self, dialect: Any, description: Sequence[Any]) -> None:
         self.processors = [
-            type_._cached_result_processor(dialect, column[1])
+            _quicker_processor(type_, dialect, type_._cached_result_processor(dialect, column[1]))
             for type_, column in zip(self.result_types, description, strict=True)
         ]
         # Attribute access by column key, as a Core row offers (duplicate keys keep their first place).
         keys = [key if key.isidentifier() else f"c{i}" for i, key in enumerate(self.result_keys)]
         self.row_class = namedtuple("DirectRow", keys, rename=True)
+
+
+def _quicker_processor(type_: Any, dialect: Any, standard: Callable | None) -> Callable | None:
+    """SQLAlchemy's result processor for `type_`, or a quicker one giving the same values where there is one.
+
+    Why: on SQLite, UUIDs and datetimes come back as text and are converted one by one, and a page of ten
+    jobs has ~30 UUIDs and ~20 datetimes: `uuid.UUID(text)` and SQLAlchemy's regular-expression date
+    parsing (then our UTC tagging) were a tenth of an API GET. The quicker ones read the same text with
+    `int(text, 16)` and `datetime.fromisoformat`, and hand anything they do not expect to `standard`
+    (per value: UUID 2.4 → 1.1 µs, datetime 1.6 → ~0.3 µs).
+    """
+    if dialect.name != "sqlite" or standard is None:
+        return standard
+    if isinstance(type_, Uuid) and type_.as_uuid:
+        return functools.partial(_uuid_from_hex, standard)
+    if isinstance(type_, UTCDateTime):
+        return functools.partial(_utc_datetime_from_text, standard)
+    return standard
+
+
+_new_object = object.__new__
+_set_slot = object.__setattr__
+
+
+def _uuid_from_hex(standard: Callable, value: Any) -> Any:
+    """`uuid.UUID(value)` for the 32 hex digits SQLAlchemy stores a UUID as on SQLite."""
+    if value.__class__ is not str or len(value) != 32:
+        return standard(value)  # None, or a form only uuid.UUID's full parsing reads
+    made = _new_object(uuid.UUID)
+    _set_slot(made, "int", int(value, 16))  # as uuid.UUID.__init__ sets its slots
+    _set_slot(made, "is_safe", uuid.SafeUUID.unknown)
+    return made
+
+
+def _utc_datetime_from_text(standard: Callable, value: Any) -> Any:
+    """The aware UTC datetime `UTCDateTime` makes of SQLite's text (`2026-11-26 13:40:00.123456`, in UTC)."""
+    if value.__class__ is str:
+        try:
+            # Parsed with its offset, not tagged after: `replace(tzinfo=...)` costs ten times the parse.
+            parsed = datetime.fromisoformat(value + "+00:00")
+        except ValueError:
+            parsed = None
+        if parsed is not None and parsed.tzinfo is UTC:
+            return parsed
+    return standard(value)  # None, or text of another shape
 
 
 class Direct:

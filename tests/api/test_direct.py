@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pytest
-from sqlalchemy import bindparam, event, exc, insert, inspect, select
+from sqlalchemy import Uuid, bindparam, event, exc, insert, inspect, select
+from sqlalchemy.dialects import postgresql, sqlite
 
-from console.core.direct import Direct
+from console.core.base import UTCDateTime
+from console.core.direct import Direct, _quicker_processor
 from console.core.rows import insert_now
 from console.core.timeutil import utcnow
 from console.extensions import db
@@ -203,3 +205,50 @@ def test_insert_now_takes_the_objects_out_of_the_session_when_an_insert_fails(ap
         db.session.rollback()
         assert db.session.get(ScheduledTask, fresh.id) is None
         assert db.session.get(ScheduledTask, first_id).payload == {"n": 0}
+
+
+_SOME_UUID = uuid.UUID("6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b")
+
+
+@pytest.mark.parametrize(
+    "type_, texts",
+    [
+        (Uuid(), [None, _SOME_UUID.hex, str(_SOME_UUID), "{" + str(_SOME_UUID) + "}", "0" * 32, "f" * 32]),
+        (
+            UTCDateTime(),
+            [
+                None,
+                "2026-11-26 13:40:00.123456",
+                "2026-11-26 13:40:00.000000",
+                "2026-11-26 13:40:00",
+                "2026-11-26",
+                "1999-12-31 23:59:59.999999",
+            ],
+        ),
+    ],
+    ids=["uuid", "utc-datetime"],
+)
+def test_quicker_sqlite_processors_read_text_exactly_as_sqlalchemy_does(type_, texts):
+    dialect = sqlite.dialect()
+    standard = type_._cached_result_processor(dialect, None)
+    quicker = _quicker_processor(type_, dialect, standard)
+    assert quicker is not standard  # the quicker path is the one under test
+    for text in texts:
+        expected, got = standard(text), quicker(text)
+        assert got == expected and type(got) is type(expected), text
+        if isinstance(expected, uuid.UUID):
+            assert (got.int, got.is_safe, str(got)) == (expected.int, expected.is_safe, str(expected))
+        if expected is not None and not isinstance(expected, uuid.UUID):
+            assert got.tzinfo == expected.tzinfo == UTC, text
+    for bad in ("not-a-uuid-at-all", "2026-13-45 99:99:99"):
+        with pytest.raises(ValueError):
+            standard(bad)
+        with pytest.raises(ValueError):
+            quicker(bad)
+
+
+def test_other_databases_keep_sqlalchemys_processors():
+    dialect = postgresql.dialect()
+    for type_ in (Uuid(), UTCDateTime()):
+        standard = type_._cached_result_processor(dialect, None)
+        assert _quicker_processor(type_, dialect, standard) is standard
