@@ -25,6 +25,7 @@ from werkzeug.serving import make_server
 from console.api.ratelimit import RateLimiter
 from console.webhooks import signing
 from tests import waiting
+from tests.children import run_python
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2023-11-22"
@@ -370,7 +371,5 @@ def test_stop_signals_set_the_event_outside_the_handler_even_inside_set():
         "    pass  # the main thread goes on running bytecodes (and handlers) meanwhile\n"
         "print('alive')\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=30
-    )
+    result = run_python(code, timeout=30)
     assert result.stdout.split() == ["True", "alive"], result.stderr

@@ -27,6 +27,7 @@ import requests
 from console import serving
 from console.serving import Supervision, WorkerSupervisor, default_workers
 from console.world.seed_data import PLATFORM_IDS
+from tests.children import run_python
 from tests.factories import LINK_TOKEN
 from tests.waiting import wait_for
 
@@ -186,9 +187,7 @@ def test_batch_scheduling_covers_every_thread_of_the_process_and_the_ones_it_sta
         "    except ProcessLookupError: pass  # the thread just joined\n"
         "print(policies == {os.SCHED_BATCH} and later == [os.SCHED_BATCH])\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    result = run_python(code)
     assert result.stdout.strip() == "True", result.stderr
     assert os.sched_getscheduler(0) != os.SCHED_BATCH  # this process untouched
 
@@ -207,14 +206,7 @@ def _keep_to_one_cpu_in_a_child(title: str, cpus: str) -> dict:
         "print(json.dumps({'cpu': cpu, 'main': sorted(os.sched_getaffinity(0)),\n"
         "    'before': sorted(os.sched_getaffinity(before.native_id)), 'later': later[0]}))\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={**os.environ, serving.CPUS_ENV: cpus},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    result = run_python(code, env={**os.environ, serving.CPUS_ENV: cpus})
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -267,9 +259,7 @@ def test_processes_forked_by_the_master_start_with_ctrl_c_blocked_and_the_master
         "parent = signal.SIGINT in signal.pthread_sigmask(signal.SIG_BLOCK, [])\n"
         "print(child, parent)\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
+    result = run_python(code)
     assert result.stdout.strip() == "True False", result.stderr
 
 
@@ -297,10 +287,7 @@ def test_a_stop_that_comes_while_a_serving_process_starts_is_not_lost(tmp_path):
     }
     # Without the fork hook (as under Granian's own command line) the stop before `serving_app` is lost.
     for guard, exit_code in ((True, "0"), (False, "3")):
-        result = subprocess.run(
-            [sys.executable, "-c", code.format(guard=guard)],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+        result = run_python(code.format(guard=guard), env=env)
         assert result.stdout.strip() == exit_code, result.stderr
 
 
