@@ -13,7 +13,5 @@ from console.link_tokens import services
 @api.post("/link_tokens")
 def create_link_token():
     created = services.create_link_token(g.api_key, json_body(), by_console=from_console())
-    # Built before the commit, which expires the row: reading it afterwards would load it again.
-    body = {"data": services.serialize(created.link_token, created.token)}
     db.session.commit()
-    return jsonify(body)
+    return jsonify({"data": services.serialize(created)})

@@ -6,27 +6,28 @@ import functools
 from typing import Any
 
 from sqlalchemy import Table, insert, inspect
-from sqlalchemy.orm import configure_mappers, make_transient_to_detached
+from sqlalchemy.orm import configure_mappers, make_transient, make_transient_to_detached
 
 from console.core.direct import Direct, prepare_writes, run_writes
 from console.extensions import db
 
 
 def insert_now(*objects: Any) -> None:
-    """INSERT each new (transient) object at once, in order, and attach it to the session as loaded.
+    """INSERT each new (transient) object at once, in order; the objects end detached, as written.
 
     Why: at commit, the unit of work spent ~0.3 ms of Python on a Link token and its expiry task, and on
     SQLite all of it inside the write lock, which every other writer waits for; a Core INSERT of the same
-    values costs a fraction of that. The objects end up as if queried (persistent, nothing to flush), so
-    callers use them as before. Column defaults an object did not set are computed for the INSERT (as
+    values costs a fraction of that. Column defaults an object did not set are computed for the INSERT (as
     SQLAlchemy would) and set on the object.
 
-    The objects are attached before the INSERTs run, not after: on SQLite the first INSERT takes the write
-    gate until the commit, and attaching them there was a fifth of the gate's hold (~40 of ~210 µs per
-    Link token, measured in-process). If an INSERT fails, they are taken out of the session again.
+    The objects are left out of the session (detached: they have their identity and values, and no session
+    holds them): attaching them cost ~7% of a Link token request (adding them, then expiring them at
+    commit), and the API's only caller reads their values and nothing else. A caller that goes on to change
+    one adds it to the session (`db.session.add`), which makes it persistent without another INSERT.
+    Nothing of the ORM runs between the INSERTs and the commit: on SQLite the first INSERT takes the write
+    gate until the commit. If an INSERT fails, the objects are transient again (never written).
     """
-    session = db.session
-    connection = session.connection()  # straight on the session's connection: no ORM execution layer
+    connection = db.session.connection()  # straight on the session's connection: no ORM execution layer
     writes = []
     for obj in objects:
         mapper = inspect(obj).mapper
@@ -37,19 +38,17 @@ def insert_now(*objects: Any) -> None:
         }
         writes.append((_direct_insert(mapper.local_table, tuple(values)), values))
     prepared = prepare_writes(connection, writes)
+    for obj, write in zip(objects, prepared, strict=True):
+        mapper = inspect(obj).mapper
+        for column_key, value in write.computed.items():  # defaults the INSERT applies: not reloaded
+            prop = mapper.get_property_by_column(mapper.local_table.c[column_key])
+            obj.__dict__[prop.key] = value
+        make_transient_to_detached(obj)
     try:
-        for obj, write in zip(objects, prepared, strict=True):
-            mapper = inspect(obj).mapper
-            for column_key, value in write.computed.items():  # defaults the INSERT applies: not reloaded
-                prop = mapper.get_property_by_column(mapper.local_table.c[column_key])
-                obj.__dict__[prop.key] = value
-            make_transient_to_detached(obj)
-            session.add(obj)
         run_writes(connection, prepared)  # back to back: on SQLite, all that runs inside the write gate
     except BaseException:
         for obj in objects:
-            if obj in session:
-                session.expunge(obj)
+            make_transient(obj)
         raise
 
 
@@ -65,7 +64,7 @@ def loaded(cls: type, values: dict[str, Any]) -> Any:
     otherwise one built from `values` and attached as persistent and clean. For hot reads that fetch
     plain Core rows (cheap) but hand ORM objects to the code after them.
     """
-    session = db.session
+    session = db.session()  # this request's Session itself: each use of the scoped proxy looks it up again
     mapper = inspect(cls)
     identity = mapper.identity_key_from_primary_key([values[c.key] for c in mapper.primary_key])
     existing = session.identity_map.get(identity)

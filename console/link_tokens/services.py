@@ -6,7 +6,7 @@ import hashlib
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select
@@ -31,7 +31,12 @@ EXPIRE_TASK_KIND = "link_token.expire"
 
 @dataclass(frozen=True)
 class CreatedLinkToken:
-    link_token: LinkToken
+    """What creating a Link token answers: its row's values (not the ORM object, which `insert_now` leaves
+    outside the session; load it with `get_link_token` to change it) and the token, shown once."""
+
+    id: uuid.UUID
+    mode: str
+    expires_at: datetime
     token: str
 
 
@@ -105,7 +110,7 @@ def create_link_token(key: ApiKey, body: Any, *, by_console: bool = False) -> Cr
     )
     # Every Link token is one API call; written at once, back to back (see insert_now).
     insert_now(link_token, expiry)
-    return CreatedLinkToken(link_token, token)
+    return CreatedLinkToken(link_token.id, link_token.mode, link_token.expires_at, token)
 
 
 def find_by_token(token: str) -> LinkToken | None:
@@ -118,10 +123,10 @@ def get_link_token(workspace_id: uuid.UUID, mode: str, link_token_id: uuid.UUID 
     return get_scoped(LinkToken, workspace_id, mode, link_token_id, "Link token")
 
 
-def serialize(link_token: LinkToken, token: str) -> dict:
+def serialize(created: CreatedLinkToken) -> dict:
     return {
-        "id": str(link_token.id),
-        "expires": isoformat(link_token.expires_at),
-        "mode": link_token.mode,
-        "token": token,
+        "id": str(created.id),
+        "expires": isoformat(created.expires_at),
+        "mode": created.mode,
+        "token": created.token,
     }

@@ -56,6 +56,7 @@ class CookieFirstSessionInterface(SecureCookieSessionInterface):
     """
 
     def open_session(self, app: Flask, request):
-        if not request.cookies.get(self.get_cookie_name(app)):
+        # No Cookie header at all (every API call): not even the cookies are parsed.
+        if "HTTP_COOKIE" not in request.environ or not request.cookies.get(self.get_cookie_name(app)):
             return self.session_class()
         return super().open_session(app, request)

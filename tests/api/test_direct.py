@@ -163,24 +163,25 @@ def _new_tasks(workspace_id: str, count: int) -> list[ScheduledTask]:
     return [new_task(owner, "test.kind", utcnow() + timedelta(hours=1), {"n": n}) for n in range(count)]
 
 
-def test_insert_now_attaches_the_objects_before_its_first_statement(app, workspace):
-    """On SQLite the first INSERT takes the write gate until the commit, and every other writer waits for it:
-    the ORM's part (attaching the objects) runs before it, so only the statements run inside the gate."""
+def test_insert_now_writes_the_objects_and_leaves_them_detached(app, workspace):
+    """On SQLite the first INSERT takes the write gate until the commit, and every other writer waits for
+    it: nothing of the ORM runs from the first INSERT on, and the session is left with nothing to expire."""
     with app.app_context():
         tasks = _new_tasks(workspace.id, 2)
-        attached_at_first_insert = []
+        states_at_first_insert = []
 
         def before(_conn, _cursor, sql, _params, _context, _many):
-            if sql.lstrip().upper().startswith("INSERT") and not attached_at_first_insert:
-                attached_at_first_insert.append([task in db.session for task in tasks])
+            if sql.lstrip().upper().startswith("INSERT") and not states_at_first_insert:
+                states_at_first_insert.append([inspect(task).detached for task in tasks])
 
         event.listen(db.engine, "before_cursor_execute", before)
         try:
             insert_now(*tasks)
         finally:
             event.remove(db.engine, "before_cursor_execute", before)
-        assert attached_at_first_insert == [[True, True]]
-        assert all(inspect(task).persistent for task in tasks)
+        assert states_at_first_insert == [[True, True]]
+        assert all(inspect(task).detached for task in tasks)
+        assert not any(task in db.session for task in tasks)
         assert not db.session.new and not db.session.dirty  # nothing left for a flush
         assert tasks[0].status == "pending" and tasks[0].attempts == 0  # defaults set on the objects
         ids = [task.id for task in tasks]
@@ -190,7 +191,20 @@ def test_insert_now_attaches_the_objects_before_its_first_statement(app, workspa
         assert [task.payload for task in stored] == [{"n": 0}, {"n": 1}]
 
 
-def test_insert_now_takes_the_objects_out_of_the_session_when_an_insert_fails(app, workspace):
+def test_a_written_object_added_to_the_session_is_persistent_and_not_inserted_again(app, workspace):
+    with app.app_context():
+        (task,) = _new_tasks(workspace.id, 1)
+        insert_now(task)
+        db.session.add(task)
+        assert inspect(task).persistent
+        task.attempts = 3
+        task_id = task.id
+        db.session.commit()  # an UPDATE: a second INSERT of the same id would raise IntegrityError
+        db.session.expunge_all()
+        assert db.session.get(ScheduledTask, task_id).attempts == 3
+
+
+def test_insert_now_leaves_the_objects_transient_when_an_insert_fails(app, workspace):
     with app.app_context():
         (first,) = _new_tasks(workspace.id, 1)
         first_id = first.id
@@ -201,6 +215,7 @@ def test_insert_now_takes_the_objects_out_of_the_session_when_an_insert_fails(ap
         clash.id = first_id  # the database refuses it: same primary key
         with pytest.raises(exc.IntegrityError):
             insert_now(fresh, clash)
+        assert inspect(fresh).transient and inspect(clash).transient  # never written: no identity
         assert fresh not in db.session and clash not in db.session
         db.session.rollback()
         assert db.session.get(ScheduledTask, fresh.id) is None

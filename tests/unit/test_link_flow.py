@@ -52,7 +52,7 @@ def token(workspace, mode: str = "sandbox", **body) -> LinkToken:
     request.update(body)
     created = create_link_token(key, request)
     db.session.commit()
-    return created.link_token
+    return db.session.get(LinkToken, created.id)
 
 
 def step(link_token: LinkToken, name: str, *args) -> link_flow.Flow:

@@ -126,3 +126,19 @@ def test_the_idle_time_is_a_setting(database_url):
         db.engine.dispose()
     with pytest.raises(ValueError, match="CONSOLE_SESSION_IDLE_DAYS"):
         _app(database_url, CONSOLE_SESSION_IDLE_DAYS=0)
+
+
+def test_a_request_without_a_cookie_header_gets_a_new_session_without_parsing_cookies(app):
+    """API calls carry no Cookie header: the session interface answers a fresh session from the environ
+    alone (parsing the absent cookies walked every header of the request), and one with the cookie still
+    opens it."""
+    interface = app.session_interface
+    with app.test_request_context("/sandbox/v1/jobs", headers={"x-api-secret": "s"}) as ctx:
+        session = interface.open_session(app, ctx.request)
+        assert dict(session) == {} and not session.modified
+        assert "cookies" not in ctx.request.__dict__  # werkzeug caches the parsed cookies there
+    with app.test_request_context("/"):
+        signed = interface.get_signing_serializer(app).dumps({"workspace_id": "w"})
+    cookie = f"{app.config['SESSION_COOKIE_NAME']}={signed}"
+    with app.test_request_context("/", headers={"Cookie": cookie}) as ctx:
+        assert interface.open_session(app, ctx.request)["workspace_id"] == "w"
