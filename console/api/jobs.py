@@ -20,7 +20,9 @@ ORDER_BY = (Job.__table__.c.created_at, Job.__table__.c.id)
 def list_jobs():
     filters = {name: request.args[name] for name in services.JOB_FILTERS if name in request.args}
     query, params = services.jobs_query(g.workspace.id, g.api_mode, filters)
-    body = paginate(query, order_by=ORDER_BY, serialize=serialize_job, columns=True, params=params)
+    body = paginate(
+        query, order_by=ORDER_BY, serialize=serialize_job, columns=True, params=params, uuids_as_text=True
+    )
     if training.note_held_token_search(g.workspace, filters.get("link_token_id"), by_console=from_console()):
         db.session.commit()
     return jsonify(body)

@@ -147,8 +147,10 @@ def _page_statement(query: Select, order_by: tuple, descending: bool, after_curs
 
 
 @functools.lru_cache(maxsize=64)
-def _direct_page(query: Select, order_by: tuple, descending: bool, after_cursor: bool) -> Direct:
-    return Direct(_page_statement(query, order_by, descending, after_cursor))
+def _direct_page(
+    query: Select, order_by: tuple, descending: bool, after_cursor: bool, uuids_as_text: bool
+) -> Direct:
+    return Direct(_page_statement(query, order_by, descending, after_cursor), uuids_as_text=uuids_as_text)
 
 
 def paginate(
@@ -160,13 +162,15 @@ def paginate(
     key: Callable[[Any], Sequence[Any]] | None = None,
     columns: bool = False,
     params: dict[str, Any] | None = None,
+    uuids_as_text: bool = False,
 ) -> dict:
     """Run one page of `query` ordered by `order_by` (last column unique) and build the envelope.
 
     `query` selects one entity; or, with `columns=True`, named columns including those of `order_by`
     (a view reading only what it shows): `serialize` then gets rows, with attribute access.
     With `params`, `query` is a statement built once and reused (its values as bound parameters,
-    given here): the page statement around it is built once too.
+    given here): the page statement around it is built once too. With both, `uuids_as_text` gives
+    `serialize` UUID columns as their text (see `Direct`); the cursor still holds them as UUIDs.
     """
     limit = page_limit()
     cursor = request.args.get("cursor")
@@ -178,7 +182,7 @@ def paginate(
     if params is not None and columns:
         # A reused statement of columns runs straight on the DBAPI cursor (`Direct`): plain rows,
         # without the ORM's result processing or the execution layer (most of a page of jobs' cost).
-        page = _direct_page(query, tuple(order_by), descending, values is not None)
+        page = _direct_page(query, tuple(order_by), descending, values is not None, uuids_as_text)
         rows = page.rows(db.session.connection(), params)
     else:
         if params is not None:
@@ -196,5 +200,11 @@ def paginate(
     next_cursor = None
     if has_more and rows:
         last = rows[-1]
-        next_cursor = encode_cursor(key(last) if key else [getattr(last, c.key) for c in order_by])
+        last_values = key(last) if key else [getattr(last, c.key) for c in order_by]
+        if uuids_as_text:
+            last_values = [
+                uuid.UUID(v) if isinstance(v, str) and column_tag(c) == UUID_TAG else v
+                for v, c in zip(last_values, order_by, strict=True)
+            ]
+        next_cursor = encode_cursor(last_values)
     return {"meta": {"count": len(rows), "next_cursor": next_cursor}, "data": [serialize(r) for r in rows]}

@@ -20,6 +20,7 @@ statements with expanding (`IN`) parameters, or INSERTs whose missing columns ne
 from __future__ import annotations
 
 import functools
+import re
 import uuid
 from collections import namedtuple
 from collections.abc import Callable, Mapping, Sequence
@@ -79,10 +80,15 @@ class _Compiled:
             args = {name: binds[name](merged[name]) if name in binds else merged[name] for name in self.names}
         return args, computed
 
-    def set_processors(self, dialect: Any, description: Sequence[Any]) -> None:
+    def set_processors(
+        self, dialect: Any, description: Sequence[Any], *, uuids_as_text: bool = False
+    ) -> None:
         self.processors = [
-            _quicker_processor(type_, dialect, type_._cached_result_processor(dialect, column[1]))
+            _uuid_text_processor(dialect, standard)
+            if uuids_as_text and isinstance(type_, Uuid) and type_.as_uuid
+            else _quicker_processor(type_, dialect, standard)
             for type_, column in zip(self.result_types, description, strict=True)
+            for standard in (type_._cached_result_processor(dialect, column[1]),)
         ]
         # Attribute access by column key, as a Core row offers (duplicate keys keep their first place).
         keys = [key if key.isidentifier() else f"c{i}" for i, key in enumerate(self.result_keys)]
@@ -107,6 +113,7 @@ def _quicker_processor(type_: Any, dialect: Any, standard: Callable | None) -> C
     return standard
 
 
+_LOWER_HEX_32 = re.compile(r"[0-9a-f]{32}").fullmatch
 _new_object = object.__new__
 _set_slot = object.__setattr__
 
@@ -119,6 +126,27 @@ def _uuid_from_hex(standard: Callable, value: Any) -> Any:
     _set_slot(made, "int", int(value, 16))  # as uuid.UUID.__init__ sets its slots
     _set_slot(made, "is_safe", uuid.SafeUUID.unknown)
     return made
+
+
+def _uuid_text_processor(dialect: Any, standard: Callable | None) -> Callable:
+    """A result processor giving a UUID column's canonical text (`str()` of the UUID it holds), or None."""
+    if dialect.name == "sqlite":
+        return functools.partial(_uuid_text_from_hex, standard)
+    return functools.partial(_uuid_text, standard)
+
+
+def _uuid_text(standard: Callable | None, value: Any) -> str | None:
+    if standard is not None:
+        value = standard(value)
+    return None if value is None else str(value)
+
+
+def _uuid_text_from_hex(standard: Callable | None, value: Any) -> str | None:
+    """`str(uuid.UUID(value))` for the 32 lowercase hex digits SQLite holds, without making the UUID
+    (~0.5 µs, not ~2.5)."""
+    if value.__class__ is str and _LOWER_HEX_32(value):
+        return f"{value[:8]}-{value[8:12]}-{value[12:16]}-{value[16:20]}-{value[20:]}"
+    return _uuid_text(standard, value)  # None, or any other form, read by uuid.UUID's full parsing
 
 
 def _utc_datetime_from_text(standard: Callable, value: Any) -> Any:
@@ -137,9 +165,19 @@ def _utc_datetime_from_text(standard: Callable, value: Any) -> Any:
 class Direct:
     """A statement run with `rows`, `first` or `write` on a SQLAlchemy `Connection`."""
 
-    def __init__(self, statement: ClauseElement, column_keys: Sequence[str] | None = None) -> None:
+    def __init__(
+        self,
+        statement: ClauseElement,
+        column_keys: Sequence[str] | None = None,
+        *,
+        uuids_as_text: bool = False,
+    ) -> None:
+        """`uuids_as_text`: `rows` and `first` give UUID columns as their canonical text (what `str()` of the
+        UUID gives), for callers that only write them out: a page of ten jobs read ~30 UUIDs only to turn
+        each back into text, a twentieth of an API GET."""
         self.statement = statement
         self.column_keys = list(column_keys) if column_keys is not None else None
+        self.uuids_as_text = uuids_as_text
         self._by_dialect: dict[int, _Compiled] = {}
 
     def _compiled(self, dialect: Any) -> _Compiled:
@@ -191,7 +229,9 @@ class Direct:
         try:
             raw = cursor.fetchall()
             if compiled.processors is None:
-                compiled.set_processors(connection.dialect, cursor.description)
+                compiled.set_processors(
+                    connection.dialect, cursor.description, uuids_as_text=self.uuids_as_text
+                )
         finally:
             cursor.close()
         processors, make = compiled.processors, compiled.row_class._make

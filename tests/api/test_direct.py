@@ -10,7 +10,7 @@ from sqlalchemy import Uuid, bindparam, event, exc, insert, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from console.core.base import UTCDateTime
-from console.core.direct import Direct, _quicker_processor
+from console.core.direct import Direct, _quicker_processor, _uuid_text_processor
 from console.core.rows import insert_now
 from console.core.timeutil import utcnow
 from console.extensions import db
@@ -23,6 +23,8 @@ from console.scheduler.models import ScheduledTask
 from console.scheduler.services import new_task
 from console.workspaces.models import Workspace
 from tests.factories import new_switch
+
+_SOME_UUID = uuid.UUID("6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b")
 
 
 def test_rows_match_connection_execute_for_every_column_type(app, workspace):
@@ -50,6 +52,42 @@ def test_rows_offer_attribute_access_and_json_values(app, workspace):
         assert row.id == expected.id == job.id
         assert row.timestamp == expected.timestamp
         assert row.params == expected.params and isinstance(row.params, dict)
+
+
+def test_uuids_as_text_give_each_uuid_column_as_its_canonical_text(app, workspace):
+    """Where a caller only writes UUIDs out (the job list), they come back as `str()` of the UUID, None kept."""
+    with app.app_context():
+        job = new_switch(uuid.UUID(workspace.id), "success")
+        db.session.commit()
+        table = Job.__table__
+        statement = select(table.c.id, table.c.account_id, table.c.name, table.c.timestamp).where(
+            table.c.id == bindparam("job_id")
+        )
+        connection = db.session.connection()
+        (as_uuids,) = Direct(statement).rows(connection, {"job_id": job.id})
+        (as_text,) = Direct(statement, uuids_as_text=True).rows(connection, {"job_id": job.id})
+        assert as_text.id == str(as_uuids.id) == str(job.id) and type(as_text.id) is str
+        assert as_text.account_id == (None if as_uuids.account_id is None else str(as_uuids.account_id))
+        assert (as_text.name, as_text.timestamp) == (
+            as_uuids.name,
+            as_uuids.timestamp,
+        )  # other types untouched
+
+
+@pytest.mark.parametrize("dialect", [sqlite.dialect(), postgresql.dialect()], ids=["sqlite", "postgresql"])
+def test_the_uuid_text_processor_reads_every_form_as_uuid_does(dialect):
+    standard = Uuid()._cached_result_processor(dialect, None)
+    text_of = _uuid_text_processor(dialect, standard)
+    forms = [_SOME_UUID.hex, _SOME_UUID.hex.upper(), str(_SOME_UUID), "{" + str(_SOME_UUID) + "}", "0" * 32]
+    if dialect.name != "sqlite":
+        forms = [_SOME_UUID, uuid.UUID(int=0)]  # the driver hands over UUID objects
+    for form in [None, *forms]:
+        expected = None if form is None else str(form if isinstance(form, uuid.UUID) else uuid.UUID(form))
+        assert text_of(form) == expected, form
+    if dialect.name == "sqlite":
+        for bad in ("g" * 32, "-" + "0" * 31, "not-a-uuid-at-all"):
+            with pytest.raises(ValueError):
+                text_of(bad)
 
 
 def test_values_written_into_the_statement_are_bound_too(app, workspace):
@@ -220,9 +258,6 @@ def test_insert_now_leaves_the_objects_transient_when_an_insert_fails(app, works
         db.session.rollback()
         assert db.session.get(ScheduledTask, fresh.id) is None
         assert db.session.get(ScheduledTask, first_id).payload == {"n": 0}
-
-
-_SOME_UUID = uuid.UUID("6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b")
 
 
 @pytest.mark.parametrize(
