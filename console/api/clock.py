@@ -7,12 +7,12 @@ import math
 from datetime import datetime
 from typing import Annotated, Any
 
-from flask import g, jsonify
+from flask import jsonify
 from pydantic import ConfigDict, Field
 from pydantic_core import InitErrorDetails
 
 from console.api import api
-from console.api.conventions import json_body, sandbox_only
+from console.api.conventions import current_workspace, json_body, sandbox_only
 from console.clock import services as clock
 from console.core.bodies import RequestModel, field_error, guarded, validate
 from console.core.timeutil import isoformat, parse_datetime
@@ -20,7 +20,7 @@ from console.scheduler import agenda
 
 
 def _clock_state(**extra: Any) -> dict:
-    workspace = g.workspace
+    workspace = current_workspace()
     return {
         "data": {
             "now": isoformat(clock.now(workspace)),
@@ -121,7 +121,7 @@ class ClockNextRequest(RequestModel):
 @api.get("/sandbox/clock")
 @sandbox_only
 def get_clock():
-    items = agenda.upcoming(g.workspace, limit=10)
+    items = agenda.upcoming(current_workspace(), limit=10)
     return jsonify(_clock_state(next_due=[item.as_dict() for item in items]))
 
 
@@ -129,7 +129,7 @@ def get_clock():
 @sandbox_only
 def advance_clock():
     unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
-    fired = clock.advance_by(g.workspace, unit, amount)
+    fired = clock.advance_by(current_workspace(), unit, amount)
     return jsonify(_clock_state(fired=fired))
 
 
@@ -137,7 +137,7 @@ def advance_clock():
 @sandbox_only
 def jump_clock():
     moment = validate(ClockJumpRequest, json_body()).to
-    fired = clock.jump_to(g.workspace, moment)
+    fired = clock.jump_to(current_workspace(), moment)
     return jsonify(_clock_state(fired=fired))
 
 
@@ -145,5 +145,5 @@ def jump_clock():
 @sandbox_only
 def advance_clock_to_next():
     validate(ClockNextRequest, json_body())
-    item, fired = clock.advance_to_next(g.workspace)
+    item, fired = clock.advance_to_next(current_workspace())
     return jsonify(_clock_state(advanced_to=item.as_dict(), fired=fired))

@@ -18,8 +18,11 @@ from console.api.versions import SUPPORTED_VERSIONS
 from console.core import jsontext, sqlite
 from console.core.errors import Forbidden, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
+from console.core.rows import entity
 from console.extensions import db
+from console.keys.models import ApiKey
 from console.keys.services import authenticate
+from console.workspaces.models import Workspace
 from console.workspaces.services import note_activity
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
@@ -77,6 +80,8 @@ def before_api_request() -> None:
     g.api_mode = current_mode()
     if _view_is_public():
         return
+    # Snapshots of the key and its workspace (read-only values); a view that changes either, or follows
+    # their relationships, takes the ORM objects from `current_key` / `current_workspace`.
     key = authenticate(request.headers.get("x-api-secret"), g.api_mode)
     g.api_key = key
     g.workspace = key.workspace
@@ -86,6 +91,24 @@ def before_api_request() -> None:
     # An API call keeps its workspace from being collected as idle (one UPDATE an hour at most).
     if note_activity(g.workspace):
         db.session.commit()
+
+
+def current_key() -> ApiKey:
+    """This request's API key as the session's ORM object, its workspace loaded (no query for either).
+
+    Made once per request and held in `g`: the session holds its objects weakly, and one rebuilt from the
+    snapshot after a commit would carry the snapshot's values, not what the commit stored.
+    """
+    if "api_key_entity" not in g:
+        key = entity(g.api_key)
+        g.api_key_entity, g.workspace_entity = key, key.workspace
+    return g.api_key_entity
+
+
+def current_workspace() -> Workspace:
+    """This request's workspace as the session's ORM object: for a view that changes it (the clock, say)."""
+    current_key()
+    return g.workspace_entity
 
 
 def check_parameters() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import g, jsonify, request
 
 from console.api import api
-from console.api.conventions import json_body
+from console.api.conventions import current_workspace, json_body
 from console.api.pagination import paginate
 from console.core.bodies import RequestModel, text, validate
 from console.events import queries
@@ -34,7 +34,7 @@ class ResendRequest(RequestModel):
 @api.post("/events/<event_id>/resend")
 def resend_event(event_id: str):
     event = queries.get_event(g.workspace.id, g.api_mode, event_id)
-    queries.resend(event, g.workspace, validate(ResendRequest, json_body()).webhook_id)
+    queries.resend(event, current_workspace(), validate(ResendRequest, json_body()).webhook_id)
     db.session.commit()
     deliveries = queries.deliveries_by_event([event.id])[event.id]
     return jsonify({"data": queries.serialize_event(event, deliveries)})

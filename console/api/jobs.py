@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import g, jsonify, request
 
 from console.api import api
-from console.api.conventions import from_console
+from console.api.conventions import current_workspace, from_console
 from console.api.pagination import paginate
 from console.extensions import db
 from console.jobs import services
@@ -23,7 +23,8 @@ def list_jobs():
     body = paginate(
         query, order_by=ORDER_BY, serialize=serialize_job, columns=True, params=params, uuids_as_text=True
     )
-    if training.note_held_token_search(g.workspace, filters.get("link_token_id"), by_console=from_console()):
+    if training.finds_held_token(g.workspace, filters.get("link_token_id"), by_console=from_console()):
+        training.note_held_token_found(current_workspace())
         db.session.commit()
     return jsonify(body)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from flask import g, jsonify
 
 from console.api import api
-from console.api.conventions import json_body, sandbox_only
+from console.api.conventions import current_key, json_body, sandbox_only
 from console.core.bodies import RequestModel, integer, validate
 from console.extensions import db
 from console.webhooks import relay
@@ -26,7 +26,7 @@ class PollRequest(RequestModel):
 @api.post("/sandbox/listen")
 @sandbox_only
 def open_listener():
-    webhook, created = relay.open_listener(g.api_key, json_body())
+    webhook, created = relay.open_listener(current_key(), json_body())
     db.session.commit()
     return jsonify({"data": {**relay.describe(webhook), "created": created}})
 

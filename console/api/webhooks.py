@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import current_app, g, jsonify
 
 from console.api import api
-from console.api.conventions import json_body, sandbox_only
+from console.api.conventions import current_key, current_workspace, json_body, sandbox_only
 from console.api.pagination import paginate
 from console.conformance import services as conformance
 from console.core.bodies import RequestModel, moment, one_of, validate
@@ -25,7 +25,7 @@ def _webhook(webhook_id: str) -> Webhook:
 
 @api.post("/webhooks")
 def create_webhook():
-    webhook = services.create_webhook(g.api_key, json_body())
+    webhook = services.create_webhook(current_key(), json_body())
     response = {"data": services.serialize(webhook)}  # before the commit expires (and would reload) it
     db.session.commit()
     return jsonify(response)
@@ -45,7 +45,7 @@ def get_webhook(webhook_id: str):
 @api.put("/webhooks/<webhook_id>")
 def update_webhook(webhook_id: str):
     body = json_body()
-    webhook = services.update_webhook(_webhook(webhook_id), g.workspace, body)
+    webhook = services.update_webhook(_webhook(webhook_id), current_workspace(), body)
     response = {"data": services.serialize(webhook)}  # before the commit expires (and would reload) it
     db.session.commit()
     return jsonify(response)
@@ -53,7 +53,7 @@ def update_webhook(webhook_id: str):
 
 @api.delete("/webhooks/<webhook_id>")
 def delete_webhook(webhook_id: str):
-    services.delete_webhook(_webhook(webhook_id), g.workspace)
+    services.delete_webhook(_webhook(webhook_id), current_workspace())
     db.session.commit()
     return "", 204
 
@@ -74,7 +74,7 @@ def _unknown_event_message(fields: list[FieldError]) -> str | None:
 @sandbox_only
 def send_test_event(webhook_id: str):
     request = validate(TestEventRequest, json_body(), message=_unknown_event_message)
-    event, delivery = queries.send_test_event(_webhook(webhook_id), g.workspace, request.event)
+    event, delivery = queries.send_test_event(_webhook(webhook_id), current_workspace(), request.event)
     db.session.commit()
     return jsonify({"data": queries.serialize_event(event, [delivery])})
 
@@ -88,7 +88,9 @@ class ConformanceRequest(RequestModel):
 def run_conformance(webhook_id: str):
     """Run the endpoint conformance suite against the webhook (even a paused one) and keep the report."""
     validate(ConformanceRequest, json_body())
-    report = conformance.check_webhook(current_app._get_current_object(), _webhook(webhook_id), g.workspace)
+    report = conformance.check_webhook(
+        current_app._get_current_object(), _webhook(webhook_id), current_workspace()
+    )
     db.session.commit()
     return jsonify({"data": report})
 
@@ -110,6 +112,6 @@ class ReplayRequest(RequestModel):
 def replay_failed(webhook_id: str):
     webhook = _webhook(webhook_id)
     since = validate(ReplayRequest, json_body()).since
-    replayed = services.replay_failed(webhook, g.workspace, since)
+    replayed = services.replay_failed(webhook, current_workspace(), since)
     db.session.commit()
     return jsonify({"data": {"webhook_id": str(webhook.id), "since": isoformat(since), "replayed": replayed}})

@@ -8,12 +8,11 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import Select, bindparam, select
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy import Select, bindparam, inspect, select
 
 from console.core.direct import Direct
 from console.core.errors import FieldError, NotFound, Unauthorized, ValidationFailed
-from console.core.rows import loaded
+from console.core.rows import Snapshot
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys import secrets as key_secrets
@@ -59,8 +58,7 @@ def create_key(workspace_id: uuid.UUID, mode: str, label: str = "") -> CreatedKe
 def _key_by_hash() -> Select:
     """The key with this hash and its workspace, in one query (built once: every API request runs it).
 
-    Plain columns, not entities: the ORM's loading of two objects cost more than the query itself;
-    `rows.loaded` turns them into the session's objects.
+    Plain columns, not entities: the ORM's loading of two objects cost more than the query itself.
     """
     keys, workspaces = ApiKey.__table__, Workspace.__table__
     return (
@@ -76,21 +74,28 @@ def _direct_key_by_hash() -> Direct:
     return Direct(_key_by_hash())
 
 
-def _key_with_workspace(digest: str) -> ApiKey | None:
+@functools.cache
+def _attribute_names(model: type) -> tuple[str, ...]:
+    """The model's attribute name for each column of its table, in the table's order (the query's)."""
+    mapper = inspect(model)
+    return tuple(mapper.get_property_by_column(column).key for column in model.__table__.c)
+
+
+def _key_with_workspace(digest: str) -> Snapshot | None:
     row = _direct_key_by_hash().first(db.session.connection(), {"digest": digest})
     if row is None:
         return None
-    n = len(ApiKey.__table__.c)
-    key_values = dict(zip(ApiKey.__table__.c.keys(), row[:n], strict=True))
-    workspace = loaded(Workspace, dict(zip(Workspace.__table__.c.keys(), row[n:], strict=True)))
-    key = loaded(ApiKey, key_values)
-    if "workspace" not in key.__dict__:
-        set_committed_value(key, "workspace", workspace)  # as the joined load did: no query for it later
-    return key
+    key_names, workspace_names = _attribute_names(ApiKey), _attribute_names(Workspace)
+    n = len(key_names)
+    workspace = Snapshot(Workspace, dict(zip(workspace_names, row[n:], strict=True)))
+    return Snapshot(ApiKey, dict(zip(key_names, row[:n], strict=True)), {"workspace": workspace})
 
 
-def authenticate(secret: str | None, mode: str) -> ApiKey:
-    """The active key for this secret in this mode, with its workspace loaded, or `Unauthorized`.
+def authenticate(secret: str | None, mode: str) -> Snapshot:
+    """The active key for this secret in this mode, with its workspace, as snapshots; or `Unauthorized`.
+
+    Snapshots (`console.core.rows.Snapshot`), not ORM objects: every API request reads its key and
+    workspace, few change them (those take `rows.entity` of them).
 
     The secret is found by its hash, so no comparison ever runs over the secret
     itself; the stored hash is still compared in constant time as a second guard.

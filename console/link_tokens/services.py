@@ -15,7 +15,7 @@ from console.accounts.models import Account
 from console.clock.services import now
 from console.core.errors import FieldError, ValidationFailed
 from console.core.lookup import get_scoped
-from console.core.rows import insert_now
+from console.core.rows import insert_now, new
 from console.core.timeutil import isoformat
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -84,7 +84,8 @@ def create_link_token(key: ApiKey, body: Any, *, by_console: bool = False) -> Cr
         end_user_id = account.end_user_id  # spec §8: persists from the first connection
     token = secrets.token_urlsafe(32)
     created = now(key.workspace)
-    link_token = LinkToken(
+    link_token = new(
+        LinkToken,
         id=uuid.uuid4(),  # known now, so nothing needs a flush before the request's one commit
         workspace_id=key.workspace_id,
         mode=key.mode,

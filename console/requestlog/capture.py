@@ -23,6 +23,7 @@ from werkzeug.datastructures import EnvironHeaders
 from werkzeug.exceptions import HTTPException
 
 from console.config import public_root
+from console.core.rows import session_instance
 from console.core.timeutil import utcnow
 from console.requestlog.redact import redact_body
 
@@ -79,14 +80,18 @@ def collect(response):
         return response
     req = request._get_current_object()
     started = getattr(values, "request_started", None)
-    # Identities are known without SQL even when the view's commit expired the instances.
-    workspace_state = inspect(values.workspace)
-    offset = workspace_state.dict.get("clock_offset_seconds")
+    workspace = values.workspace  # the request's snapshot (console.api.conventions)
+    offset = workspace.clock_offset_seconds
+    instance = session_instance(workspace)
+    if instance is not None:
+        # A view took the workspace's ORM object (to move its clock, say), and its commit may have expired
+        # it: the clock time is then left to the writer, which reads the new one.
+        offset = inspect(instance).dict.get("clock_offset_seconds")
     created_at = utcnow()
     row: dict[str, Any] = {
-        "workspace_id": workspace_state.identity[0],
+        "workspace_id": workspace.id,
         "mode": values.api_mode,
-        "api_key_id": inspect(key).identity[0],
+        "api_key_id": key.id,
         # Only the environ's strings (method, path, query, headers): a copy of the whole environ kept the
         # request's werkzeug objects and input stream alive until the writer's flush, long enough for the
         # garbage collector to promote them, and full collections (tens of ms, every request in the

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import Select, exists, select, update
 
 from console.clock.services import real_time_of
+from console.core.rows import new
 from console.core.timeutil import isoformat, utcnow
 from console.extensions import db
 from console.scheduler.models import PENDING, ScheduledTask
@@ -92,7 +93,8 @@ def load_handler_modules() -> None:
 
 def new_task(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:
     """A pending task due at `due_at` on the workspace clock, not yet in any session (see `schedule`)."""
-    return ScheduledTask(
+    return new(
+        ScheduledTask,
         id=uuid.uuid4(),
         workspace_id=workspace.id,
         kind=kind,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 
+from console.core.rows import Snapshot
 from console.core.timeutil import utcnow
 from console.workspaces.models import Workspace
 
@@ -20,15 +21,17 @@ def hold(workspace: Workspace, link_token_id: str | uuid.UUID) -> None:
     workspace.held_link_token_found_at = None
 
 
-def note_held_token_search(workspace: Workspace, link_token_id: str | None, *, by_console: bool) -> bool:
-    """Record the first search for the held token's jobs by a request that is not the console's own.
+def finds_held_token(workspace: Workspace | Snapshot, link_token_id: str | None, *, by_console: bool) -> bool:
+    """Whether a jobs search is the first one for the held token's jobs by a request not the console's own.
 
-    Returns whether the workspace changed (the caller commits); any other search changes nothing.
+    Reads only (the API's snapshot of the workspace will do); `note_held_token_found` records it.
     """
     held = workspace.held_link_token_id
     if by_console or held is None or workspace.held_link_token_found_at is not None or not link_token_id:
         return False
-    if str(link_token_id).strip().lower() != str(held):
-        return False
+    return str(link_token_id).strip().lower() == str(held)
+
+
+def note_held_token_found(workspace: Workspace) -> None:
+    """Record that the held token's jobs were searched for (the caller commits)."""
     workspace.held_link_token_found_at = utcnow()
-    return True

@@ -302,3 +302,27 @@ def test_other_databases_keep_sqlalchemys_processors():
     for type_ in (Uuid(), UTCDateTime()):
         standard = type_._cached_result_processor(dialect, None)
         assert _quicker_processor(type_, dialect, standard) is standard
+
+
+def test_new_objects_are_flushed_like_constructed_ones_and_refuse_unknown_names(app, workspace):
+    """`rows.new` sets no attribute events; a flush (the scheduler's `schedule` path) still writes every value."""
+    from console.core.rows import new
+    from console.scheduler.services import schedule
+
+    with app.app_context():
+        ws = db.session.get(Workspace, uuid.UUID(workspace.id))
+        task = schedule(ws, "test.kind", utcnow() + timedelta(hours=1), {"n": 7})
+        assert task in db.session.new
+        task.attempts = 2  # a change after it was made is kept too
+        task_id = task.id
+        db.session.commit()
+        db.session.expunge_all()
+        stored = db.session.get(ScheduledTask, task_id)
+        assert (stored.kind, stored.payload, stored.status, stored.attempts) == (
+            "test.kind",
+            {"n": 7},
+            "pending",
+            2,
+        )
+        with pytest.raises(TypeError, match="'colour' is an invalid keyword argument for ScheduledTask"):
+            new(ScheduledTask, kind="x", colour="red")

@@ -132,3 +132,47 @@ def test_an_api_call_without_the_console_cookie_builds_no_session_signer(app, cl
     assert "Set-Cookie" not in response.headers
     client.get("/")  # a console page still gets its signed cookie
     assert built
+
+
+@pytest.mark.parametrize("call", ["POST /link_tokens", "GET /jobs"])
+def test_an_api_call_makes_no_orm_object_of_its_key_or_workspace(app, api, call):
+    """The key and workspace are snapshots: nothing in the session to track, then expire at the commit."""
+    from flask import request_finished
+
+    from console.keys.models import ApiKey
+    from console.workspaces.models import Workspace
+
+    held: list[type] = []
+
+    def record(_sender, **_extra):
+        held.extend(type(obj) for obj in db.session.identity_map.values())
+
+    method, path = call.split()
+    request_finished.connect(record, app)
+    try:
+        response = api.post(path, json=LINK_TOKEN) if method == "POST" else api.get(path)
+    finally:
+        request_finished.disconnect(record, app)
+    assert response.status_code == 200, response.get_json()
+    assert ApiKey not in held and Workspace not in held, held
+
+
+def test_a_snapshot_reads_like_its_row_refuses_changes_and_gives_its_entity(app, workspace):
+    from console.core.rows import entity, session_instance
+    from console.workspaces.models import Workspace
+
+    with app.app_context():
+        key = authenticate(workspace.secrets["sandbox"], "sandbox")
+        assert key.mode == "sandbox" and key.workspace.id == uuid.UUID(workspace.id)
+        with pytest.raises(AttributeError, match="read-only"):
+            key.workspace.clock_offset_seconds = 60.0
+        with pytest.raises(AttributeError, match="no 'webhooks'"):
+            _ = key.webhooks  # a relationship: only the entity follows it
+        assert session_instance(key.workspace) is None
+        orm_key = entity(key)
+        assert entity(key) is orm_key and orm_key.workspace is session_instance(key.workspace)
+        assert isinstance(orm_key.workspace, Workspace) and orm_key.workspace.id == key.workspace.id
+        orm_key.workspace.clock_offset_seconds = 60.0  # a change through the entity is stored
+        db.session.commit()
+    with app.app_context():
+        assert db.session.get(Workspace, uuid.UUID(workspace.id)).clock_offset_seconds == 60.0

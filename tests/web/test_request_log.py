@@ -165,3 +165,17 @@ def test_a_full_queue_is_said_on_the_page(app, visitor):
     outside(app, visitor).get("/webhooks")
     writer.flush()
     assert "1 requests not logged" in visitor.get("/requests").get_data(as_text=True)
+
+
+def test_a_clock_advance_is_logged_at_the_clock_time_it_moved_to(app, visitor):
+    api = outside(app, visitor)
+    response = api.post("/sandbox/clock/advance", json={"hours": 48})
+    assert response.status_code == 200
+    writer_for(app).flush()
+    [row] = [
+        r
+        for r in rows_of(app, visitor.workspace_id)
+        if r.request_id == response.headers["x-service-request-id"]
+    ]
+    # The request's snapshot of the workspace still says 0: the row follows what the view stored.
+    assert timedelta(hours=47) < row.clock_at - row.created_at < timedelta(hours=49)
