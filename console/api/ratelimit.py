@@ -7,7 +7,7 @@
   call: `RedisCounters`), shared by every machine. Redis protects, it is not a dependency: while it does
   not answer (connect and socket timeouts of 100 ms) this process counts in its own memory, warns at
   most once per `REDIS_RETRY_SECONDS`, and tries Redis again after that.
-- `memory://`: this process only (tests).
+- `memory://`: the same table in this process's own memory, this process only (tests).
 
 Every storage applies the same rule, `limits`' moving window: a request is allowed when fewer than
 `amount` requests of this key were allowed in the last `expiry` seconds.
@@ -31,7 +31,7 @@ from typing import Any
 from flask import Flask, current_app
 from limits import RateLimitItem, parse
 from limits.errors import StorageError
-from limits.storage import MemoryStorage, RedisStorage, storage_from_string
+from limits.storage import RedisStorage, storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 
 log = logging.getLogger(__name__)
@@ -126,9 +126,11 @@ class RedisCounters(LimitsCounters):
 class FallbackCounters:
     """A networked storage (Redis) that falls back to per-process counters while it does not answer."""
 
-    def __init__(self, primary: LimitsCounters, *, retry_seconds: float = REDIS_RETRY_SECONDS) -> None:
+    def __init__(
+        self, primary: LimitsCounters, fallback: TableCounters, *, retry_seconds: float = REDIS_RETRY_SECONDS
+    ) -> None:
         self.primary = primary
-        self.fallback = LimitsCounters(MemoryStorage(), "memory")
+        self.fallback = fallback
         self.retry_seconds = retry_seconds
         self._lock = threading.Lock()
         self._down_since: float | None = None  # wall time, for /healthz
@@ -202,17 +204,22 @@ class FallbackCounters:
             log.warning("Rate-limit storage %s answers again; counters are shared again", self.primary.name)
 
 
-class SharedFileCounters:
-    """Moving-window counters in a memory-mapped file shared by the processes of one machine.
+class TableCounters:
+    """Moving-window counters in a fixed-size table: in a memory-mapped file shared by the processes of one
+    machine (`mmap://`), or in this process's own memory (`path` None: `memory://`, and Redis's fallback).
 
-    The file is a header and a fixed number of slots. A slot holds one key (a 64-bit hash of the key
+    Not `limits`' MemoryStorage for this process's own counters: it starts a timer thread to expire its
+    entries every 10 ms while requests come, and a request that starts one waits for it to run (up to a
+    GIL switch interval, 5 ms, under load).
+
+    The table is a header and a fixed number of slots. A slot holds one key (a 64-bit hash of the key
     and its limit), its limit, and a ring of the times of its last `amount` allowed requests; a
     request is allowed when the oldest of them is at least `expiry` seconds old. A key's slot is found
     by open addressing over `PROBES` neighbours; a slot whose newest request is older than its expiry
     is free. When every neighbour is busy the least recently used one is taken over, which can only
     forget a key that has thousands of others active within the same second.
 
-    One `flock` on the file serialises processes (a thread lock serialises this process's threads,
+    One `flock` on a file serialises processes (a thread lock serialises this process's threads,
     since `flock` is per open file): a hit is a few struct reads and writes, microseconds. Times are
     `time.monotonic()` (system-wide on Linux); a time in the future (a file from before a reboot)
     counts as free.
@@ -224,7 +231,7 @@ class SharedFileCounters:
     SLOT = struct.Struct("<QIId")  # key hash, ring head, amount, expiry
     PROBES = 8
 
-    def __init__(self, path: Path, capacity: int, slots: int = 8192, clock=time.monotonic) -> None:
+    def __init__(self, path: Path | None, capacity: int, slots: int = 8192, clock=time.monotonic) -> None:
         self.path = path
         self.clock = clock
         self.capacity = capacity
@@ -232,6 +239,10 @@ class SharedFileCounters:
         self.slot_size = self.SLOT.size + 8 * capacity
         self.size = self.HEADER_SIZE + slots * self.slot_size
         self._thread_lock = threading.Lock()
+        self._fd: int | None = None
+        if path is None:
+            self._map = mmap.mmap(-1, self.size)  # anonymous, zeroed: every slot empty
+            return
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = self._open()
         self._map = mmap.mmap(self._fd, self.size)
@@ -279,10 +290,12 @@ class SharedFileCounters:
 
     def __enter__(self) -> None:  # `with self:` holds the table: this process's threads, then processes
         self._thread_lock.acquire()
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
 
     def __exit__(self, *_exc: object) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
         self._thread_lock.release()
 
     def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
@@ -331,7 +344,8 @@ class SharedFileCounters:
         return claim, 0
 
     def health(self) -> dict[str, Any]:
-        return {"ok": True, "storage": "mmap", "shared": True, "fallback": False}
+        shared = self.path is not None
+        return {"ok": True, "storage": "mmap" if shared else "memory", "shared": shared, "fallback": False}
 
 
 class RateLimiter:
@@ -346,15 +360,15 @@ class RateLimiter:
         return self.counters.health()
 
 
-def counters_for(storage_uri: str, capacity: int) -> LimitsCounters | FallbackCounters | SharedFileCounters:
+def counters_for(storage_uri: str, capacity: int) -> FallbackCounters | TableCounters:
     scheme = storage_uri.partition("://")[0]
     if scheme == "mmap":
         from console.config import INSTANCE_DIR
 
         path = storage_uri[len("mmap://") :]
-        return SharedFileCounters(Path(path) if path else INSTANCE_DIR / SHARED_FILE_NAME, capacity)
+        return TableCounters(Path(path) if path else INSTANCE_DIR / SHARED_FILE_NAME, capacity)
     if scheme == "memory":
-        return LimitsCounters(MemoryStorage(), "memory")
+        return TableCounters(None, capacity)
     options: dict[str, Any] = {}
     if scheme.startswith(("redis", "valkey")):
         from redis.backoff import NoBackoff
@@ -367,9 +381,10 @@ def counters_for(storage_uri: str, capacity: int) -> LimitsCounters | FallbackCo
             "retry": Retry(NoBackoff(), 0),
         }
     storage = storage_from_string(storage_uri, wrap_exceptions=True, **options)
+    fallback = TableCounters(None, capacity)
     if isinstance(storage, RedisStorage):
-        return FallbackCounters(RedisCounters(storage, scheme))
-    return FallbackCounters(LimitsCounters(storage, scheme))
+        return FallbackCounters(RedisCounters(storage, scheme), fallback)
+    return FallbackCounters(LimitsCounters(storage, scheme), fallback)
 
 
 def init_app(app: Flask) -> None:

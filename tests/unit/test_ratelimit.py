@@ -6,6 +6,7 @@ import logging
 import multiprocessing
 import os
 import socket
+import threading
 import time
 import uuid
 
@@ -15,7 +16,7 @@ from limits.errors import StorageError
 from limits.storage import MemoryStorage
 
 from console import config
-from console.api.ratelimit import FallbackCounters, LimitsCounters, RateLimiter, SharedFileCounters
+from console.api.ratelimit import FallbackCounters, LimitsCounters, RateLimiter, TableCounters
 from console.config import from_environment
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL")
@@ -57,7 +58,7 @@ class FakeClock:
 
 
 def _table(tmp_path, capacity=10, slots=8192, clock=None):
-    return SharedFileCounters(tmp_path / "rl.mmap", capacity, slots=slots, clock=clock or FakeClock())
+    return TableCounters(tmp_path / "rl.mmap", capacity, slots=slots, clock=clock or FakeClock())
 
 
 def test_the_default_storage_is_the_shared_file_in_the_instance_folder(monkeypatch, tmp_path):
@@ -66,9 +67,27 @@ def test_the_default_storage_is_the_shared_file_in_the_instance_folder(monkeypat
     assert from_environment()["RATELIMIT_STORAGE_URI"] == "mmap://"
     monkeypatch.setattr(config, "INSTANCE_DIR", tmp_path)
     limiter = RateLimiter("mmap://", {"sandbox": "10/second"})
-    assert isinstance(limiter.counters, SharedFileCounters)
+    assert isinstance(limiter.counters, TableCounters)
     assert limiter.counters.path == tmp_path / "ratelimits.mmap"
     assert limiter.health() == {"ok": True, "storage": "mmap", "shared": True, "fallback": False}
+
+
+def test_memory_counters_are_the_same_table_in_this_process_and_start_no_thread(monkeypatch):
+    """`memory://` (and Redis's fallback) count in an anonymous map, with no file, no lock between processes
+    and no timer thread (`limits`' MemoryStorage started one every 10 ms under load)."""
+    clock = FakeClock()
+    limiter = RateLimiter("memory://", {"sandbox": "3/second"})
+    assert isinstance(limiter.counters, TableCounters) and limiter.counters.path is None
+    limiter.counters.clock = clock
+    started = []
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self))
+    assert [limiter.hit("sandbox", "k").allowed for _ in range(4)] == [True, True, True, False]
+    assert limiter.hit("sandbox", "other").allowed  # a budget per key
+    clock.now += 1.0
+    verdict = limiter.hit("sandbox", "k")
+    assert verdict.allowed and verdict.remaining == 2
+    assert started == []
+    assert limiter.health() == {"ok": True, "storage": "memory", "shared": False, "fallback": False}
 
 
 def test_shared_file_is_a_moving_window(tmp_path):
@@ -219,7 +238,9 @@ class FlakyStorage(MemoryStorage):
 
 def test_fallback_warns_once_per_interval_and_retries_after_it(caplog):
     storage = FlakyStorage()
-    counters = FallbackCounters(LimitsCounters(storage, "redis"), retry_seconds=0.3)
+    counters = FallbackCounters(
+        LimitsCounters(storage, "redis"), TableCounters(None, 1000), retry_seconds=0.3
+    )
     item = parse("1000/second")
     assert counters.hit(item, "k").allowed and not counters.falling_back
     storage.down = True
