@@ -1,8 +1,11 @@
-"""Personal data out of logged bodies: SSNs, account numbers, dates of birth, phone numbers, emails.
+"""Personal data and Link tokens out of logged bodies: SSNs, account numbers, dates of birth, phone
+numbers, emails, and the `token` a Link token's creation answers.
 
-JSON bodies are masked by field name (the spec's own names, and any name ending in them), and every
-string value, and any body that is not JSON, is also scanned for SSN-shaped (123-45-6789) and
-email-shaped text. Masks: `[redacted]`; an account number keeps its last four (`••••6789`).
+JSON bodies are masked by field name (the spec's own names, and any name ending in them; `token` by that
+exact name only, since `link_token_id` and the like are ids, not credentials), and every string value,
+and any body that is not JSON, is also scanned for SSN-shaped (123-45-6789) and email-shaped text. Masks:
+`[redacted]`; an account number and a Link token keep their last four (`••••6789`), enough to tell them
+apart in the log, not to use them. The service otherwise keeps a Link token only as a hash.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ PERSONAL_FIELDS = (
 )
 # Account numbers keep their last four characters: enough to tell accounts apart, not to pay into them.
 ACCOUNT_FIELDS = ("account_number",)
+# Credentials, by their exact name, masked as account numbers are: a Link token opens Link for an hour.
+SECRET_FIELDS = ("token",)
 # Only the dashed form in free text: bare nine digits are as often a routing number or an id.
 SSN_TEXT = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 EMAIL_TEXT = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
@@ -40,6 +45,7 @@ FIELD_TEXT = re.compile(
     r'("(?:[^"\\]|\\.)*"?|-?[0-9]+)',
     re.IGNORECASE,
 )
+SECRET_TEXT = re.compile(r'("(?:' + "|".join(SECRET_FIELDS) + r')"\s*:\s*)("(?:[^"\\]|\\.)*"?)')
 
 
 # What could need a mask, as cheap tests: a body without any of it (most responses) is kept without
@@ -53,7 +59,7 @@ _SSN_TAIL = re.compile(r"-\d\d-\d\d\d\d")
 
 
 def _worth_a_look(text: str) -> bool:
-    if "@" in text:
+    if "@" in text or '"token"' in text:  # the one secret field, by its exact JSON name
         return True
     if _SSN_TAIL.search(text) is not None and SSN_TEXT.search(text) is not None:
         return True
@@ -63,7 +69,10 @@ def _worth_a_look(text: str) -> bool:
 
 @functools.lru_cache(maxsize=1024)
 def _kind(name: str) -> str:
-    """ "account", "personal" or "" for a field name (its lower-cased name, or a `_`-suffix of it)."""
+    """ "account", "personal" or "" for a field name (its lower-cased name, or a `_`-suffix of it; a secret
+    field by its exact name)."""
+    if name in SECRET_FIELDS:  # by its exact name, as `_worth_a_look` finds it
+        return "account"  # masked the same way: its last four kept
     lowered = name.lower()
     for kind, fields in (("account", ACCOUNT_FIELDS), ("personal", PERSONAL_FIELDS)):
         if any(lowered == f or lowered.endswith("_" + f) for f in fields):
@@ -86,6 +95,7 @@ def redact_text(text: str) -> str:
 
 
 def _redact_unparsed(text: str) -> str:
+    text = SECRET_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text)
     return redact_text(FIELD_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text))
 
 

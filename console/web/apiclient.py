@@ -120,9 +120,11 @@ def api_root() -> str:
 
 
 def response_json(row: ConsoleRequest) -> Any:
-    """The parsed response body of a logged exchange, or None when it is not JSON."""
+    """The parsed response body of an exchange, or None when it is not JSON: as the API answered it when
+    this request made the call (the log's copy is redacted), else as the log keeps it."""
+    body = row.answer_body if row.answer_body is not None else row.response_body
     try:
-        return json.loads(row.response_body) if row.response_body else None
+        return json.loads(body) if body else None
     except ValueError:
         return None
 
@@ -211,6 +213,7 @@ class ApiClient:
         # Committed at once: the log keeps the exchange whatever follows, and the next call finds
         # no transaction of ours open.
         db.session.commit()
+        row.answer_body = answer.body
         return row
 
 

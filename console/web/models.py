@@ -54,6 +54,11 @@ class ConsoleRequest(IdMixin, db.Model):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     clock_at: Mapped[datetime | None] = mapped_column(default=None)
 
+    # Not stored: the body the console's ApiClient received, for the page that made the call to act on
+    # (`apiclient.response_json`); `response_body` is the log's redacted copy (a Link token's `token`
+    # masked). None on a row read back from the database.
+    answer_body = None
+
 
 class InboxMessage(IdMixin, db.Model):
     """One POST the built-in webhook receiver got, with the result of verifying its signature."""

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from console.requestlog.redact import ACCOUNT_FIELDS, MASK, PERSONAL_FIELDS, redact_body
+from console.requestlog.redact import ACCOUNT_FIELDS, MASK, PERSONAL_FIELDS, SECRET_FIELDS, redact_body
 
 MATCHING = {
     "social_security_number": "123456789",
@@ -70,3 +70,21 @@ def test_every_personal_field_name_alone_is_enough_to_be_masked(field):
     redacted = json.loads(redact_body(body))
     assert redacted["other"] == "kept"
     assert "x1234567" not in json.dumps(redacted)
+
+
+def test_a_link_tokens_token_keeps_its_last_four_and_ids_named_after_it_are_kept():
+    token = "pkfNFBHZSrpMTr3dlwzZckpFCYod8qyd-sTV5BpS18Y"
+    link_token_id = "a1234567-89ab-4def-8123-456789012345"
+    body = json.dumps({"data": {"id": link_token_id, "mode": "sandbox", "token": token}})
+    assert json.loads(redact_body(body)) == {
+        "data": {"id": link_token_id, "mode": "sandbox", "token": "••••S18Y"}
+    }
+    jobs = json.dumps({"data": [{"link_token_id": link_token_id, "Token": "x1234567"}]})
+    assert redact_body(jobs) == jobs  # only the exact name `token` is a credential
+
+
+def test_a_link_token_in_a_body_cut_short_is_still_masked():
+    cut = '{"data": {"id": "a1234567", "token": "pkfNFBHZSrpMTr3dlwzZckpFCYod8qyd-sTV5B'
+    redacted = redact_body(cut)
+    assert "pkfNFBHZ" not in redacted and '"id": "a1234567"' in redacted
+    assert SECRET_FIELDS == ("token",)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from datetime import timedelta
@@ -15,6 +16,7 @@ from console.requestlog.writer import writer_for
 from console.web.models import ConsoleRequest
 from tests.conftest import Api
 from tests.web.helpers import sandbox_secret
+from tests.web.test_walkthrough import link_token_form
 
 MATCHING = {
     "social_security_number": "123456789",
@@ -85,6 +87,24 @@ def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(
     assert re.search(r"status-2xx\">200", page)
     detail = unescape(visitor.get(f"/requests/{row.id}").get_data(as_text=True))
     assert secret not in detail and "ada@example.com" not in detail and "[redacted]" in detail
+
+
+def test_a_link_tokens_token_is_logged_masked_and_the_console_still_opens_link_with_it(app, visitor):
+    """The service keeps a Link token only as a hash: its log keeps the last four, from outside and from
+    the console, while the console's own page still gets the real token to open Link with."""
+    theirs = outside(app, visitor).post("/link_tokens", json=LINK_TOKEN).get_json()["data"]["token"]
+    page = visitor.post("/walkthrough/link-token", link_token_form(), htmx=True).get_data(as_text=True)
+    ours = re.search(r'data-link-token="([^"]+)"', page).group(1)
+    writer_for(app).flush()
+    rows = [r for r in rows_of(app, visitor.workspace_id) if r.path.endswith("/link_tokens")]
+    assert sorted(r.step for r in rows) == ["", "link_token"]
+    for row, token in ((r, theirs if r.step == "" else ours) for r in rows):
+        assert token not in row.response_body
+        assert json.loads(row.response_body)["data"]["token"] == "••••" + token[-4:]
+        detail = unescape(visitor.get(f"/requests/{row.id}").get_data(as_text=True))
+        assert token not in detail and "••••" + token[-4:] in detail
+    assert len(ours) >= 40 and ours not in unescape(visitor.get("/requests").get_data(as_text=True))
+    assert visitor.client.get(f"/sandbox/link?token={ours}").status_code == 200
 
 
 def test_the_clock_time_is_kept_beside_the_real_time(app, visitor):
