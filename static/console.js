@@ -186,4 +186,42 @@
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);
   document.addEventListener("htmx:afterSettle", tick);
+
+  // A refused htmx request (a 4xx or 5xx: a NUL typed into a field, a form sent twice, a busy server) is
+  // not swapped in by htmx, so without this the page would not change at all. Its error page's message
+  // goes beside the form (or element) that sent it, and leaves with that form's next request.
+  // Live polls are left alone: they try again by themselves.
+  function refusalMessage(xhr) {
+    var found = null;
+    try {
+      var page = new DOMParser().parseFromString(xhr.responseText || "", "text/html");
+      found = page.querySelector(".callout-error");
+    } catch (e) { /* not HTML: the generic message below */ }
+    var text = found && found.textContent.trim();
+    return text || "The server refused this request (HTTP " + xhr.status + "). Please try again.";
+  }
+  function refusalOf(source) {
+    // The form that sent the request (or the element itself), and the message placed right after it.
+    var sender = source.closest("form") || source;
+    var next = sender.nextElementSibling;
+    return { sender: sender, alert: next && next.classList.contains("request-refused") ? next : null };
+  }
+  document.addEventListener("htmx:responseError", function (event) {
+    var source = event.detail && event.detail.elt;
+    if (!source || source.hasAttribute("data-poll")) return;
+    var found = refusalOf(source);
+    var alert = found.alert;
+    if (!alert) {
+      alert = document.createElement("p");
+      alert.className = "callout callout-error request-refused";
+      alert.setAttribute("role", "alert");
+      found.sender.insertAdjacentElement("afterend", alert);
+    }
+    alert.textContent = refusalMessage(event.detail.xhr);
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    var alert = source && refusalOf(source).alert;
+    if (alert) alert.remove();
+  });
 })();

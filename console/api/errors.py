@@ -10,7 +10,7 @@ import logging
 import time
 import uuid
 
-from flask import Flask, g, jsonify, render_template, request
+from flask import Flask, g, jsonify, make_response, render_template, request
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
@@ -83,7 +83,7 @@ def _database_unavailable(exc: Exception):
 
 def _http_error(exc: HTTPException):
     if not is_api_path(request.path):
-        return exc
+        return _http_error_page(exc)
     type_, code = HTTP_ERRORS.get(exc.code or 500, ("UNKNOWN_ERROR", "HTTP_ERROR"))
     if exc.code == 404:
         message = f"No endpoint at {request.path}."
@@ -96,6 +96,22 @@ def _http_error(exc: HTTPException):
     if exc.code == 405 and getattr(exc, "valid_methods", None):
         response.headers["Allow"] = ", ".join(exc.valid_methods)
     return response, status
+
+
+def _http_error_page(exc: HTTPException):
+    """A console-styled page for a 4xx outside the API (an unknown path, a tampered form value) that no
+    view answered with its own: werkzeug's bare page otherwise. Redirects and the rest pass through."""
+    code = exc.code or 500
+    if not 400 <= code < 500:
+        return exc
+    if code == 404:
+        message = "Nothing here, or it belongs to another workspace."
+    else:
+        message = exc.description or exc.name
+    response = make_response(render_template("http_error.html", title=exc.name, message=message), code)
+    if code == 405 and getattr(exc, "valid_methods", None):
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response
 
 
 def _unexpected(exc: Exception):

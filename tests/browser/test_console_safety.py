@@ -63,6 +63,27 @@ def test_a_cross_site_post_is_refused(page, console_live):
     assert page.locator("#keys tbody tr").count() == keys_before
 
 
+def test_a_refused_htmx_form_says_why_beside_it_until_its_next_request(page, console_live):
+    """htmx swaps nothing in for a 4xx: the console puts the refusal's message after the form that sent it."""
+    start(page, console_live)
+    page.goto(console_live.url + "/clock")
+    amount = page.locator("#clk-amount")
+    amount.fill("1\u0000")
+    with page.expect_response(lambda r: r.url.endswith("/clock/advance")) as answer:
+        amount.press("Enter")
+    assert answer.value.status == 400
+    refusal = page.locator("form:has(#clk-amount) + .request-refused")
+    refusal.wait_for()
+    assert "must not contain NUL" in refusal.inner_text() and refusal.get_attribute("role") == "alert"
+    amount = page.locator("#clk-amount")
+    amount.fill("2")
+    with page.expect_response(lambda r: r.url.endswith("/clock/advance")) as answer:
+        amount.press("Enter")
+    assert answer.value.status == 200
+    page.locator(".request-refused").wait_for(state="detached")
+    assert "ahead of real time" in page.locator("#clock-bar").inner_text()
+
+
 def test_the_event_log_updates_live(context, console_live):
     log = context.new_page()
     log.goto(console_live.url + "/events")

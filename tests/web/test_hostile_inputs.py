@@ -258,3 +258,23 @@ def test_no_console_route_answers_a_500_to_odd_values(app, visitor):
                     answers = [visitor.post(path, form, htmx=True)]
                 for answer in answers:
                     assert answer.status_code < 500, (method, rule.rule, value[:8])
+
+
+@pytest.mark.parametrize("path", ["/nope", "/%00", "/keys/", "/static/nope.js"])
+def test_an_unknown_console_path_gets_the_consoles_not_found_page(visitor, path):
+    response = visitor.get(path)
+    html = response.get_data(as_text=True)
+    assert response.status_code == 404
+    assert 'class="callout callout-error"' in html and "console.css" in html
+    assert "<title>404 Not Found</title>" not in html  # not werkzeug's bare page
+
+
+def test_a_tampered_form_value_gets_the_consoles_page_and_the_api_keeps_its_error_shape(app, visitor):
+    refused = visitor.post("/keys", {"mode": "bogus", "label": "x"})
+    assert refused.status_code == 400
+    assert 'class="callout callout-error"' in refused.get_data(as_text=True)
+    not_allowed = visitor.client.put("/clock")
+    assert not_allowed.status_code == 405 and "GET" in not_allowed.headers["Allow"]
+    assert 'class="callout callout-error"' in not_allowed.get_data(as_text=True)
+    api = visitor.client.get("/sandbox/v1/nope")
+    assert api.status_code == 404 and api.get_json()["error"]["status_code"] == 404
