@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from console.clock import services as clock
@@ -76,8 +76,12 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
         except ValueError:
             message = "must be a whole number" if unit == "business_days" else "must be a number"
             raise FormError("amount", message) from None
-        if not amount > 0 or amount != amount or amount == float("inf"):
+        if amount != amount:  # "nan" parses as a float
+            raise FormError("amount", "must be a number")
+        if not amount > 0:
             raise FormError("amount", "must be more than 0")
+        if amount == float("inf"):  # "1e309", "inf": what the API would refuse as too far
+            raise FormError("amount", f"moves the clock more than {clock.MAX_ADVANCE.days} days")
         body = {unit: amount}
         return Move("/sandbox/clock/advance", body, _target_of(workspace, body), kept)
     if by == "jump":
@@ -86,7 +90,8 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
             moment = parse_datetime(text)
         except (ValueError, OverflowError):
             raise FormError("to", "must be a date and time, e.g. 2026-11-24T14:00") from None
-        iso = moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        # isoformat, not strftime: "%Y" does not pad years before 1000, and the API refuses "1-01-01".
+        iso = moment.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
         return Move("/sandbox/clock/jump", {"to": iso}, moment, kept)
     if by == "next":
         target = agenda.next_due_at(workspace, after=clock.now(workspace))

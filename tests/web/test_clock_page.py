@@ -56,7 +56,19 @@ def test_advance_by_an_amount_and_a_bad_amount_on_its_field(visitor):
     )
     html = text(visitor.post("/clock/advance", {"by": "amount", "amount": "500", "unit": "days"}, htmx=True))
     assert "Amount moves the clock more than 400 days" in html  # the API's field error, on the field
+    for huge in ("1e309", "inf", "9" * 400):  # positive, but past what a float holds
+        html = text(
+            visitor.post("/clock/advance", {"by": "amount", "amount": huge, "unit": "seconds"}, htmx=True)
+        )
+        assert "Amount moves the clock more than 400 days" in html and "more than 0" not in html
+    html = text(visitor.post("/clock/advance", {"by": "amount", "amount": "nan", "unit": "hours"}, htmx=True))
+    assert "Amount must be a number" in html
     assert visitor.post("/clock/advance", {"by": "year"}).status_code == 400
+    tampered = visitor.post(
+        "/clock/advance", {"by": "amount", "amount": "1", "unit": "fortnights"}, htmx=True
+    )
+    assert tampered.status_code == 400
+    assert "Unit must be one of seconds, hours, days, business days" in text(tampered)
 
 
 def test_jump_to_the_past_is_refused_on_the_field_and_to_the_future_moves(visitor):
@@ -69,6 +81,9 @@ def test_jump_to_the_past_is_refused_on_the_field_and_to_the_future_moves(visito
     assert "The moment must be a date and time" in html
     html = text(visitor.post("/clock/advance", {"by": "jump", "to": "2999-01-01T00:00"}, htmx=True))
     assert "moves the clock more than 400 days" in html
+    # A year before 1000 reaches the API as a date it reads (zero-padded), and is refused as the past.
+    html = text(visitor.post("/clock/advance", {"by": "jump", "to": "0001-01-01T00:00"}, htmx=True))
+    assert "The moment must be later than the workspace clock" in html
     page = text(visitor.get("/clock"))
     now = re.search(r'data-clock-now="(\d{4})-(\d\d)-(\d\d)T', page).groups()
     target = f"{int(now[0]) + 1}-{now[1]}-{min(int(now[2]), 28):02d}T12:00"

@@ -93,8 +93,9 @@ def advance_clock():
     try:
         move = clockmoves.parse(workspace, request.form)
     except clockmoves.FormError as exc:
-        if exc.field == "by":
-            return render_template("console/error.html", title="Unknown clock move", message=str(exc)), 400
+        if exc.field in ("by", "unit"):  # no form offers these: a tampered request gets the error page
+            message = str(exc) if exc.field == "by" else f"Unit {exc}"
+            return render_template("console/error.html", title="Unknown clock move", message=message), 400
         move_kwargs["form_error"] = exc
     else:
         expiring = open_tokens_expiring_by(workspace, move.target) if move.target else []
