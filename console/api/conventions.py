@@ -118,6 +118,13 @@ def check_parameters() -> None:
         raise ValidationFailed(errors)
 
 
+def no_content():
+    """A 204: no body, so no Content-Type either (Flask's default response would name text/html)."""
+    response = current_app.response_class(status=204)
+    response.headers.remove("Content-Type")
+    return response
+
+
 def json_body() -> dict[str, Any]:
     """The request body as a JSON object, or a 4xx naming what is wrong with it."""
     raw = request.get_data(cache=True)

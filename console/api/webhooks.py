@@ -6,7 +6,7 @@ from __future__ import annotations
 from flask import current_app, g, jsonify
 
 from console.api import api
-from console.api.conventions import current_key, current_workspace, json_body, sandbox_only
+from console.api.conventions import current_key, current_workspace, json_body, no_content, sandbox_only
 from console.api.pagination import paginate
 from console.conformance import services as conformance
 from console.core.bodies import RequestModel, moment, one_of, validate
@@ -55,7 +55,7 @@ def update_webhook(webhook_id: str):
 def delete_webhook(webhook_id: str):
     services.delete_webhook(_webhook(webhook_id), current_workspace())
     db.session.commit()
-    return "", 204
+    return no_content()
 
 
 class TestEventRequest(RequestModel):

@@ -98,9 +98,11 @@ class OwnInbox:
         """The workspace whose inbox `url` is, when it is an inbox on one of this service's roots."""
         if not isinstance(url, str):
             return None
+        root = _root(url)  # None for a URL that does not parse ("https://[::1"): the URL policy says why
+        if root is None:
+            return None
         parts = urlsplit(url)
-        root = _root(url)
-        if root is None or parts.query or parts.fragment or parts.username or parts.password:
+        if parts.query or parts.fragment or parts.username or parts.password:
             return None
         scheme, host, port, path = root
         for known_scheme, known_host, known_port, prefix in self.roots:

@@ -195,6 +195,8 @@ def update_webhook(webhook: Webhook, workspace: Workspace, body: Any) -> Webhook
     if not body:
         raise ServiceError(f"Send at least one of {', '.join(FIELDS)}.")
     cleaned = _validate(body, webhook.mode, webhook.workspace_id, WebhookUpdateRequest)
+    if not cleaned:  # only nulls ({"status": null}): nothing to change, as for an empty body
+        raise ServiceError(f"Send at least one of {', '.join(FIELDS)} (null is not a value).")
     if "url" in cleaned and urls.is_relay_url(webhook.url):
         raise ValidationFailed(
             [FieldError("url", "a relayed webhook keeps its url; delete it and create a webhook instead")]

@@ -240,6 +240,8 @@ def _split(url: str):
         port = parts.port
     except ValueError as exc:
         raise UrlRefused("is not a valid URL") from exc
+    if port == 0:  # nothing listens there: every delivery would fail
+        raise UrlRefused("must not have port 0")
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise UrlRefused("must be an absolute https:// URL")
     if parts.username is not None or parts.password is not None:

@@ -111,6 +111,7 @@ def test_delete(api):
     hook = create(api)
     response = api.delete(f"/webhooks/{hook['id']}")
     assert response.status_code == 204 and response.get_data() == b""
+    assert "Content-Type" not in response.headers  # no body, so no type (not text/html)
     assert_error(api.get(f"/webhooks/{hook['id']}"), 404, "RECORD_NOT_FOUND")
     assert_error(api.delete(f"/webhooks/{hook['id']}"), 404, "RECORD_NOT_FOUND")
     assert api.get("/webhooks").get_json()["data"] == []
@@ -170,6 +171,8 @@ def test_bad_status(api):
         ("production", "https://localhost/hook", "loopback"),
         ("production", "https://10.0.0.8/hook", "private"),
         ("production", "https://169.254.169.254/latest", "link-local"),
+        ("sandbox", "http://127.0.0.1:0/hook", "port 0"),
+        ("sandbox", "https://[::1", "is not a valid URL"),
     ],
 )
 def test_url_policy(api_for, mode, url, reason):
@@ -190,11 +193,14 @@ def test_ssrf_check_on_update_too(api_for, public_dns):
     assert "private" in error["fields"][0]["message"]
 
 
-def test_empty_update_is_refused(api):
+@pytest.mark.parametrize("body", [{}, {"status": None}, {"url": None, "enabled_events": None}])
+def test_empty_update_is_refused(api, body):
+    """Nulls change nothing, so a body of only nulls is refused as an empty one is."""
     hook = create(api)
     assert_error(
-        api.put(f"/webhooks/{hook['id']}", json={}), 400, "INVALID_REQUEST_PARAMETERS", "INVALID_REQUEST"
+        api.put(f"/webhooks/{hook['id']}", json=body), 400, "INVALID_REQUEST_PARAMETERS", "INVALID_REQUEST"
     )
+    assert api.get(f"/webhooks/{hook['id']}").get_json()["data"]["updated_at"] == hook["updated_at"]
 
 
 def test_quota_of_10_per_key(app, api, workspace):
