@@ -177,6 +177,7 @@ def for_account(workspace: Workspace, mode: str, account_id: str) -> Timeline | 
 class TokenRow:
     link_token: LinkToken
     jobs: list[Job]
+    expired: bool  # on the workspace clock: Link no longer opens with it
 
 
 def recent_link_tokens(
@@ -194,4 +195,5 @@ def recent_link_tokens(
             .order_by(Job.created_at)
         ):
             jobs[job.link_token_id].append(job)
-    return [TokenRow(t, jobs[t.id]) for t in found.rows], found.next_cursor
+    now = clock_now(workspace)
+    return [TokenRow(t, jobs[t.id], t.expires_at <= now) for t in found.rows], found.next_cursor

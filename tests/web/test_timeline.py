@@ -70,3 +70,18 @@ def test_the_clock_page_advances_through_the_api(visitor):
 def test_unknown_or_malformed_ids_are_404(visitor):
     assert visitor.get("/timeline/link-tokens/not-a-uuid").status_code == 404
     assert visitor.get("/timeline/accounts/6f1c2a8e-5b7d-4c39-9e0a-3d2f4b6a8c10").status_code == 404
+
+
+def test_an_expired_token_without_a_job_says_so_instead_of_inviting_to_open_link(app, visitor):
+    from tests.web.test_request_log import LINK_TOKEN, outside
+
+    link_token_id = outside(app, visitor).post("/link_tokens", json=LINK_TOKEN).get_json()["data"]["id"]
+    page = visitor.get(f"/timeline/link-tokens/{link_token_id}").get_data(as_text=True)
+    assert "open Link with this token" in page and "expired" not in page
+    assert "none yet" in visitor.get("/timeline").get_data(as_text=True)
+    form = {"by": "amount", "amount": "2", "unit": "hours", "confirmed": "1"}
+    assert visitor.post("/clock/advance", form, htmx=True).status_code == 200
+    page = visitor.get(f"/timeline/link-tokens/{link_token_id}").get_data(as_text=True)
+    assert "this Link token expired before one started" in page and "open Link with this token" not in page
+    index = visitor.get("/timeline").get_data(as_text=True)
+    assert "none: expired" in index and "none yet" not in index
