@@ -41,6 +41,20 @@ class DeliveryView:
     next_attempt_at: datetime | None
     attempts: list[WebhookAttempt]
 
+    @property
+    def sending_now(self) -> bool:
+        """Due now, not waiting for a later retry: the worker sends it within a second."""
+        return self.status in SENDING_NOW and self.next_attempt_at is None
+
+
+SENDING_NOW = ("queued", "pending", "sending")
+
+
+def any_sending_now(views: list[DeliveryView]) -> bool:
+    """Whether one of these deliveries is being sent now: the page showing them asks again until it has
+    an answer (a resend's new attempt appears without a reload)."""
+    return any(v.sending_now for v in views)
+
 
 def display_status(status: str, attempt_count: int, round_attempts: int) -> str:
     """One word for a delivery: a pending row is retrying only when its current round was tried.

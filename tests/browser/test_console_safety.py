@@ -107,6 +107,16 @@ def test_the_event_log_updates_live(context, console_live):
     rows.first.locator(".delivery").wait_for()
     log.reload()
     log.locator("#event-list .badge-delivery-delivered").first.wait_for(timeout=10_000)
+    # Resend from the open detail: the new attempt appears there without a reload, beside the call made.
+    first = log.locator("#event-list .event-row").first
+    first.locator("summary").click()
+    attempts = first.locator(".delivery tbody tr")
+    attempts.first.wait_for()
+    before = attempts.count()
+    first.get_by_role("button", name="Resend").click()
+    first.locator(".delivery tbody tr").nth(before).wait_for(timeout=10_000)
+    assert "sending now" not in first.locator(".delivery").first.inner_text()
+    assert "/resend" in first.locator(".event-detail-body").inner_text()  # the resend's exchange stayed
 
 
 def test_the_console_csp_is_enforced_and_a_violation_is_caught(page, console_live):

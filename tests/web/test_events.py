@@ -7,7 +7,7 @@ import uuid
 from datetime import timedelta
 from html import unescape
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from console.core.timeutil import utcnow
 from console.events.models import Event
@@ -150,3 +150,38 @@ def test_the_live_poll_redraws_a_badge_whose_delivery_changed(app, visitor):
     assert answer.count("hx-swap-oob") == 1  # only the changed badge, no rows
     # Another workspace's event ids are ignored.
     assert visitor.get(poll + f"&shown={uuid.uuid4()}:pending", htmx=True).status_code == 204
+
+
+def test_a_resent_delivery_is_followed_until_the_worker_has_sent_it(app, visitor):
+    """The open detail asks again every second while a delivery is being sent, keeping the resend's
+    exchange (only the deliveries block is swapped), and stops once the attempt is in."""
+    from console.webhooks.worker import deliver_due
+
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        deliver_due(app)
+        event_id = str(
+            db.session.scalars(select(Event.id).where(Event.workspace_id == visitor.workspace_id)).first()
+        )
+    block = f'id="event-deliveries-{event_id}"'
+    assert (
+        "hx-trigger"
+        not in visitor.get(f"/events/{event_id}", htmx=True)
+        .get_data(as_text=True)
+        .split(block)[1]
+        .split(">")[0]
+    )
+    html = unescape(visitor.post(f"/events/{event_id}/resend", htmx=True).get_data(as_text=True))
+    opening = html.split(block)[1].split(">")[0]
+    assert (
+        'hx-trigger="every 1s, live-refresh"' in opening
+        and f'hx-select="#event-deliveries-{event_id}"' in opening
+    )
+    assert "sending now" in html
+    with app.app_context():
+        attempts_before = db.session.scalar(select(func.count()).select_from(WebhookAttempt))
+        deliver_due(app)
+    polled = unescape(visitor.get(f"/events/{event_id}", htmx=True).get_data(as_text=True))
+    assert "hx-trigger" not in polled.split(block)[1].split(">")[0] and "sending now" not in polled
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(WebhookAttempt)) == attempts_before + 1

@@ -65,10 +65,12 @@ def event_rows():
 
 
 def _detail_context(event, exchange=None) -> dict:
+    views = deliveries.for_event(event)
     return {
         "event": event,
         "payload": json.dumps(event.payload, indent=2, ensure_ascii=False),
-        "deliveries": deliveries.for_event(event),
+        "deliveries": views,
+        "sending_now": deliveries.any_sending_now(views),
         "exchange": exchange,
         "now": clock_now(g.console_workspace),
     }
