@@ -62,3 +62,18 @@ def place(fields: list[Mapping[str, Any]], input_for: Callable[[str], str | None
 def list_index_removed(name: str) -> str:
     """`enabled_events[2]` -> `enabled_events`: a list's item errors belong to the list's inputs."""
     return re.sub(r"\[\d+\]$", "", name)
+
+
+# The webhook registration forms' inputs (walkthrough step 2: prefix "wh"; the webhooks page: "wh2"), by the
+# API's field name; `_webhook_fields.html` gives the version and events inputs these ids.
+WEBHOOK_INPUTS = {"url": "url", "status": "status", "version": "version", "enabled_events": "events"}
+
+
+def webhook_inputs(prefix: str) -> Callable[[str], str | None]:
+    """The input id holding each webhook field in the form whose ids start with `prefix`."""
+
+    def input_for(name: str) -> str | None:
+        suffix = WEBHOOK_INPUTS.get(list_index_removed(name))
+        return f"{prefix}-{suffix}" if suffix else None
+
+    return input_for

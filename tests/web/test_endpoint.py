@@ -362,3 +362,29 @@ def test_a_bad_signature_is_answered_400_whatever_the_mode(app, client, visitor)
     with app.app_context():
         kept = db.session.scalars(select(InboxMessage).order_by(InboxMessage.received_at)).all()
     assert [(m.verified, m.behaviour) for m in kept] == [(False, None), (True, "fail")]
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [("javascript:alert(1)", "must be an absolute https:// URL"), ("http://127.0.0.1:0/hook", "port 0")],
+)
+def test_a_refused_own_url_keeps_what_was_typed_with_the_error_on_its_field(app, visitor, url, reason):
+    visitor.get("/webhooks")
+    with app.app_context():
+        before = db.session.scalar(select(func.count()).select_from(Webhook))
+    typed = {"url": url, "status": "paused", "enabled_events": ["account.added"], "version": "2023-04-18"}
+    for htmx in (True, False):  # the fragment htmx swaps in, and the whole page without JavaScript
+        response = visitor.post("/webhooks", typed, htmx=htmx)
+        html = unescape(response.get_data(as_text=True))
+        assert response.status_code == 200
+        assert '<details class="own-url" open>' in html and f'value="{url}"' in html
+        assert re.search(r'id="wh2-url-error">url [^<]*' + re.escape(reason), html)
+        assert 'aria-invalid="true" aria-describedby="wh2-url-error"' in html
+        assert "<option selected>paused</option>" in html
+        assert '<option value="2023-04-18" selected>' in html
+        assert 'value="account.added" checked' in html and 'value="income.added" checked' not in html
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Webhook)) == before
+    ok = {**typed, "url": "http://127.0.0.1:9/hook"}
+    html = visitor.post("/webhooks", ok, htmx=True).get_data(as_text=True)
+    assert '<details class="own-url">' in html and "wh2-url-error" not in html

@@ -34,10 +34,8 @@ STEP_PARTIALS = {
     "jobs": "console/_step_jobs.html",
 }
 
+
 # The walkthrough's own-URL webhook form: which input holds each field the API may name.
-WEBHOOK_INPUTS = {"url": "wh-url", "version": "wh-version", "enabled_events": "wh-events"}
-
-
 def _exchange(step: str, key):
     row = requestlog.latest(g.console_workspace.id, step)
     return exchange_view(row, key) if row is not None else None
@@ -162,13 +160,9 @@ def register_webhook():
     if row.status == 200:
         return step_response("webhook")
     # Refused: the form comes back as typed, with the API's field errors beside the fields.
-    errors = fielderrors.place(fielderrors.of_response(row), _webhook_input)
+    errors = fielderrors.place(fielderrors.of_response(row), fielderrors.webhook_inputs("wh"))
     body["refusal"] = fielderrors.message_of(row)
     return step_response("webhook", webhook_form=body, webhook_errors=errors)
-
-
-def _webhook_input(name: str) -> str | None:
-    return WEBHOOK_INPUTS.get(fielderrors.list_index_removed(name))
 
 
 @bp.get("/walkthrough/link-token-form")

@@ -16,7 +16,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
 from console.modes import SANDBOX
-from console.web import debugger, endpoint, inbox, requestlog, webhooklist
+from console.web import debugger, endpoint, fielderrors, inbox, requestlog, webhooklist
 from console.web.apiclient import response_json
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import view as exchange_view
@@ -26,7 +26,9 @@ from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
 
 
-def _context(verdict=None, debug_form: dict | None = None) -> dict:
+def _context(
+    verdict=None, debug_form: dict | None = None, own_form: dict | None = None, own_errors=None
+) -> dict:
     workspace = g.console_workspace
     row = requestlog.latest(workspace.id, "webhook")
     page = inbox.page(workspace.id, cursor=request.args.get("cursor"))
@@ -54,6 +56,9 @@ def _context(verdict=None, debug_form: dict | None = None) -> dict:
         "exchange": exchange_view(row, console_key(workspace)) if row is not None else None,
         "verdict": verdict,
         "debug": debug_form or {**debugger_form(None), "ignore_age": False},
+        # A refused "Register your own URL": what was typed, and the API's errors on their fields.
+        "own_form": own_form,
+        "own_errors": own_errors or fielderrors.FieldErrors(),
     }
 
 
@@ -77,8 +82,14 @@ def create_webhook():
         "enabled_events": request.form.getlist("enabled_events"),
         "version": request.form.get("version", ""),
     }
-    api_client(g.console_workspace).call("POST", "/webhooks", body=body, step="webhook")
-    return _after_change()
+    row = api_client(g.console_workspace).call("POST", "/webhooks", body=body, step="webhook")
+    if row.status == 200:
+        return _after_change()
+    # Refused: the form comes back open, as typed, with the API's field errors beside the fields.
+    errors = fielderrors.place(fielderrors.of_response(row), fielderrors.webhook_inputs("wh2"))
+    body["refusal"] = fielderrors.message_of(row)
+    context = _context(own_form=body, own_errors=errors)
+    return render_htmx("console/webhooks.html", "console/_webhooks.html", **context)
 
 
 @bp.post("/webhooks/inbox")
