@@ -79,6 +79,17 @@ def test_a_link_tokens_token_keeps_its_last_four_and_ids_named_after_it_are_kept
     assert json.loads(redact_body(body)) == {
         "data": {"id": link_token_id, "mode": "sandbox", "token": "••••S18Y"}
     }
+    assert redact_body(body) == body.replace(token, "••••S18Y")  # nothing else personal: kept as sent
+    # With personal data beside it, the parsed path masks both.
+    both = json.dumps({"email": "ada@example.com", "data": {"token": token}, "note": 'a "token": "x"'})
+    assert json.loads(redact_body(both)) == {
+        "email": MASK,
+        "data": {"token": "••••S18Y"},
+        "note": 'a "token": "x"',
+    }
+    # A key named `token` inside a string value is text, not a field.
+    quoted = json.dumps({"note": 'say "token": "abcdefgh"'})
+    assert redact_body(quoted) == quoted
     jobs = json.dumps({"data": [{"link_token_id": link_token_id, "Token": "x1234567"}]})
     assert redact_body(jobs) == jobs  # only the exact name `token` is a credential
 
