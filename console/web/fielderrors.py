@@ -69,11 +69,13 @@ def list_index_removed(name: str) -> str:
 WEBHOOK_INPUTS = {"url": "url", "status": "status", "version": "version", "enabled_events": "events"}
 
 
-def webhook_inputs(prefix: str) -> Callable[[str], str | None]:
-    """The input id holding each webhook field in the form whose ids start with `prefix`."""
+def webhook_inputs(prefix: str, *, status: bool = True) -> Callable[[str], str | None]:
+    """The input id holding each webhook field in the form whose ids start with `prefix` (`status`: whether
+    the form has a status input; an error on a field it lacks is listed above the form)."""
 
     def input_for(name: str) -> str | None:
-        suffix = WEBHOOK_INPUTS.get(list_index_removed(name))
+        field_name = list_index_removed(name)
+        suffix = WEBHOOK_INPUTS.get(field_name) if status or field_name != "status" else None
         return f"{prefix}-{suffix}" if suffix else None
 
     return input_for

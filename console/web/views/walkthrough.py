@@ -35,7 +35,6 @@ STEP_PARTIALS = {
 }
 
 
-# The walkthrough's own-URL webhook form: which input holds each field the API may name.
 def _exchange(step: str, key):
     row = requestlog.latest(g.console_workspace.id, step)
     return exchange_view(row, key) if row is not None else None
@@ -160,7 +159,7 @@ def register_webhook():
     if row.status == 200:
         return step_response("webhook")
     # Refused: the form comes back as typed, with the API's field errors beside the fields.
-    errors = fielderrors.place(fielderrors.of_response(row), fielderrors.webhook_inputs("wh"))
+    errors = fielderrors.place(fielderrors.of_response(row), fielderrors.webhook_inputs("wh", status=False))
     body["refusal"] = fielderrors.message_of(row)
     return step_response("webhook", webhook_form=body, webhook_errors=errors)
 
