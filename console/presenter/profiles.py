@@ -226,9 +226,8 @@ def check_logo(data: bytes) -> str:
     if not data:
         raise refuse("choose a PNG or JPEG file.")
     if len(data) > LOGO_MAX_BYTES:
-        raise refuse(
-            f"the file is {len(data) / 1024:,.0f} KB; a logo may be at most {LOGO_MAX_BYTES // 1024} KB."
-        )
+        # The upload is read only up to one byte past the limit, so its full size is not known here.
+        raise refuse(f"the file is larger than {LOGO_MAX_BYTES // 1024} KB, the most a logo may be.")
     if data.startswith(_PNG_SIGNATURE):
         kind, size = PNG, _png_size(data)
     elif data.startswith(_JPEG_SIGNATURE):

@@ -10,6 +10,7 @@ import base64
 import html
 import json
 import re
+import uuid
 
 import pytest
 from sqlalchemy import func, select
@@ -273,6 +274,23 @@ def test_a_tampered_form_value_gets_the_consoles_page_and_the_api_keeps_its_erro
     refused = visitor.post("/keys", {"mode": "bogus", "label": "x"})
     assert refused.status_code == 400
     assert 'class="callout callout-error"' in refused.get_data(as_text=True)
+    with app.app_context():
+        key_id = str(
+            db.session.scalars(select(ApiKey.id).where(ApiKey.workspace_id == visitor.workspace_id)).first()
+        )
+    # Each names the choices, not werkzeug's "The browser (or proxy) sent a request ...".
+    for url, form, says in (
+        ("/keys", {"mode": "bogus"}, "mode must be one of sandbox, development, production"),
+        (f"/keys/{key_id}/roll", {"grace": "bogus"}, "grace must be one of none, 1h, 24h, 7d"),
+        ("/inbox/behaviour", {"behaviour": "bogus"}, "behaviour must be one of"),
+        ("/reference/try", {"method": "GET", "path": "/webhooks", "mode": "bogus"}, "mode must be one of"),
+    ):
+        answer = visitor.post(url, form, htmx=True)
+        assert answer.status_code == 400 and says in html.unescape(answer.get_data(as_text=True)), url
+    with app.app_context():
+        assert (
+            db.session.get(ApiKey, uuid.UUID(key_id)).revoked_at is None
+        )  # the refused roll changed nothing
     not_allowed = visitor.client.put("/clock")
     assert not_allowed.status_code == 405 and "GET" in not_allowed.headers["Allow"]
     assert 'class="callout callout-error"' in not_allowed.get_data(as_text=True)

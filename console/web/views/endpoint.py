@@ -157,7 +157,7 @@ def set_inbox_behaviour():
         inbox.set_behaviour(workspace.id, request.form.get("behaviour"))
     except ValidationFailed:
         db.session.rollback()
-        abort(400)
+        raise  # a tampered value: the error page names the choices
     db.session.commit()
     webhook_id = request.form.get("webhook_id")
     if is_htmx():

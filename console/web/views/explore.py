@@ -6,6 +6,7 @@ from flask import abort, g, render_template, request
 from sqlalchemy import select
 
 from console.core import jsontext
+from console.core.errors import FieldError, ValidationFailed
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import list_keys, secret_of
@@ -161,8 +162,8 @@ def reference_try():
     if op is None:
         abort(404)
     mode = request.form.get("mode", SANDBOX)
-    if mode not in MODES:
-        abort(400)
+    if mode not in MODES:  # the form offers only these: a tampered request gets the error page, saying why
+        raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
     path = reference.fill_path(op, {n: request.form.get(f"path.{n}", "") for n in op.path_params})
     if path is None:
         return render_template("console/_try_result.html", message="Fill in every path parameter.")

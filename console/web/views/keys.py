@@ -6,7 +6,7 @@ from urllib.parse import urlsplit
 
 from flask import abort, flash, g, redirect, render_template, request, url_for
 
-from console.core.errors import ServiceError, ValidationFailed
+from console.core.errors import FieldError, ServiceError, ValidationFailed
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys import services as keys
@@ -74,8 +74,8 @@ def keys_page():
 @bp.post("/keys")
 def create_key():
     mode = request.form.get("mode", "")
-    if mode not in MODES:
-        abort(400)
+    if mode not in MODES:  # the form offers only these: a tampered request gets the error page, saying why
+        raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
     created = keys.create_key(g.console_workspace.id, mode, request.form.get("label", "").strip())
     db.session.commit()
     return _answer(str(created.key.id))
@@ -84,10 +84,7 @@ def create_key():
 @bp.post("/keys/<key_id>/roll")
 def roll_key(key_id: str):
     old = _own_key(key_id)
-    try:
-        grace = keys.grace_period(request.form.get("grace", "none"))
-    except ValidationFailed:
-        abort(400)
+    grace = keys.grace_period(request.form.get("grace", "none"))  # a tampered value: the error page says why
     created = keys.roll_key(old, grace)
     db.session.commit()
     return _answer(str(created.key.id))
