@@ -14,9 +14,17 @@ from console.core.timeutil import utcnow
 from console.workspaces.models import Workspace
 
 
+def recovered(workspace: Workspace) -> bool:
+    """Whether the exercise is done: the held token's jobs were found. Done stays done: a trainer's grid
+    and export must not lose a tick because the trainee pressed the button again."""
+    return workspace.held_link_token_found_at is not None
+
+
 def hold(workspace: Workspace, link_token_id: str | uuid.UUID) -> None:
     """From now on this token's events skip the workspace's own endpoints (the console's inbox still
-    gets them). One token at a time; a new hold starts the exercise over. The caller commits."""
+    gets them). One token at a time, until it is `recovered`. The caller commits."""
+    if recovered(workspace):
+        raise ValueError("the missed-webhook exercise is done; nothing more is held back")
     workspace.held_link_token_id = uuid.UUID(str(link_token_id))
     workspace.held_link_token_found_at = None
 

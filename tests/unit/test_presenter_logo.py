@@ -39,7 +39,7 @@ def test_the_jpeg_size_is_found_past_other_segments_and_fill_bytes():
         (b"\x89PNG\r\n\x1a\n" + b"\x00" * 30, "cannot be read as one"),
         (images.png(0, 10, pixels=False), "cannot be read as one"),
         (images.png(10, 2049, pixels=False), "10 by 2049 pixels"),
-        (images.png() + b"\x00" * LOGO_MAX_BYTES, "at most 256 KB"),
+        (images.png() + b"\x00" * LOGO_MAX_BYTES, "larger than 256 KB, the most a logo may be"),
     ],
 )
 def test_anything_else_is_refused_with_the_reason(data, problem):

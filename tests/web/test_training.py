@@ -14,7 +14,7 @@ import uuid
 import pytest
 from flask import g
 from markupsafe import escape
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from bench.webhooks import Receiver
 from console.api.ratelimit import RateLimiter
@@ -408,10 +408,16 @@ def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
     with recorded(app) as seen:
         assert api.get(f"/jobs?link_token_id={held}").status_code == 200
     assert "COMMIT" not in seen and len(seen) == 2, seen
-    # Pressing "Miss a webhook" again starts the exercise over with a new token.
+    # Done stays done: the button is gone, and a request for it holds nothing new back.
     assert result(app, trainee, "missed_webhook").done is True
-    trainee.post("/training/me/miss-webhook")
-    assert result(app, trainee, "missed_webhook").done is False
+    assert "Miss a webhook</button>" not in trainee.get("/training/me").get_data(as_text=True)
+    with app.app_context():
+        tokens_before = db.session.scalar(select(func.count()).select_from(LinkToken))
+    assert trainee.post("/training/me/miss-webhook").status_code == 302
+    assert result(app, trainee, "missed_webhook").done is True
+    with app.app_context():
+        assert db.session.get(Workspace, trainee.workspace_id).held_link_token_id == held
+        assert db.session.scalar(select(func.count()).select_from(LinkToken)) == tokens_before
 
 
 def test_the_training_page_points_a_trainee_to_their_exercises(app, trainee):
