@@ -10,6 +10,7 @@ import csv
 import io
 import re
 import uuid
+from html import unescape
 
 import pytest
 from flask import g
@@ -134,6 +135,20 @@ def test_joining_creates_a_named_kept_workspace_in_the_cohort(app, cohort, train
         assert (
             f'id="status-{exercise.key}"' in page and str(escape(exercise.solution.splitlines()[0])) in page
         )
+
+
+def test_a_browser_that_joined_is_told_so_and_cannot_join_twice(app, cohort, trainee):
+    """A second join from the same browser would leave the first row on the grid with nobody behind it."""
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    page = unescape(trainee.get(path).get_data(as_text=True))
+    assert "You joined this class as <strong>Ada</strong>" in page and 'name="name"' not in page
+    response = trainee.post(path, {"name": "Ada again"})
+    assert response.status_code == 302 and response.headers["Location"].endswith("/training/me")
+    with app.app_context():
+        assert [m.name for m in db.session.scalars(select(CohortMember))] == ["Ada"]
+    assert "Tuesday class: Ada" in trainee.get("/training/me").get_data(as_text=True)
+    # Another browser still joins (and is offered the form).
+    assert 'name="name"' in Visitor(app.test_client()).get(path).get_data(as_text=True)
 
 
 def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):

@@ -16,7 +16,7 @@ from console.training import cohorts, exercises, holds
 from console.web import linktokens, scenarios
 from console.web.apiclient import api_root, response_json
 from console.web.blueprint import NO_CREATE_ENDPOINTS, bp
-from console.web.workspace_session import api_client, enter_workspace
+from console.web.workspace_session import api_client, current_workspace, enter_workspace
 
 TRAINER_KEY = "trainer_cohorts"
 # A trainer runs a few classes from one browser; the cookie stays small.
@@ -157,12 +157,27 @@ def training_export(cohort_id: str):
 @bp.get("/training/join/<token>", endpoint="training_join")
 def training_join(token: str):
     cohort = cohorts.by_join_token(token)
-    return render_template("console/training/join.html", cohort=cohort, token=token, errors={}, form={})
+    joined = _joined_as(cohort)
+    return render_template(
+        "console/training/join.html", cohort=cohort, token=token, errors={}, form={}, joined=joined
+    )
+
+
+def _joined_as(cohort) -> str | None:
+    """This browser's name in the cohort if its workspace already joined it (a second join would leave a
+    row on the trainer's grid that no browser answers for any more)."""
+    workspace = current_workspace()  # from the session: the join pages do not load a workspace
+    if workspace is None:
+        return None
+    found = cohorts.membership(workspace.id)
+    return found[0].name if found is not None and found[1].id == cohort.id else None
 
 
 @bp.post("/training/join/<token>", endpoint="training_join_submit")
 def training_join_submit(token: str):
     cohort = cohorts.by_join_token(token)
+    if _joined_as(cohort) is not None:
+        return redirect(url_for("console.training_me"))
     try:
         _member, workspace = cohorts.join(cohort, request.form.get("name", ""))
     except ValidationFailed as exc:
@@ -170,7 +185,7 @@ def training_join_submit(token: str):
         errors = {f.name: f.message for f in exc.fields}
         form = {"name": request.form.get("name", "")}
         return render_template(
-            "console/training/join.html", cohort=cohort, token=token, errors=errors, form=form
+            "console/training/join.html", cohort=cohort, token=token, errors=errors, form=form, joined=None
         ), 400
     enter_workspace(workspace)
     return redirect(url_for("console.training_me"))
