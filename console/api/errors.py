@@ -98,16 +98,17 @@ def _http_error(exc: HTTPException):
     return response, status
 
 
+# A console page's 404 (no such page, or one of another workspace's), here and in console.web.blueprint.
+NOT_FOUND_PAGE_MESSAGE = "Nothing here, or it belongs to another workspace."
+
+
 def _http_error_page(exc: HTTPException):
     """A console-styled page for a 4xx outside the API (an unknown path, a tampered form value) that no
     view answered with its own: werkzeug's bare page otherwise. Redirects and the rest pass through."""
     code = exc.code or 500
     if not 400 <= code < 500:
         return exc
-    if code == 404:
-        message = "Nothing here, or it belongs to another workspace."
-    else:
-        message = exc.description or exc.name
+    message = NOT_FOUND_PAGE_MESSAGE if code == 404 else (exc.description or exc.name)
     response = make_response(render_template("http_error.html", title=exc.name, message=message), code)
     if code == 405 and getattr(exc, "valid_methods", None):
         response.headers["Allow"] = ", ".join(exc.valid_methods)

@@ -22,6 +22,7 @@ from console.link import checks, outcomes, sandbox_data
 from console.link import models as m
 from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
+from console.link_tokens.services import has_expired
 from console.workspaces.models import Workspace
 from console.world import services as world
 from console.world.models import BENEFITS, Employer, Platform
@@ -147,7 +148,7 @@ class Flow:
             created_at=self.at,
         )
         db.session.add(self.row)
-        if self.at >= self.token.expires_at:
+        if has_expired(self.token, self.at):
             return  # opened too late: check_expiry ends it before anything is shown or created
         # Platform matching keeps its intro: it is where the person accepts the terms (spec rule 1).
         if self.token.skip_intro_screen and route != m.MATCHING:
@@ -157,7 +158,7 @@ class Flow:
         db.session.flush()
 
     def check_expiry(self) -> None:
-        if not self.row.finished and self.at >= self.token.expires_at:
+        if not self.row.finished and has_expired(self.token, self.at):
             self._fail(
                 "LINK_TOKEN_EXPIRED", "This link has expired. Start again from the app.", state=m.EXPIRED
             )

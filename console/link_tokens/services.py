@@ -40,6 +40,11 @@ class CreatedLinkToken:
     token: str
 
 
+def has_expired(token: LinkToken, at: datetime) -> bool:
+    """Whether Link no longer opens with the token at `at` (workspace clock): from its `expires_at` on."""
+    return at >= token.expires_at
+
+
 def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 

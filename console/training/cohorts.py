@@ -115,6 +115,13 @@ def membership(workspace_id: uuid.UUID) -> tuple[CohortMember, Cohort] | None:
     return (row[0], row[1]) if row else None
 
 
+def joined_as(cohort: Cohort, workspace_id: uuid.UUID) -> str | None:
+    """The member name a workspace joined `cohort` under, or None. A workspace joins once: a second join
+    from the same browser would leave a row on the trainer's grid that no browser answers for."""
+    found = membership(workspace_id)
+    return found[0].name if found is not None and found[1].id == cohort.id else None
+
+
 def members(cohort: Cohort) -> list[CohortMember]:
     return list(
         db.session.scalars(

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from flask import Blueprint, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
 
+from console.api.errors import NOT_FOUND_PAGE_MESSAGE
 from console.core.errors import ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.core.timeutil import parse_datetime, utcnow
@@ -98,8 +99,7 @@ def _clock_bar() -> dict:
 
 @bp.errorhandler(404)
 def _not_found(error):
-    message = "Nothing here, or it belongs to another workspace."
-    return render_template("console/error.html", title="Not found", message=message), 404
+    return render_template("console/error.html", title="Not found", message=NOT_FOUND_PAGE_MESSAGE), 404
 
 
 @bp.errorhandler(ServiceError)

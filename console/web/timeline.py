@@ -18,6 +18,7 @@ from console.events.models import Event
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
 from console.link_tokens.models import LinkToken
+from console.link_tokens.services import has_expired
 from console.scheduler.models import PENDING as TASK_PENDING
 from console.scheduler.models import ScheduledTask
 from console.web import deliveries, keyset
@@ -59,6 +60,11 @@ class Timeline:
     account_events: list[Event]
     jobs: list[JobTimeline]
     now: datetime
+
+    @property
+    def link_token_expired(self) -> bool:
+        """Its Link token no longer opens Link (False on an account's timeline)."""
+        return self.link_token is not None and has_expired(self.link_token, self.now)
 
 
 def _next_steps(workspace: Workspace, job_ids: list[uuid.UUID]) -> dict[str, ScheduledTask]:
@@ -196,4 +202,4 @@ def recent_link_tokens(
         ):
             jobs[job.link_token_id].append(job)
     now = clock_now(workspace)
-    return [TokenRow(t, jobs[t.id], t.expires_at <= now) for t in found.rows], found.next_cursor
+    return [TokenRow(t, jobs[t.id], has_expired(t, now)) for t in found.rows], found.next_cursor

@@ -164,13 +164,9 @@ def training_join(token: str):
 
 
 def _joined_as(cohort) -> str | None:
-    """This browser's name in the cohort if its workspace already joined it (a second join would leave a
-    row on the trainer's grid that no browser answers for any more)."""
+    """This browser's name in the cohort, if its workspace joined it already."""
     workspace = current_workspace()  # from the session: the join pages do not load a workspace
-    if workspace is None:
-        return None
-    found = cohorts.membership(workspace.id)
-    return found[0].name if found is not None and found[1].id == cohort.id else None
+    return cohorts.joined_as(cohort, workspace.id) if workspace is not None else None
 
 
 @bp.post("/training/join/<token>", endpoint="training_join_submit")
