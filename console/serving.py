@@ -6,7 +6,8 @@ One master process (Granian's) owns everything:
   running requests on up to `threads` Python threads. They never run worker loops.
 - one `console worker` process (a fresh interpreter) for the scheduler and webhook delivery loops,
   started with the server, restarted with a backoff if it dies, stopped with the server (a thread of
-  the master watches it).
+  the master watches it). It also writes the serving processes' request-log batches, handed to it on a
+  Unix socket (`REQUEST_LOG_SOCKET`, console.requestlog.handoff).
 
 Why Granian: its HTTP work (accepting, parsing, keep-alive, slow clients, writing responses) runs in
 Rust outside the GIL, and a Python thread is taken only to run the app. Under gunicorn's threaded
@@ -19,22 +20,28 @@ flight.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import gc
 import logging
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
 
 from flask import Flask
 
+from console.requestlog.handoff import SOCKET_NAME
+
 log = logging.getLogger(__name__)
 
+HANDOFF_ENV = "REQUEST_LOG_SOCKET"
 WORKER_COMMAND = (sys.executable, "-m", "console.cli", "worker")
 WORKER_STOP_SECONDS = 35  # the worker waits up to 30 s for its loops' in-flight work
 SERVING_STOP_SECONDS = 30  # requests in flight at a stop get this long before their process is killed
@@ -64,10 +71,12 @@ def default_workers() -> int:
 def serving_app() -> Flask:
     """The app of one serving process (Granian's factory; the README's scale-out command names it too)."""
     from console import create_app
+    from console.requestlog.writer import close_at_process_exit
     from console.runslots import RunSlots, RunSlotsMiddleware
 
     remember_a_stop_while_starting()  # again, for Granian's own command line (no fork hooks of ours)
     app = create_app()
+    close_at_process_exit()  # the request log's last rows, at a stop
     if app.config["RUN_CONCURRENCY"]:
         app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
     settle_heap()
@@ -340,6 +349,17 @@ class Supervision:
         self.supervisor.stop()
 
 
+def hand_request_logs_to_the_worker() -> None:
+    """Have the serving processes hand their request-log batches to the worker (console.requestlog.handoff),
+    on a socket in a private directory made for this run and removed with it, unless REQUEST_LOG_SOCKET
+    names one already. Set in the environment, which the serving processes and the worker inherit."""
+    if os.environ.get(HANDOFF_ENV):
+        return
+    directory = tempfile.mkdtemp(prefix="console-run-")  # 0700: only this user reaches the socket
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    os.environ[HANDOFF_ENV] = os.path.join(directory, SOCKET_NAME)
+
+
 def serve(
     *, host: str, port: int, workers: int, threads: int, run_worker: bool, pin_cpus: bool = True
 ) -> None:
@@ -375,6 +395,8 @@ def serve(
         lambda record: not record.getMessage().startswith("Configuration allows spawning up to")
     )
     guard_serving_forks()
+    if run_worker:
+        hand_request_logs_to_the_worker()
     supervision = Supervision(WorkerSupervisor()) if run_worker else None
     if supervision is not None:
         # Granian's master installs this method as its SIGTERM/SIGINT handler when it starts: the worker

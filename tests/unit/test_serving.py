@@ -10,10 +10,13 @@ import gc
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -23,6 +26,7 @@ from pathlib import Path
 import psycopg
 import pytest
 import requests
+import sqlalchemy
 
 from console import serving
 from console.serving import Supervision, WorkerSupervisor, default_workers
@@ -347,6 +351,7 @@ class Console:
         )
         self.session = requests.Session()
         self.session.trust_env = False
+        self.request_ids: dict[str, str] = {}  # of every API call made with `api`: its method and path
 
     def output(self) -> str:
         return self.log_path.read_text()
@@ -394,6 +399,7 @@ class Console:
             timeout=10,
         )
         assert response.status_code == 200, (path, response.status_code, response.text)
+        self.request_ids[response.headers["x-service-request-id"]] = f"{method} {path}"
         return response.json()["data"]
 
     def stop(self) -> int:
@@ -443,9 +449,16 @@ def _serving_pids_seen(console: Console, want: int, seconds: float = 15) -> set[
 
 @pytest.mark.slow
 def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, run_database):
-    console = Console(tmp_path, run_database, "--workers", "2", "--threads", "4")
+    handoff_dir = tempfile.mkdtemp(prefix="run-")  # a Unix socket's path must stay short
+    handoff_socket = os.path.join(handoff_dir, "request-log.sock")
+    console = Console(
+        tmp_path, run_database, "--workers", "2", "--threads", "4", env={"REQUEST_LOG_SOCKET": handoff_socket}
+    )
     try:
         health = console.wait_until_ready()
+        # The worker takes the serving processes' request-log batches there (console.requestlog.handoff).
+        mode = os.stat(handoff_socket).st_mode
+        assert stat.S_ISSOCK(mode) and stat.S_IMODE(mode) == 0o600
         serving, workers = console.processes()
         assert len(serving) == 2 and len(workers) == 1, (serving, workers, console.output())
         (worker_pid,) = workers
@@ -494,9 +507,23 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
     finally:
         children = set(_children(console.process.pid))
         status = console.stop()
+        shutil.rmtree(handoff_dir, ignore_errors=True)
     assert status == 0, console.output()
     assert children and all(_gone(pid) for pid in children), console.output()
     assert "Worker stopped" in console.output()
+    # Every API call is in the request log: those made while no worker took the batches (the serving
+    # processes wrote those themselves), and the last ones before the stop (each serving process flushes on
+    # its way out, though a multiprocessing child runs no atexit hook); and nothing else is.
+    engine = sqlalchemy.create_engine(run_database.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        with engine.connect() as connection:
+            logged = set(connection.scalars(sqlalchemy.text("SELECT request_id FROM console_requests")))
+    finally:
+        engine.dispose()
+    assert logged == set(console.request_ids), (
+        [call for request_id, call in console.request_ids.items() if request_id not in logged],
+        console.output(),
+    )
 
 
 @pytest.mark.slow
