@@ -6,8 +6,7 @@ One master process (Granian's) owns everything:
   running requests on up to `threads` Python threads. They never run worker loops.
 - one `console worker` process (a fresh interpreter) for the scheduler and webhook delivery loops,
   started with the server, restarted with a backoff if it dies, stopped with the server (a thread of
-  the master watches it). It also writes the serving processes' request-log batches, handed to it on a
-  Unix socket (`REQUEST_LOG_SOCKET`, console.requestlog.handoff).
+  the master watches it).
 
 Why Granian: its HTTP work (accepting, parsing, keep-alive, slow clients, writing responses) runs in
 Rust outside the GIL, and a Python thread is taken only to run the app. Under gunicorn's threaded
@@ -20,28 +19,22 @@ flight.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import gc
 import logging
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
 
 from flask import Flask
 
-from console.requestlog.handoff import SOCKET_NAME
-
 log = logging.getLogger(__name__)
 
-HANDOFF_ENV = "REQUEST_LOG_SOCKET"
 WORKER_COMMAND = (sys.executable, "-m", "console.cli", "worker")
 WORKER_STOP_SECONDS = 35  # the worker waits up to 30 s for its loops' in-flight work
 SERVING_STOP_SECONDS = 30  # requests in flight at a stop get this long before their process is killed
@@ -349,17 +342,6 @@ class Supervision:
         self.supervisor.stop()
 
 
-def hand_request_logs_to_the_worker() -> None:
-    """Have the serving processes hand their request-log batches to the worker (console.requestlog.handoff),
-    on a socket in a private directory made for this run and removed with it, unless REQUEST_LOG_SOCKET
-    names one already. Set in the environment, which the serving processes and the worker inherit."""
-    if os.environ.get(HANDOFF_ENV):
-        return
-    directory = tempfile.mkdtemp(prefix="console-run-")  # 0700: only this user reaches the socket
-    atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    os.environ[HANDOFF_ENV] = os.path.join(directory, SOCKET_NAME)
-
-
 def serve(
     *, host: str, port: int, workers: int, threads: int, run_worker: bool, pin_cpus: bool = True
 ) -> None:
@@ -395,8 +377,6 @@ def serve(
         lambda record: not record.getMessage().startswith("Configuration allows spawning up to")
     )
     guard_serving_forks()
-    if run_worker:
-        hand_request_logs_to_the_worker()
     supervision = Supervision(WorkerSupervisor()) if run_worker else None
     if supervision is not None:
         # Granian's master installs this method as its SIGTERM/SIGINT handler when it starts: the worker

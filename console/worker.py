@@ -1,6 +1,5 @@
 """The background worker: scheduled tasks, webhook deliveries, the sweep of expired Idempotency-Keys,
-collecting idle workspaces, (on SQLite) checkpointing the write-ahead log, and writing the request-log
-batches that serving processes hand over.
+collecting idle workspaces and (on SQLite) checkpointing the write-ahead log.
 
 Each loop is a class built with the app (`Loop(app)`) whose `run_forever(stop)` returns once the
 `stop` event is set and its in-flight work is done. Loops build their own app contexts and pass
@@ -35,7 +34,6 @@ LOOPS = (
     "console.idempotency.worker.SweepLoop",
     "console.workspaces.collection.CollectionLoop",
     "console.core.sqlite.CheckpointLoop",
-    "console.requestlog.handoff.ReceiveLoop",
 )
 JOIN_SECONDS = 30
 # How often the foreground worker looks at its loops and heartbeat (a stop signal wakes it at once).
@@ -144,8 +142,8 @@ def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> int:
     received: list[int] = []
     stop = stop_on_signals(received=received)
     start(app, loops, daemon=False, worker=worker)
-    # As in a serving process: the app and the loops' modules out of the collector's reach, so that the
-    # full collections that the request-log batches' objects bring on walk only what is new.
+    # As in a serving process: the app and the loops' modules out of the collector's reach, so that a full
+    # collection walks only what the loops made since.
     from console.serving import settle_heap
 
     settle_heap()

@@ -6,9 +6,6 @@ shapes and redacts the rows (`capture.prepared`), inserts them in one batch, ups
 is counted in its key's usage as `unlogged`, which the request log shows, instead of growing memory.
 The thread starts on the first request (so after a fork: serving processes each get their own), stops
 after a while with nothing to write, and a clean shutdown flushes what is left (`close`, at exit).
-
-With `REQUEST_LOG_SOCKET` set (`console run` sets it), a flush hands the batch, raw, to the worker process,
-which shapes and writes it (`console.requestlog.handoff`); a batch it cannot take is written here.
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from sqlalchemy import bindparam, insert, or_, select, update
 from console.core.direct import Direct
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.requestlog import capture, handoff
+from console.requestlog import capture
 from console.requestlog.models import KeyUsageDay
 from console.web.models import ConsoleRequest
 from console.workspaces.models import Workspace
@@ -58,7 +55,6 @@ class Writer:
         self.app = app
         self.interval = interval
         self.capacity = capacity
-        self.handoff_path = app.config["REQUEST_LOG_SOCKET"]
         self._reset()
         _writers.add(self)
 
@@ -73,8 +69,6 @@ class Writer:
         self._last_written: dict[Any, datetime] = {}  # key id -> last use written by this process
         self._thread: threading.Thread | None = None
         self._closed = False
-        # Where flushes go first (the worker process), or None: this process writes its own batches.
-        self.sender: handoff.Sender | None = handoff.Sender(self.handoff_path) if self.handoff_path else None
         # One connection of its own, kept between flushes (opening a SQLite connection and closing it
         # again cost more than the inserts: ~15 ms a flush), out of the pool (sized to request threads).
         if getattr(self, "_conn", None) is not None:
@@ -140,32 +134,16 @@ class Writer:
         return rows, usage, last_used
 
     def flush(self) -> bool:
-        """Write everything collected so far (from the thread, at shutdown, or a test); True if any.
-
-        Handed to the worker when there is one to hand it to, else written here.
-        """
+        """Write everything collected so far (from the thread, at shutdown, or a test); True if any."""
         rows, usage, last_used = self._take()
         if not (rows or usage or last_used):
             return False
-        sender = self.sender
-        if sender is not None:
-            for row in rows:  # what the log keeps of a body (capture.text), not a whole download
-                for name in ("request_body", "response_body"):
-                    if len(row[name]) > capture.MAX_BODY_CHARS:
-                        row[name] = row[name][: capture.MAX_BODY_CHARS]
-            rows, usage, last_used = sender.hand_over(rows, usage, last_used)
-            if not (rows or usage or last_used):
-                return True
-        self.write_batch(rows, usage, last_used)
-        return True
-
-    def write_batch(self, rows: list, usage: dict, last_used: dict) -> None:
-        """Write one batch (this process's, or one a serving process handed to the worker)."""
         try:
             with self._write_lock:
                 self._write(rows, usage, last_used)
         except Exception:  # the thread must outlive a bad batch; what it held is lost, and said so
             log.warning("Request log: %d rows not written", len(rows), exc_info=True)
+        return True
 
     def _write(self, rows: list, usage: dict, last_used: dict) -> None:
         with self.app.app_context():
@@ -235,8 +213,6 @@ class Writer:
         self.flush()
         with self._write_lock:
             self._drop_connection()
-        if self.sender is not None:
-            self.sender.close()
 
     @contextlib.contextmanager
     def _transaction(self, engine):
