@@ -12,7 +12,9 @@ import csv
 import hashlib
 import hmac
 import io
+import re
 import secrets
+import unicodedata
 import uuid
 from dataclasses import dataclass
 
@@ -189,15 +191,31 @@ def cohort_pulse(cohort: Cohort) -> str:
     return pulse(ids, extra=",".join(str(i) for i in ids))
 
 
+# What makes a spreadsheet read a cell as a formula (or, for "|", a DDE command in older Excel).
+FORMULA_STARTS = ("=", "+", "-", "@", "|", "\t", "\r")
+
+
 def _cell(text: str) -> str:
     """A CSV cell a spreadsheet will not run as a formula."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    return "'" + text if text[:1] in FORMULA_STARTS else text
+
+
+def export_filename(cohort: Cohort) -> str:
+    """`cohort-<name as lowercase ASCII words>.csv` (a trainer downloads several), else with the cohort's id."""
+    ascii_name = unicodedata.normalize("NFKD", cohort.name).encode("ascii", "ignore").decode()
+    slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].strip("-")
+    return f"cohort-{slug or cohort.id}.csv"
 
 
 def export_csv(cohort: Cohort) -> str:
-    """One row per trainee: name, joined, then each exercise's done (yes/no) and reason."""
+    """One row per trainee: name, joined, then each exercise's done (yes/no) and reason.
+
+    Starts with a byte-order mark: without one, Excel reads the file as the system's code page and garbles
+    names outside ASCII (Numbers, LibreOffice and Google Sheets read it either way).
+    """
     chosen = [e for e in exercises.CURRICULUM if e.key in cohort.exercises]
     out = io.StringIO()
+    out.write("\ufeff")
     writer = csv.writer(out)
     header = ["trainee", "joined_at", "done"]
     for exercise in chosen:

@@ -379,16 +379,24 @@ def test_the_grid_updates_live_and_links_each_reason(app, trainer, cohort, train
 
 def test_csv_export(app, trainer, cohort, trainee):
     grace = join(app, cohort, "=HYPERLINK(1)")
+    join(app, cohort, "|cmd")
+    join(app, cohort, "Zoë Ørsted")
     new_token(backend(app, trainee))
     response = trainer.get(f"/training/{cohort['id']}/export.csv")
     assert response.status_code == 200 and response.mimetype == "text/csv"
-    assert "attachment" in response.headers["Content-Disposition"]
-    rows = list(csv.reader(io.StringIO(response.get_data(as_text=True))))
+    with app.app_context():
+        name = db.session.get(Cohort, uuid.UUID(cohort["id"])).name
+    expected = "cohort-" + "-".join(re.findall(r"[a-z0-9]+", name.lower())) + ".csv"
+    assert response.headers["Content-Disposition"] == f'attachment; filename="{expected}"'
+    body = response.get_data()
+    assert body.startswith("\ufeff".encode())  # Excel reads non-ASCII names right only with it
+    rows = list(csv.reader(io.StringIO(body.decode("utf-8-sig"))))
     header = rows[0]
     assert header[:3] == ["trainee", "joined_at", "done"]
     assert header[3:5] == ["link_token", "link_token_reason"] and len(header) == 3 + 2 * len(exercises.KEYS)
     by_name = {row[0]: dict(zip(header, row, strict=True)) for row in rows[1:]}
-    assert set(by_name) == {"Ada", "'=HYPERLINK(1)"}  # a formula-looking name is neutralised
+    # Formula-looking names are neutralised; others are kept as typed.
+    assert set(by_name) == {"Ada", "'=HYPERLINK(1)", "'|cmd", "Zoë Ørsted"}
     assert by_name["Ada"]["link_token"] == "yes" and by_name["Ada"]["done"] == f"1/{len(exercises.KEYS)}"
     assert by_name["'=HYPERLINK(1)"]["link_token"] == "no"
     assert "POST /v1/link_tokens" in by_name["'=HYPERLINK(1)"]["link_token_reason"]
@@ -438,3 +446,18 @@ def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
 def test_the_training_page_points_a_trainee_to_their_exercises(app, trainee):
     assert "/training/me" in trainee.get("/training").get_data(as_text=True)
     assert "your exercises" not in Visitor(app.test_client()).get("/training").get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    "name, filename",
+    [
+        ("Onboarding \u2013 Zoë's class, March", "cohort-onboarding-zoe-s-class-march.csv"),
+        ("!!!", None),  # nothing left: the cohort's id
+        ("x" * 100, "cohort-" + "x" * 60 + ".csv"),
+    ],
+)
+def test_the_export_is_named_after_the_cohort(app, name, filename):
+    from console.training.cohorts import export_filename
+
+    cohort = Cohort(id=uuid.uuid4(), name=name)
+    assert export_filename(cohort) == (filename or f"cohort-{cohort.id}.csv")

@@ -146,7 +146,7 @@ def training_trainee(cohort_id: str, member_id: str):
 @bp.get("/training/<cohort_id>/export.csv", endpoint="training_export")
 def training_export(cohort_id: str):
     cohort = _trainer_cohort(cohort_id)
-    filename = f"cohort-{cohort.id}.csv"
+    filename = cohorts.export_filename(cohort)
     return Response(
         cohorts.export_csv(cohort),
         mimetype="text/csv",
