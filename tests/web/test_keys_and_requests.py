@@ -12,8 +12,9 @@ import types
 from html import unescape
 from unittest import mock
 
-from sqlalchemy import select
+from sqlalchemy import func, select, update
 
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.web import exchanges
@@ -226,3 +227,26 @@ def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):
         visitor.post("/reference/try", {"method": "GET", "path": "/webhooks", "mode": "moon"}).status_code
         == 400
     )
+
+
+def test_the_reference_says_when_the_mode_has_no_key_instead_of_showing_a_bare_401(app, visitor):
+    visitor.get("/reference")
+    assert (
+        visitor.post("/reference/try", {"method": "GET", "path": "/webhooks", "mode": "sandbox"}).status_code
+        == 200
+    )
+    with app.app_context():
+        db.session.execute(
+            update(ApiKey)
+            .where(ApiKey.workspace_id == visitor.workspace_id, ApiKey.mode == "development")
+            .values(revoked_at=utcnow())
+        )
+        db.session.commit()
+        logged = db.session.scalar(select(func.count()).select_from(ConsoleRequest))
+    html = visitor.post(
+        "/reference/try", {"method": "GET", "path": "/webhooks", "mode": "development"}, htmx=True
+    ).get_data(as_text=True)
+    assert "no active development key" in html and 'href="/keys"' in html
+    assert "401" in html  # what the API would have answered, said in words
+    with app.app_context():  # nothing was sent
+        assert db.session.scalar(select(func.count()).select_from(ConsoleRequest)) == logged

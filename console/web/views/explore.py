@@ -12,10 +12,11 @@ from console.keys.models import ApiKey
 from console.keys.services import list_keys, secret_of
 from console.modes import MODES, SANDBOX
 from console.web import reference, requestlog
+from console.web.apiclient import ApiClient
 from console.web.blueprint import bp, render_htmx
 from console.web.exchanges import masked_secret
 from console.web.exchanges import view as exchange_view
-from console.web.workspace_session import api_client, console_key, ensure_workspace
+from console.web.workspace_session import console_key, ensure_workspace
 from console.world import services as world
 from console.world.models import Beneficiary
 
@@ -176,8 +177,12 @@ def reference_try():
         except ValueError:
             return render_template("console/_try_result.html", message="The body is not valid JSON.")
     workspace = ensure_workspace()
-    client = api_client(workspace, mode)
-    row = client.call(op.method, path, body=body, params=params, step="reference")
-    return render_template(
-        "console/_try_result.html", message=None, exchange=exchange_view(row, console_key(workspace, mode))
-    )
+    key = console_key(workspace, mode)
+    if key is None:  # sent anyway, it would only show a 401 without saying why
+        return render_template(
+            "console/_try_result.html",
+            message=f"This workspace has no active {mode} key, so the API would refuse the call (401).",
+            missing_key=True,
+        )
+    row = ApiClient(workspace.id, mode, key).call(op.method, path, body=body, params=params, step="reference")
+    return render_template("console/_try_result.html", message=None, exchange=exchange_view(row, key))
