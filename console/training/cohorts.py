@@ -100,12 +100,32 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
     (and registers the console's inbox, as for every console workspace)."""
     cleaned = clean_name(name, what="yourself")
+    taken = _same_name(cohort, cleaned)
+    if (
+        taken is not None
+    ):  # two identical rows on the grid and in the export: the trainer could not tell them apart
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "name",
+                    f"Someone in this class already joined as {taken}: add an initial or a surname "
+                    "so that your trainer can tell you apart.",
+                )
+            ]
+        )
     workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
     create_key(workspace.id, SANDBOX, "Training")
     member = CohortMember(cohort_id=cohort.id, workspace_id=workspace.id, name=cleaned, joined_at=utcnow())
     db.session.add(member)
     db.session.flush()
     return member, workspace
+
+
+def _same_name(cohort: Cohort, name: str) -> str | None:
+    """A member's name that reads the same as `name` (case and runs of spaces aside), or None."""
+    wanted = " ".join(name.casefold().split())
+    names = db.session.scalars(select(CohortMember.name).where(CohortMember.cohort_id == cohort.id))
+    return next((n for n in names if " ".join(n.casefold().split()) == wanted), None)
 
 
 def membership(workspace_id: uuid.UUID) -> tuple[CohortMember, Cohort] | None:

@@ -162,6 +162,27 @@ def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):
         assert db.session.scalars(select(CohortMember)).all() == []
 
 
+def test_a_second_browser_cannot_join_under_a_name_already_taken(app, cohort, trainee):
+    """Two identical rows on the trainer's grid and in the export could not be told apart."""
+    visitor = Visitor(app.test_client())
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    visitor.get(path)
+    response = visitor.post(path, {"name": "  ADA "})
+    page = unescape(response.get_data(as_text=True))
+    assert response.status_code == 400
+    assert "Someone in this class already joined as Ada: add an initial or a surname" in page
+    assert 'value="  ADA "' in page  # what was typed stays in the field
+    with app.app_context():
+        assert [m.name for m in db.session.scalars(select(CohortMember))] == ["Ada"]
+        assert (
+            db.session.scalar(select(func.count()).select_from(Workspace)) == 1
+        )  # Ada's: none for the refused
+    assert visitor.post(path, {"name": "Ada L."}).status_code == 302
+    # The same name in another cohort is fine.
+    other = create_cohort(Visitor(app.test_client()))
+    join(app, other, "Ada")
+
+
 def test_a_cohort_needs_a_name_and_known_exercises(trainer):
     trainer.get("/training")
     response = trainer.post("/training/cohorts", {"name": "", "exercises": ["nope"]})
