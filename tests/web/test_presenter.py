@@ -352,6 +352,17 @@ def test_restart_runs_on_a_fresh_workspace(app, visitor):
     assert "No calls yet." in page or "/sandbox/v1/link_tokens" not in page
 
 
+def test_opening_a_story_again_says_the_backend_panel_shows_an_earlier_run(app, visitor):
+    key = "10-standard-switch"
+    assert "data-earlier-run" not in visitor.get(f"/present/{key}").get_data(as_text=True)  # nothing ran yet
+    run_step(app, visitor, key, 2)
+    assert "data-earlier-run" not in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
+    page = visitor.get(f"/present/{key}").get_data(as_text=True)  # the story's title again, not restarted
+    assert "The backend panel still shows an earlier run: press r (Restart) for fresh data." in page
+    restarted = visitor.post(f"/present/{key}/restart").headers["Location"]
+    assert "data-earlier-run" not in visitor.get(restarted).get_data(as_text=True)
+
+
 def test_unknown_story_and_step_are_404(visitor):
     assert visitor.get("/present/nope").status_code == 404
     assert visitor.post(step_url("10-standard-switch", 99)).status_code == 404

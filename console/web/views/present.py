@@ -128,6 +128,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
     unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
     opens = step is not None and step.action == "open_link" and request.args.get("open") == "1"
     next_step = story.steps[number] if number < len(story.steps) else None
+    backend = backend_context()
     return render_template(
         "console/present.html",
         story=story,
@@ -141,7 +142,11 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         failure=failure,
         open_token=unused_token if opens else None,
         unused_token=unused_token,
-        **backend_context(),
+        # The story's title with the backend panel still full of a run before it (the stage was opened
+        # again, not restarted): the prospect would see that run's webhooks as this one's.
+        # (A fresh workspace has calls of its own, the inbox's registration, but no Link token nor webhook.)
+        earlier_run=number == 0 and (kept is not None or bool(backend["messages"])),
+        **backend,
     ), status
 
 
