@@ -101,9 +101,8 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     (and registers the console's inbox, as for every console workspace)."""
     cleaned = clean_name(name, what="yourself")
     taken = _same_name(cohort, cleaned)
-    if (
-        taken is not None
-    ):  # two identical rows on the grid and in the export: the trainer could not tell them apart
+    # Two identical rows on the grid and in the export: the trainer could not tell them apart.
+    if taken is not None:
         raise ValidationFailed(
             [
                 FieldError(
