@@ -172,9 +172,10 @@ def step():
     action = ACTIONS.get(request.form.get("action", ""))
     if action is None:
         abort(400)
+    leaving = request.form.get("action") == "exit"
     try:
         flow = _load(token)
-        if not flow.row.finished or request.form.get("action") == "exit":
+        if not flow.row.finished or leaving:
             with contextlib.suppress(link_flow.StaleStep):
                 action(flow, request.form)
         db.session.commit()
@@ -183,9 +184,13 @@ def step():
         db.session.rollback()
         flow = _load(token)
         flow.events = []
+        if leaving:
+            # The person still asked to leave, and the exit event is what tells the SDK to close Link:
+            # without it, Link stayed open on its goodbye screen.
+            flow.exit()
         db.session.commit()
     ctx = presenters.screen(flow)
-    if request.form.get("action") == "exit":
+    if leaving:
         # Whatever state the flow ended in, the person asked to leave: show the goodbye screen.
         ctx.update(template="exit", title=presenters.TITLES[m.EXITED])
     return _render(ctx, flow.events)
