@@ -16,6 +16,7 @@ from tests.browser.test_console_walkthrough import (
     login,
     open_link,
     start,
+    wait_link_closed,
 )
 
 
@@ -52,7 +53,7 @@ def finish_federal(frame, page, ssn: str) -> None:
     frame.get_by_role("button", name="Confirm").click()
     frame.get_by_text("was submitted").wait_for()
     frame.get_by_role("button", name="Done").click()
-    page.locator(LINK_FRAME).wait_for(state="detached")
+    wait_link_closed(page)
 
 
 # Each preset: what step 4 must tell the person (all from the sandbox test data), and how a person

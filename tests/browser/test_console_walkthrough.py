@@ -80,7 +80,19 @@ def confirm_and_close(frame, page) -> None:
     frame.get_by_role("button", name="Continue").click()
     frame.get_by_role("button", name="Confirm").click()
     frame.get_by_role("button", name="Done").click()
-    page.locator(LINK_FRAME).wait_for(state="detached")
+    wait_link_closed(page)
+
+
+def wait_link_closed(page) -> None:
+    """Wait for the SDK to remove Link; if it does not, say which screen Link was left on (and its alert)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.locator(LINK_FRAME).wait_for(state="detached")
+    except PlaywrightTimeout:
+        screen = page.frame_locator(LINK_FRAME).locator("#link-screen")
+        where = screen.evaluate("s => [s.dataset.screen, s.innerText.slice(0, 400)]", timeout=2_000)
+        raise AssertionError(f"Link did not close; it shows {where!r}") from None
 
 
 def client_events(page) -> list[str]:

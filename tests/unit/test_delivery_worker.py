@@ -101,7 +101,9 @@ def test_a_hanging_endpoint_does_not_delay_the_others(app, ctx):
             held = len(hang.requests)  # counted while they hang: once released, the queued ones follow
             hang.release()
         delays = [r["at"] - written[eid] for r, eid in zip(fine.requests, fine.event_ids(), strict=True)]
-        assert max(delays) < 1.0, delays
+        # Tens of ms each on a quiet machine; a loaded one (CI's two cores) has shown one at 1.08 s. Stuck
+        # behind the hanging webhook they would wait until its release, after every one of the 30 arrived.
+        assert max(delays) < 2.5, delays
         assert held == 64  # capped per webhook: half of the 128 sender threads
 
 

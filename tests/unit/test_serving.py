@@ -86,16 +86,23 @@ def test_supervisor_backs_off_while_the_worker_keeps_dying():
     assert gaps[1] > gaps[0] + 0.15, gaps
 
 
-def test_supervisor_kills_a_worker_that_ignores_sigterm():
+def test_supervisor_kills_a_worker_that_ignores_sigterm(tmp_path):
+    ready = tmp_path / "ignoring"
     stubborn = [
         sys.executable,
         "-c",
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)",
+        "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "pathlib.Path(sys.argv[1]).touch(); time.sleep(60)",
+        str(ready),
     ]
     supervisor = WorkerSupervisor(stubborn)
     supervisor.keep_running()
     pid = supervisor.pid
-    time.sleep(0.5)  # let it install its handler
+    # Until it ignores SIGTERM, SIGTERM ends it at once (a loaded machine can take over 0.5 s to get there).
+    deadline = time.monotonic() + 15
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ready.exists()
     started = time.monotonic()
     supervisor.stop(timeout=1)
     assert 0.9 < time.monotonic() - started < 5
