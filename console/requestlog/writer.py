@@ -26,6 +26,7 @@ from typing import Any
 
 from flask import Flask
 from sqlalchemy import bindparam, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
 
 from console.core.direct import Direct
 from console.extensions import db
@@ -158,21 +159,26 @@ class Writer:
             try:
                 with self._transaction(engine) as conn:
                     _upsert_usage(conn, usage)
-                    if last_used:
-                        keys = ApiKey.__table__
-                        conn.execute(
-                            update(keys)
-                            .where(
-                                keys.c.id == bindparam("key_id"),
-                                or_(
-                                    keys.c.last_used_at.is_(None), keys.c.last_used_at < bindparam("used_at")
-                                ),
-                            )
-                            .values(last_used_at=bindparam("used_at")),
-                            [{"key_id": k, "used_at": t} for k, t in last_used.items()],
-                        )
-            except Exception:  # a workspace deleted meanwhile, or the database away: counts are lost
+                    _mark_last_used(conn, last_used)
+            except IntegrityError:
+                # A workspace (or key) deleted meanwhile: its counts cannot be written, and must not take
+                # the other workspaces' counts of the same batch with them (a room of trainees, one resets).
+                self._write_usage_one_by_one(engine, usage, last_used)
+            except Exception:  # the database away: counts are lost, and said so
                 log.warning("Request usage not written (%d keys)", len(usage), exc_info=True)
+
+    def _write_usage_one_by_one(self, engine, usage: dict, last_used: dict) -> None:
+        lost = 0
+        for key, counts in usage.items():
+            try:
+                with self._transaction(engine) as conn:
+                    _upsert_usage(conn, {key: counts})
+            except IntegrityError:
+                lost += 1
+        with self._transaction(engine) as conn:
+            _mark_last_used(conn, last_used)  # an UPDATE: a deleted key matches no row
+        if lost:
+            log.info("Request usage of %d keys not written: their workspace or key is gone", lost)
 
     def _insert_rows(self, engine, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Insert the batch in chunks; a chunk that fails (a workspace deleted meanwhile) goes row by row.
@@ -261,6 +267,21 @@ def _fill_clock(
     for row in rows:
         if row.get("clock_at") is None:
             row["clock_at"] = row["created_at"] + timedelta(seconds=offsets.get(row["workspace_id"]) or 0.0)
+
+
+def _mark_last_used(conn, last_used: dict) -> None:
+    if not last_used:
+        return
+    keys = ApiKey.__table__
+    conn.execute(
+        update(keys)
+        .where(
+            keys.c.id == bindparam("key_id"),
+            or_(keys.c.last_used_at.is_(None), keys.c.last_used_at < bindparam("used_at")),
+        )
+        .values(last_used_at=bindparam("used_at")),
+        [{"key_id": k, "used_at": t} for k, t in last_used.items()],
+    )
 
 
 def _upsert_usage(conn, usage: dict[tuple, dict[str, int]]) -> None:

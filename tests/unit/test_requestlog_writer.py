@@ -122,6 +122,22 @@ def test_a_full_queue_counts_what_it_drops(app, client, workspace):
     assert (usage.requests, usage.unlogged) == (5, 3)
 
 
+def test_usage_of_a_workspace_deleted_meanwhile_costs_only_its_own_counts(app, client, workspace):
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+    for _ in range(3):
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    gone = next(iter(writer._usage))
+    # Counts of a key whose workspace was deleted (a trainee's reset) since its requests were counted.
+    writer._usage[(uuid.uuid4(), uuid.uuid4(), "sandbox", gone[3])] = dict(writer._usage[gone])
+    writer.close()
+    assert _usage(app, workspace.key_ids["sandbox"]).requests == 3  # lost with the other key's, before
+    with app.app_context():
+        assert len(db.session.scalars(select(KeyUsageDay)).all()) == 1  # the deleted key's: not written
+        key = db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"]))
+        assert key.last_used_at is not None
+
+
 def test_usage_counts_by_status_class_and_bills_production(app, client, workspace, api_for):
     writer = _writer(app, interval=3600)
     sandbox, production = api_for("sandbox"), api_for("production")
