@@ -80,7 +80,8 @@ class StoredResponse:
 def check_key(value: str) -> str:
     """The header's value if it is 1-255 printable ASCII characters, else a 400 naming the header."""
     if not value:
-        problem = "must not be empty"
+        # Granian hands the app an empty value for a header sent with non-ASCII bytes: say what a key is.
+        problem = "must not be empty: 1-255 printable ASCII characters (a UUID is a good key)"
     elif len(value) > MAX_KEY_LENGTH:
         problem = f"must be at most {MAX_KEY_LENGTH} characters"
     elif not all(" " <= ch <= "~" for ch in value):

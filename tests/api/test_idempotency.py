@@ -302,6 +302,8 @@ def test_a_bad_key_is_400_naming_the_header(app, api, key):
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_IDEMPOTENCY_KEY")
     assert [field["name"] for field in error["fields"]] == ["Idempotency-Key"]
     assert link_token_count(app) == 0
+    if key in ("", "café"):  # behind Granian a non-ASCII value arrives empty: both name the rule
+        assert "printable ASCII" in error["message"], error
 
 
 def test_a_key_of_255_printable_characters_is_accepted(api):
