@@ -23,7 +23,7 @@ class LinkToken(IdMixin, CreatedAtMixin, db.Model):
     # Only a hash of the opaque token is stored; the token itself is returned once.
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
     org_name: Mapped[str] = mapped_column(String(200))
-    end_user_id: Mapped[str | None] = mapped_column(String(255), index=True)
+    end_user_id: Mapped[str | None] = mapped_column(String(255))  # no index: nothing looks tokens up by it
     required_jobs: Mapped[list[Any]]
     targets: Mapped[list[Any]]
     # Personal data for platform matching: kept only until the flow ends, then erased (spec §8).
