@@ -52,6 +52,12 @@ def check_version() -> str:
     if value is None:
         raise ServiceError("Missing Service-Version header.", code="MISSING_VERSION_HEADER")
     value = value.strip()
+    if not value:  # as for x-api-secret: a non-ASCII value arrives empty behind Granian
+        raise ServiceError(
+            "The Service-Version header is empty (a value with non-ASCII characters arrives empty); "
+            f"supported versions are {', '.join(SUPPORTED_VERSIONS)}.",
+            code="UNSUPPORTED_VERSION",
+        )
     if value not in SUPPORTED_VERSIONS:
         raise ServiceError(
             f"Unsupported Service-Version {value!r}; supported versions are {', '.join(SUPPORTED_VERSIONS)}.",

@@ -100,8 +100,15 @@ def authenticate(secret: str | None, mode: str) -> Snapshot:
     The secret is found by its hash, so no comparison ever runs over the secret
     itself; the stored hash is still compared in constant time as a second guard.
     """
-    if not secret:
+    if secret is None:
         raise Unauthorized("Missing x-api-secret header.", code="MISSING_API_SECRET")
+    if not secret:
+        # Granian (`console run`) hands the app an empty value for a header sent with non-ASCII bytes: a
+        # secret pasted with a stray typographic character would otherwise read as "missing".
+        raise Unauthorized(
+            "The x-api-secret header is empty (a value with non-ASCII characters arrives empty).",
+            code="MISSING_API_SECRET",
+        )
     digest = key_secrets.hash_secret(secret)
     key = _key_with_workspace(digest)
     if key is None or not hmac.compare_digest(key.secret_hash, digest):

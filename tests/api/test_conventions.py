@@ -46,6 +46,15 @@ def test_missing_secret_is_401(client):
     )
 
 
+def test_an_empty_secret_says_so_and_why_it_may_be(client):
+    # Behind Granian (`console run`) a header value with non-ASCII bytes reaches the app empty.
+    response = Api(client, "").post("/link_tokens", json=VALID)
+    error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET")
+    assert "is empty" in error["message"] and "non-ASCII" in error["message"]
+    absent = assert_error(Api(client, None).post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST")
+    assert absent["message"] == "Missing x-api-secret header."
+
+
 def test_wrong_secret_is_401(client, workspace):
     response = Api(client, workspace.secrets["sandbox"] + "x").post("/link_tokens", json=VALID)
     assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
@@ -71,6 +80,13 @@ def test_missing_version_header_is_400(api):
 def test_unsupported_version_names_the_supported_ones(api):
     response = api.post("/link_tokens", json=VALID, headers={"Service-Version": "2020-01-01"})
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_VERSION")
+    assert "2023-04-18" in error["message"] and "2023-11-22" in error["message"]
+
+
+def test_an_empty_version_says_so_and_names_the_supported_ones(api):
+    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": " "})
+    error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_VERSION")
+    assert "is empty" in error["message"] and "non-ASCII" in error["message"]
     assert "2023-04-18" in error["message"] and "2023-11-22" in error["message"]
 
 
