@@ -19,8 +19,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.web import linkform
 from console.web.models import ConsoleRequest
-from console.world.seed_data import PLATFORM_IDS
-from tests.conftest import Api
+from tests.web.linkflow import token_at_allocation
 from tests.web.test_walkthrough import link_token_form
 
 ZERO_UUID = "00000000-0000-0000-0000-000000000000"
@@ -134,29 +133,9 @@ def test_the_form_turns_only_plain_integers_into_numbers():
         assert linkform.body_from_form({"amount": odd}, [])["amount"] == odd
 
 
-def _at_allocation(client, workspace) -> str:
-    api = Api(client, workspace.secrets["sandbox"])
-    token = api.post(
-        "/link_tokens",
-        json={
-            "org_name": "Acme",
-            "required_jobs": ["direct_deposit_switch"],
-            "platform_id": str(PLATFORM_IDS["paycrest"]),
-            "skip_intro_screen": True,
-            "allocation": {
-                "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
-            },
-        },
-    ).get_json()["data"]["token"]
-    client.get(f"/sandbox/link?token={token}")
-    step = {"token": token, "action": "login", "username": "user_good", "password": "pass_good"}
-    assert 'data-screen="allocation"' in client.post("/sandbox/link/step", data=step).get_data(as_text=True)
-    return token
-
-
 @pytest.mark.parametrize("amount", ["9" * 5000, "9e999998", "1e999990", "-1e999999", "²", "NaN", "1e-999999"])
 def test_link_explains_an_odd_amount(client, workspace, amount):
-    token = _at_allocation(client, workspace)
+    token = token_at_allocation(client, workspace)
     step = {"token": token, "action": "allocation", "type": "amount", "amount": amount}
     response = client.post("/sandbox/link/step", data=step, headers={"HX-Request": "true"})
     assert response.status_code == 200
@@ -166,7 +145,7 @@ def test_link_explains_an_odd_amount(client, workspace, amount):
 
 @pytest.mark.parametrize("field", ["percent", "target_index"])
 def test_link_explains_a_huge_percent_or_target(client, workspace, field):
-    token = _at_allocation(client, workspace)
+    token = token_at_allocation(client, workspace)
     step = {"token": token, "action": "allocation", "type": "percent", "percent": "50", field: "9" * 5000}
     response = client.post("/sandbox/link/step", data=step, headers={"HX-Request": "true"})
     assert response.status_code == 200
@@ -174,7 +153,7 @@ def test_link_explains_a_huge_percent_or_target(client, workspace, field):
 
 
 def test_a_nul_reaching_link_is_its_error_screen(client, workspace):
-    token = _at_allocation(client, workspace)
+    token = token_at_allocation(client, workspace)
     for response in (
         client.get(f"/sandbox/link?token={token}&q=%00"),
         client.get(f"/sandbox/link/search?token={token}&q=a%00"),

@@ -9,33 +9,7 @@ import re
 from sqlalchemy.orm.exc import StaleDataError
 
 from console.link import flow as link_flow
-from console.world.seed_data import PLATFORM_IDS
-from tests.conftest import Api
-
-
-def _token_at_allocation(client, workspace) -> str:
-    token = (
-        Api(client, workspace.secrets["sandbox"])
-        .post(
-            "/link_tokens",
-            json={
-                "org_name": "Acme",
-                "required_jobs": ["direct_deposit_switch"],
-                "platform_id": str(PLATFORM_IDS["paycrest"]),
-                "skip_intro_screen": True,
-                "allocation": {
-                    "targets": [
-                        {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
-                    ]
-                },
-            },
-        )
-        .get_json()["data"]["token"]
-    )
-    client.get(f"/sandbox/link?token={token}")
-    step = {"token": token, "action": "login", "username": "user_good", "password": "pass_good"}
-    assert 'data-screen="allocation"' in client.post("/sandbox/link/step", data=step).get_data(as_text=True)
-    return token
+from tests.web.linkflow import token_at_allocation
 
 
 def _events(page: str) -> list[str]:
@@ -45,7 +19,7 @@ def _events(page: str) -> list[str]:
 
 
 def test_an_exit_that_loses_a_race_still_tells_the_sdk_to_close(client, workspace, monkeypatch):
-    token = _token_at_allocation(client, workspace)
+    token = token_at_allocation(client, workspace)
     real_exit = link_flow.Flow.exit
     calls = []
 
