@@ -563,8 +563,12 @@ def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
     output = (tmp_path / "console.log").read_text()
+    # Under 10 s is also what shows that no serving process hung: Granian kills one that has not stopped only
+    # once SERVING_STOP_SECONDS (30 s) have passed. Its "Killing worker-N after it refused to gracefully stop"
+    # is not checked: it was once printed within 10 s for a process that had exited, on a loaded machine
+    # (probably multiprocessing's is_alive() racing another thread's reap of that child; not reproduced).
+    assert serving.SERVING_STOP_SECONDS >= 30
     assert status == 0 and took < 10, (took, output)
-    assert "refused to gracefully stop" not in output
     assert all(_gone(pid) for pid in group), output
 
 
