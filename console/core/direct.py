@@ -44,7 +44,10 @@ class _Compiled:
         self.sql = compiled.string
         self.positional = compiled.positional
         self.names = list(compiled.positiontup) if compiled.positional else list(compiled.bind_names.values())
-        self.binds = dict(compiled._bind_processors)
+        self.binds = {
+            name: _quicker_bind(compiled.binds[name].type, dialect, process)
+            for name, process in compiled._bind_processors.items()
+        }
         # Values written into the statement (not parameters at call time), by bind name; a parameter
         # missing at call time is a KeyError, never a silent NULL.
         self.defaults = {
@@ -160,6 +163,26 @@ def _utc_datetime_from_text(standard: Callable, value: Any) -> Any:
         if parsed is not None and parsed.tzinfo is UTC:
             return parsed
     return standard(value)  # None, or text of another shape
+
+
+def _quicker_bind(type_: Any, dialect: Any, standard: Callable) -> Callable:
+    """SQLAlchemy's bind processor for `type_`, or a quicker one storing the same text where there is one.
+
+    Why: on SQLite a UTC datetime is stored as text, made by `UTCDateTime` (to UTC, then naive) and the
+    dialect's `%`-formatting of seven fields, ~3 µs a value; a Link token's INSERTs and each request-log row
+    bind several.
+    """
+    if dialect.name == "sqlite" and isinstance(type_, UTCDateTime):
+        return functools.partial(_utc_datetime_to_text, standard)
+    return standard
+
+
+def _utc_datetime_to_text(standard: Callable, value: Any) -> Any:
+    """SQLite's stored text of an aware UTC datetime (`2026-11-26 13:40:00.123456`), as `standard` makes it."""
+    if value.__class__ is datetime and value.tzinfo is UTC:
+        text = value.isoformat(" ")[:-6]  # without its "+00:00"
+        return text if value.microsecond else text + ".000000"  # isoformat leaves zero microseconds out
+    return standard(value)  # None, another zone (converted to UTC there), or a naive one (refused there)
 
 
 class Direct:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import uuid
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import Uuid, bindparam, event, exc, insert, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from console.core.base import UTCDateTime
-from console.core.direct import Direct, _quicker_processor, _uuid_text_processor
+from console.core.direct import Direct, _quicker_bind, _quicker_processor, _uuid_text_processor
 from console.core.rows import insert_now
 from console.core.timeutil import utcnow
 from console.extensions import db
@@ -302,6 +302,29 @@ def test_other_databases_keep_sqlalchemys_processors():
     for type_ in (Uuid(), UTCDateTime()):
         standard = type_._cached_result_processor(dialect, None)
         assert _quicker_processor(type_, dialect, standard) is standard
+        standard_bind = type_._cached_bind_processor(dialect)
+        assert _quicker_bind(type_, dialect, standard_bind) is standard_bind
+
+
+def test_the_quicker_sqlite_datetime_bind_stores_the_text_sqlalchemy_would():
+    dialect = sqlite.dialect()
+    standard = UTCDateTime()._cached_bind_processor(dialect)
+    quicker = _quicker_bind(UTCDateTime(), dialect, standard)
+    assert quicker is not standard  # the quicker path is the one under test
+    values = [
+        None,
+        datetime(2026, 11, 26, 13, 40, 0, 123456, tzinfo=UTC),
+        datetime(2026, 11, 26, 13, 40, tzinfo=UTC),  # isoformat leaves zero microseconds out
+        datetime(2026, 1, 1, 0, 0, 0, 1, tzinfo=UTC),
+        datetime(999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+        datetime(2026, 11, 26, 15, 40, tzinfo=timezone(timedelta(hours=2))),  # another zone: stored in UTC
+        utcnow(),
+    ]
+    for value in values:
+        assert quicker(value) == standard(value), value
+    assert quicker(values[5]) == "2026-11-26 13:40:00.000000"
+    with pytest.raises(ValueError):
+        quicker(datetime(2026, 11, 26, 13, 40))  # naive: refused, as UTCDateTime refuses it
 
 
 def test_new_objects_are_flushed_like_constructed_ones_and_refuse_unknown_names(app, workspace):

@@ -63,6 +63,22 @@ def test_nothing_personal_keeps_the_text_byte_for_byte():
     assert redact_body("") == ""
 
 
+def test_a_body_parsed_for_a_possible_field_but_with_nothing_to_mask_is_kept_byte_for_byte():
+    # "email" and "phone" as words, a dash and an "@" in values, none of them personal data: the parsed
+    # walk finds nothing to mask, so the text is kept with its own spacing and escapes, not re-encoded.
+    text = '{"note":  "email or phone later",  "items": [{"a":  "x-1"}, ["@home", 2]], "\\u00e9": true}'
+    assert redact_body(text) == text
+
+
+def test_a_list_under_a_personal_name_masks_each_value_and_keeps_the_rest_of_the_body():
+    body = {"phone": ["555-0100", "555-0199"], "kept": [1, "a", {"n": None}], "email_address": None}
+    assert json.loads(redact_body(json.dumps(body))) == {
+        "phone": [MASK, MASK],
+        "kept": [1, "a", {"n": None}],
+        "email_address": None,  # nothing to hide
+    }
+
+
 @pytest.mark.parametrize("field", PERSONAL_FIELDS + ACCOUNT_FIELDS)
 def test_every_personal_field_name_alone_is_enough_to_be_masked(field):
     """No `@` and no SSN shape in the body: only the field's name can send it to be masked."""
