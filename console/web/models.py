@@ -11,6 +11,7 @@ from sqlalchemy import ForeignKey, Index, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from console.core.base import IdMixin
+from console.core.ids import uuid7
 from console.core.timeutil import utcnow
 from console.extensions import db
 
@@ -32,6 +33,8 @@ class ConsoleRequest(IdMixin, db.Model):
         Index("ix_console_requests_scope_request_id", "workspace_id", "request_id"),
     )
 
+    # Time-ordered ids (console.core.ids): the writer inserts rows in chunks, which then share index pages.
+    id: Mapped[uuid.UUID] = mapped_column(primary_key=True, default=uuid7)
     workspace_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
     mode: Mapped[str] = mapped_column(String(16))
     # Which console action made the call (e.g. "link_token", "jobs"), so a step can show its exchange;

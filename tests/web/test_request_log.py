@@ -81,6 +81,8 @@ def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(
     assert "••••4321" in row.request_body and "Lovelace" in row.request_body
     assert row.response_headers["x-service-request-id"] == request_id
     assert "X-RateLimit-Limit" in row.response_headers
+    # Time-ordered ids, for the writer's index pages (console.core.ids): still UUIDs, as the spec says.
+    assert uuid.UUID(request_id).version == 7 and row.id.version == 7
 
     page = unescape(visitor.get("/requests").get_data(as_text=True))
     assert request_id in page and "/sandbox/v1/link_tokens" in page
