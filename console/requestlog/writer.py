@@ -1,8 +1,8 @@
 """The per-process background writer of request-log rows, key usage counts and keys' last use.
 
-A request pays for a lock, a few dict updates and a list append (`submit`); the writer thread
-shapes and redacts the rows (`capture.prepared`), inserts them in one batch, upserts the usage counts and updates `last_used_at` every
-`REQUEST_LOG_FLUSH_SECONDS`. The list is bounded (`REQUEST_LOG_QUEUE_SIZE`): a row that does not fit
+A request shapes and redacts its row (`capture.prepared`, in the after-request hook) and pays for a lock, a
+few dict updates and a list append (`submit`); the writer thread inserts the rows in chunks, upserts the usage
+counts and updates `last_used_at` every `REQUEST_LOG_FLUSH_SECONDS`. The list is bounded (`REQUEST_LOG_QUEUE_SIZE`): a row that does not fit
 is counted in its key's usage as `unlogged`, which the request log shows, instead of growing memory.
 The thread starts on the first request (so after a fork: serving processes each get their own), stops
 after a while with nothing to write, and a clean shutdown flushes what is left (`close`, at exit).
@@ -31,7 +31,6 @@ from sqlalchemy.exc import IntegrityError
 from console.core.direct import Direct
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.requestlog import capture
 from console.requestlog.models import KeyUsageDay
 from console.web.models import ConsoleRequest
 from console.workspaces.models import Workspace
@@ -185,25 +184,24 @@ class Writer:
 
         Returns the unwritten rows. Chunks keep each transaction short (the SQLite write gate is held for
         one chunk, not a second's worth of rows), and the pause between them lets the request threads of
-        this process have the GIL back while a large batch is shaped.
+        this process have the GIL back during a large batch.
         """
         unwritten: list[dict[str, Any]] = []
         for start in range(0, len(rows), INSERT_CHUNK):
             if start:
                 time.sleep(0)  # yield the GIL to the request threads
             chunk = rows[start : start + INSERT_CHUNK]
-            prepared = [capture.prepared(row, self.app.config) for row in chunk]
-            _fill_clock(lambda: self._transaction(engine), prepared)
+            _fill_clock(lambda: self._transaction(engine), chunk)
             try:
                 with self._transaction(engine) as conn:
-                    _direct_insert(tuple(prepared[0])).write_many(conn, prepared)
+                    _direct_insert(tuple(chunk[0])).write_many(conn, chunk)
                 continue
             except Exception:
                 log.info("Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True)
-            for row, values in zip(chunk, prepared, strict=True):
+            for row in chunk:
                 try:
                     with self._transaction(engine) as conn:
-                        conn.execute(insert(ConsoleRequest.__table__), [values])
+                        conn.execute(insert(ConsoleRequest.__table__), [row])
                 except Exception:
                     unwritten.append(row)
         return unwritten

@@ -226,19 +226,26 @@ def test_a_writer_dropped_without_close_closes_its_connection(app, client, works
     assert conn.closed
 
 
-def test_a_queued_row_holds_only_plain_values_and_is_shaped_as_before(app, client, workspace):
-    """The queue keeps strings, not the request's werkzeug objects (they outlived the request until the
-    flush, and the garbage collector's full collections grew with them under load)."""
+def test_a_queued_row_is_the_finished_row_of_plain_values(app, client, workspace):
+    """The queue holds the shaped, redacted row (made in the request), never the request's werkzeug objects:
+    they outlived the request until the flush, and the garbage collector's full collections grew with them
+    under load."""
     import gc
+    from datetime import datetime
 
     writer = _writer(app, interval=3600)
     api = Api(client, workspace.secrets["sandbox"])
     answer = api.get("/jobs/caf%C3%A9", query_string={"expand": "a b"}, headers={"X-Trace": "t-1"})
     assert answer.status_code == 404
     (queued,) = writer._rows
-    environ = queued["environ"]
-    assert environ and all(type(value) is str for value in environ.values())
-    assert not gc.is_tracked(environ)  # no container inside: the collector never walks it
+    plain = (str, int, float, bool, type(None), uuid.UUID, datetime)
+    for name, value in queued.items():
+        if isinstance(value, dict):  # the header maps: strings only, so the collector never walks them
+            assert all(type(v) is str for v in value.values()) and not gc.is_tracked(value), name
+        else:
+            assert isinstance(value, plain), (name, type(value))
+    assert queued["request_headers"]["X-Api-Secret"] == "<API_SECRET>"  # redacted before it is queued
+    assert workspace.secrets["sandbox"] not in repr(queued)
     writer.close()
     (row,) = _rows(app, workspace.id)
     assert row.method == "GET"
