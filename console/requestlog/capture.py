@@ -16,6 +16,7 @@ shows the exchange in the page that made it. One row per call either way.
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import timedelta
 from typing import Any
@@ -30,6 +31,8 @@ from console.core.ids import uuid7
 from console.core.rows import session_instance
 from console.core.timeutil import utcnow
 from console.requestlog.redact import redact_body
+
+log = logging.getLogger(__name__)
 
 CONSOLE_ENVIRON = "console.request_log"
 SECRET_HEADER = "x-api-secret"
@@ -114,7 +117,14 @@ def collect(response):
         marker["row"] = row
         writer.submit(row, log_row=False)
     else:
-        writer.submit(prepared(row, current_app.config))
+        try:
+            shaped = prepared(row, current_app.config)
+        except Exception as exc:  # the log must never cost a caller its answer: counted as unlogged instead
+            # The exception's type only: its message or traceback could quote a body or a header.
+            log.warning("Request log: row of request %s not made (%s)", row["request_id"], type(exc).__name__)
+            writer.submit(row, log_row=False, unlogged=True)
+        else:
+            writer.submit(shaped)
     return response
 
 

@@ -81,8 +81,11 @@ class Writer:
 
     # The request path -------------------------------------------------------------------------
 
-    def submit(self, row: dict[str, Any], *, log_row: bool = True) -> None:
-        """Count one request (usage, last use) and queue its log row (unless the caller writes it)."""
+    def submit(self, row: dict[str, Any], *, log_row: bool = True, unlogged: bool = False) -> None:
+        """Count one request (usage, last use) and queue its log row (unless the caller writes it).
+
+        `unlogged`: the row could not be made; the request is counted, and as not logged.
+        """
         status = row["status"] or 0
         now = row["created_at"]
         key_id = row["api_key_id"]
@@ -100,7 +103,9 @@ class Writer:
             written = self._last_written.get(key_id)
             if written is None or now - written >= LAST_USED_RESOLUTION:
                 self._last_used[key_id] = now
-            if log_row:
+            if unlogged:
+                counts["unlogged"] += 1
+            elif log_row:
                 if len(self._rows) < self.capacity:
                     self._rows.append(row)
                 else:

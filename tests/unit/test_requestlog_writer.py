@@ -255,3 +255,26 @@ def test_a_queued_row_is_the_finished_row_of_plain_values(app, client, workspace
     assert row.request_headers["X-Api-Secret"] == "<API_SECRET>"
     assert workspace.secrets["sandbox"] not in str(row.request_headers)
     assert row.status == 404
+
+
+def test_a_row_that_cannot_be_made_costs_the_caller_nothing_and_is_counted_unlogged(
+    app, client, workspace, monkeypatch, caplog
+):
+    from console.requestlog import capture
+
+    def broken(raw, config):
+        raise ValueError(f"not shaped: {raw['request_body']!r}")  # a message that quotes the body
+
+    monkeypatch.setattr(capture, "prepared", broken)
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+    answer = api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    assert answer.status_code == 200
+    writer.close()
+    assert _rows(app, workspace.id) == []
+    usage = _usage(app, workspace.key_ids["sandbox"])
+    assert (usage.requests, usage.status_2xx, usage.unlogged) == (1, 1, 1)
+    [warning] = [r for r in caplog.records if "not made" in r.getMessage()]
+    assert (
+        "ValueError" in warning.getMessage() and "not shaped" not in caplog.text
+    )  # the type, never the text
