@@ -114,6 +114,9 @@ def collect(response):
     marker = req.environ.get(CONSOLE_ENVIRON)
     writer = current_app.extensions["requestlog_writer"]
     if marker is not None:
+        # Without the environ: it holds the marker, and the cycle would keep the whole request alive until
+        # a garbage collection (ApiClient reads only the times).
+        del row["environ"]
         marker["row"] = row
         writer.submit(row, log_row=False)
     else:
