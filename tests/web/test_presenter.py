@@ -16,7 +16,7 @@ from console.jobs.models import Job
 from console.presenter import actions, drive, profiles, stories
 from console.presenter.brand import DEFAULT_COLOR, from_args
 from console.presenter.models import PresenterProfile
-from console.web import inbox
+from console.web import inbox, linktokens
 from console.web.models import ConsoleRequest
 from console.webhooks.worker import deliver_due
 from console.workspaces.models import Workspace
@@ -361,6 +361,35 @@ def test_opening_a_story_again_says_the_backend_panel_shows_an_earlier_run(app, 
     assert "The backend panel still shows an earlier run: press r (Restart) for fresh data." in page
     restarted = visitor.post(f"/present/{key}/restart").headers["Location"]
     assert "data-earlier-run" not in visitor.get(restarted).get_data(as_text=True)
+
+
+def test_the_stage_reads_the_newest_console_link_token_once(app, visitor):
+    """The stage and its backend panel show the same token: one read of it, not one each."""
+    from sqlalchemy import event
+
+    key = "10-standard-switch"
+    run_step(app, visitor, key, 2)
+    with app.app_context():
+        engine = db.engine
+    reads: list[str] = []
+
+    def statement(_conn, _cursor, sql, *_args):
+        if sql.lstrip().upper().startswith("SELECT") and "FROM console_link_tokens" in sql:
+            reads.append(sql)
+
+    event.listen(engine, "before_cursor_execute", statement)
+    try:
+        page = visitor.get(f"/present/{key}?step=2")
+    finally:
+        event.remove(engine, "before_cursor_execute", statement)
+    assert page.status_code == 200
+    assert len(reads) == 1, reads
+    # The one read serves both: the phone's button carries the unused token, the panel shows its call.
+    with app.app_context():
+        kept = linktokens.newest(uuid.UUID(str(visitor.workspace_id)))
+    text = page.get_data(as_text=True)
+    assert f'data-link-token="{kept.token}"' in text
+    assert "/sandbox/v1/link_tokens" in text
 
 
 def test_unknown_story_and_step_are_404(visitor):

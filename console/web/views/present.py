@@ -101,10 +101,17 @@ def _story_or_404(key: str) -> stories.Story:
     return story
 
 
-def backend_context() -> dict:
-    """What the app's backend has seen in this workspace: webhooks, API calls, the newest job timeline."""
+_NOT_READ = object()
+
+
+def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
+    """What the app's backend has seen in this workspace: webhooks, API calls, the newest job timeline.
+
+    `kept`: the newest console Link token when the caller has read it already (the stage does).
+    """
     workspace = g.console_workspace
-    kept = linktokens.newest(workspace.id) if has_workspace() else None
+    if kept is _NOT_READ:
+        kept = linktokens.newest(workspace.id) if has_workspace() else None
     found = timeline.for_link_token(workspace, SANDBOX, kept.link_token_id) if kept else None
     return {
         "messages": inbox.page(workspace.id, limit=BACKEND_ROWS).rows,
@@ -128,7 +135,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
     unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
     opens = step is not None and step.action == "open_link" and request.args.get("open") == "1"
     next_step = story.steps[number] if number < len(story.steps) else None
-    backend = backend_context()
+    backend = backend_context(kept)
     return render_template(
         "console/present.html",
         story=story,
