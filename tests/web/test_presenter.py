@@ -9,7 +9,7 @@ import re
 import uuid
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 
 from console.extensions import db
 from console.jobs.models import Job
@@ -365,8 +365,6 @@ def test_opening_a_story_again_says_the_backend_panel_shows_an_earlier_run(app, 
 
 def test_the_stage_reads_the_newest_console_link_token_once(app, visitor):
     """The stage and its backend panel show the same token: one read of it, not one each."""
-    from sqlalchemy import event
-
     key = "10-standard-switch"
     run_step(app, visitor, key, 2)
     with app.app_context():
