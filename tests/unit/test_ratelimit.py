@@ -300,6 +300,62 @@ def test_redis_hit_in_one_round_trip_answers_as_the_limits_strategy_does():
     assert theirs.hit(item, third).remaining == 0 and not ours.hit(item, third).allowed
 
 
+@pytest.mark.skipif(not REDIS_URL, reason="TEST_REDIS_URL not set (.ci/run sets it when Redis answers)")
+def test_redis_hits_survive_a_script_flush_and_a_dropped_connection_without_falling_back():
+    """Each thread keeps its own connection: Redis forgetting the script (a restart, SCRIPT FLUSH) or closing
+    the connection (a restart, an idle timeout) costs a reload or a reconnect, never the shared budget."""
+    import redis
+
+    limiter = RateLimiter(REDIS_URL, {"sandbox": "5/minute"})
+    counters, item, key = limiter.counters, parse("5/minute"), f"test-{uuid.uuid4()}"
+    admin = redis.Redis.from_url(REDIS_URL)
+    assert counters.primary.hit(item, key).remaining == 4
+    admin.script_flush()
+    assert counters.primary.hit(item, key).remaining == 3
+    mine = counters.primary._connection()
+    mine.send_command("CLIENT", "ID")
+    admin.client_kill_filter(_id=mine.read_response())
+    assert limiter.hit("sandbox", key).remaining == 2
+    assert counters.health()["shared"] and not counters.falling_back
+    # One budget for every thread, each on its own connection.
+    verdicts: list = []
+    threads = [
+        threading.Thread(target=lambda: verdicts.append(limiter.hit("sandbox", key))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(v.allowed for v in verdicts) == [False, False, True, True]
+    assert not counters.falling_back
+    admin.close()
+
+
+@pytest.mark.skipif(not REDIS_URL, reason="TEST_REDIS_URL not set (.ci/run sets it when Redis answers)")
+def test_a_redis_hit_cut_short_never_leaves_its_reply_for_the_next_one():
+    """A hit stopped between sending and reading (here by an exception) must not leave its reply to be read
+    as the next hit's: the connection is dropped and the next hit counts right."""
+    from console.api.ratelimit import RedisCounters
+
+    limiter = RateLimiter(REDIS_URL, {"sandbox": "5/minute"})
+    counters = limiter.counters.primary
+    assert isinstance(counters, RedisCounters)
+    item, used, fresh = parse("5/minute"), f"test-{uuid.uuid4()}", f"test-{uuid.uuid4()}"
+    assert [counters.hit(item, used).remaining for _ in range(3)] == [4, 3, 2]
+    connection = counters._connection()
+    real_read = connection.read_response
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt  # the reply (1 remaining, for `used`) stays on the socket, unread
+
+    connection.read_response = interrupted
+    with pytest.raises(KeyboardInterrupt):
+        counters.hit(item, used)
+    connection.read_response = real_read
+    # A fresh key's first hit answers its own reply (4 remaining), not the one left unread.
+    assert counters.hit(item, fresh).remaining == 4
+
+
 def test_redis_counters_fail_over_like_the_others(caplog):
     """An unreachable Redis raises StorageError from the one-script hit too, so the fallback takes over."""
     from console.api.ratelimit import RedisCounters
