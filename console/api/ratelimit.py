@@ -24,6 +24,8 @@ import os
 import struct
 import threading
 import time
+import weakref
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,12 +107,12 @@ return {allowed, count, tostring(oldest), tostring(timestamp)}
 
 class RedisCounters(LimitsCounters):
     """`limits`' Redis storage, its keys and its moving window, with a hit in one round trip (see above), sent
-    on a connection of the calling thread's own.
+    on a connection these counters keep (one per hit running at once).
 
     Under load on the scale-out form, the two scripts' round trips (and their replies parsed in Python)
     were a fifth of a serving process's time. Through the client, even one script call cost ~142 µs of CPU
     in-process (185 µs wall): the pool's check-out and return took ~43 µs of it, the client's command
-    layer most of the rest. Written and read on a connection the thread keeps, the same call costs ~57 µs
+    layer most of the rest. Written and read on a connection kept here, the same call costs ~57 µs
     (93 µs wall). The connection is made by the client's pool, with its settings (the 100 ms timeouts),
     and, as before, a timeout is not retried. A connection found closed is tried once more on a fresh one
     (Redis restarted, or dropped it idle); any other failure disconnects it (the next hit connects afresh)
@@ -122,33 +124,43 @@ class RedisCounters(LimitsCounters):
         client = storage.get_connection()
         self._script = client.register_script(_HIT_AND_COUNT)
         self._pool = client.connection_pool
-        self._local = threading.local()  # .connection, .pid
+        # Connections between hits: a hit takes one and gives it back (deque's pop and append are atomic),
+        # so there are as many as hits ran at once. Closed when these counters go, not left to the collector.
+        self._idle: deque[Any] = deque()
+        self._pid = os.getpid()
+        weakref.finalize(self, _disconnect_all, self._idle)
 
-    def _connection(self) -> Any:
-        local = self._local
-        if getattr(local, "pid", None) != os.getpid():  # none yet, or made before a fork: never shared
-            local.connection, local.pid = self._pool.make_connection(), os.getpid()
-        return local.connection
+    def _take(self) -> Any:
+        if self._pid != os.getpid():  # made before a fork: the parent's connections are never shared
+            self._idle, self._pid = deque(), os.getpid()
+        try:
+            return self._idle.pop()
+        except IndexError:
+            return self._pool.make_connection()
 
     def hit(self, item: RateLimitItem, key_id: str) -> Verdict:
         key = self.storage.prefixed_key(item.key_for(NAMESPACE, key_id))
+        connection = self._take()
         for attempt in (1, 2):
-            connection = self._connection()
             try:
                 reply = self._run(connection, (1, key, time.time(), item.amount, item.get_expiry()))
                 break
             except RedisConnectionError as exc:
                 connection.disconnect()
-                # Once more on a fresh connection: a kept one is found closed when Redis restarted or
-                # dropped it idle, which is not Redis being unreachable (a refused connect fails again).
                 if attempt == 2:
                     raise StorageError(exc) from exc
+                # Once more on a fresh connection: a kept one is found closed when Redis restarted or
+                # dropped it idle, which is not Redis being unreachable (a refused connect fails again).
+                # The other kept ones are as old: closed too.
+                _disconnect_all(self._idle)
+                connection = self._pool.make_connection()
             except self.storage.base_exceptions as exc:
-                connection.disconnect()  # a reply may be left unread: the next hit starts on a fresh connection
+                connection.disconnect()  # a reply may be left unread: never given back to another hit
                 raise StorageError(exc) from exc
             except BaseException:
                 connection.disconnect()  # whatever stopped it: a stale reply must never be read as ours
                 raise
+        self._idle.append(connection)
         allowed, count, oldest, now = reply
         # Both times as Redis stored them: a hit's own entry gives exactly `expiry`, not a rounding above it.
         reset_after = _reset_after(float(oldest) - float(now), item.get_expiry(), 0.0)
@@ -163,6 +175,14 @@ class RedisCounters(LimitsCounters):
             connection.read_response()
             connection.send_command("EVALSHA", self._script.sha, *args)
             return connection.read_response()
+
+
+def _disconnect_all(connections: deque[Any]) -> None:
+    while connections:
+        try:
+            connections.pop().disconnect()
+        except IndexError:  # another thread took the last one meanwhile
+            break
 
 
 class FallbackCounters:

@@ -302,8 +302,8 @@ def test_redis_hit_in_one_round_trip_answers_as_the_limits_strategy_does():
 
 @pytest.mark.skipif(not REDIS_URL, reason="TEST_REDIS_URL not set (.ci/run sets it when Redis answers)")
 def test_redis_hits_survive_a_script_flush_and_a_dropped_connection_without_falling_back():
-    """Each thread keeps its own connection: Redis forgetting the script (a restart, SCRIPT FLUSH) or closing
-    the connection (a restart, an idle timeout) costs a reload or a reconnect, never the shared budget."""
+    """Connections are kept between hits: Redis forgetting the script (a restart, SCRIPT FLUSH) or closing
+    a connection (a restart, an idle timeout) costs a reload or a reconnect, never the shared budget."""
     import redis
 
     limiter = RateLimiter(REDIS_URL, {"sandbox": "5/minute"})
@@ -312,12 +312,12 @@ def test_redis_hits_survive_a_script_flush_and_a_dropped_connection_without_fall
     assert counters.primary.hit(item, key).remaining == 4
     admin.script_flush()
     assert counters.primary.hit(item, key).remaining == 3
-    mine = counters.primary._connection()
+    mine = counters.primary._idle[-1]  # the connection the next hit takes
     mine.send_command("CLIENT", "ID")
     admin.client_kill_filter(_id=mine.read_response())
     assert limiter.hit("sandbox", key).remaining == 2
     assert counters.health()["shared"] and not counters.falling_back
-    # One budget for every thread, each on its own connection.
+    # One budget for hits running at once, each on a connection of its own.
     verdicts: list = []
     threads = [
         threading.Thread(target=lambda: verdicts.append(limiter.hit("sandbox", key))) for _ in range(4)
@@ -342,7 +342,7 @@ def test_a_redis_hit_cut_short_never_leaves_its_reply_for_the_next_one():
     assert isinstance(counters, RedisCounters)
     item, used, fresh = parse("5/minute"), f"test-{uuid.uuid4()}", f"test-{uuid.uuid4()}"
     assert [counters.hit(item, used).remaining for _ in range(3)] == [4, 3, 2]
-    connection = counters._connection()
+    connection = counters._idle[-1]  # the connection the next hit takes
     real_read = connection.read_response
 
     def interrupted(*args, **kwargs):
@@ -354,6 +354,31 @@ def test_a_redis_hit_cut_short_never_leaves_its_reply_for_the_next_one():
     connection.read_response = real_read
     # A fresh key's first hit answers its own reply (4 remaining), not the one left unread.
     assert counters.hit(item, fresh).remaining == 4
+
+
+@pytest.mark.skipif(not REDIS_URL, reason="TEST_REDIS_URL not set (.ci/run sets it when Redis answers)")
+def test_kept_redis_connections_are_closed_with_their_counters():
+    """A limiter that goes (an app rebuilt, a test's) closes the connections it kept: none is left to the
+    garbage collector as an unclosed socket."""
+    import gc
+    import warnings
+
+    limiter = RateLimiter(REDIS_URL, {"sandbox": "5/minute"})
+    threads = [
+        threading.Thread(target=limiter.hit, args=("sandbox", f"test-{uuid.uuid4()}")) for _ in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    kept = list(limiter.counters.primary._idle)
+    assert kept and all(c._sock is not None for c in kept)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        del limiter, threads
+        gc.collect()
+    assert all(c._sock is None for c in kept)
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
 
 
 def test_redis_counters_fail_over_like_the_others(caplog):
