@@ -81,7 +81,8 @@ def run(host: str, port: int, workers: int | None, threads: int, pin_cpus: bool)
         from console.setup import prepare_database, startup_banner
 
         prepare_database()
-        click.echo(startup_banner(f"http://{host}:{port}"))
+        # In full only on a terminal: a service manager's log or a file would keep a working secret.
+        click.echo(startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty()))
         # Nothing opened here may be shared with the processes forked next.
         db.session.remove()
         db.engine.dispose()

@@ -13,6 +13,7 @@ from sqlalchemy.exc import OperationalError
 
 from console.extensions import db
 from console.keys.models import ApiKey
+from console.keys.secrets import PREFIXES
 from console.keys.services import create_key, secret_of
 from console.modes import MODES, SANDBOX, base_url
 from console.workspaces.services import demo_workspace
@@ -90,16 +91,29 @@ def demo_sandbox_secret() -> str:
     return secret
 
 
-def startup_banner(listen_root: str) -> str:
-    """What `console run` prints: the URLs people use (`PUBLIC_URL` when set) and the demo secret."""
+def startup_banner(listen_root: str, *, show_secret: bool = True) -> str:
+    """What `console run` prints: the URLs people use (`PUBLIC_URL` when set) and the demo secret.
+
+    `show_secret=False` (the output is not a terminal: a service manager's log, a file) prints the secret
+    masked, and how to get one: whatever keeps that output would keep a working API secret.
+    """
     public = (current_app.config.get("PUBLIC_URL") or "").rstrip("/")
     root = public or listen_root
+    secret = demo_sandbox_secret()
+    if show_secret:
+        secret_lines = [f"  Sandbox secret:   {secret}   (demo workspace)"]
+    else:
+        secret_lines = [
+            f"  Sandbox secret:   {PREFIXES[SANDBOX]}****{secret[-4:]}   (demo workspace)",
+            "                    (not printed in full: this output is not a terminal and may be kept;",
+            "                    `console keys create` prints a new sandbox secret of the demo workspace)",
+        ]
     lines = [
         "",
         f"  Console:          {root}/",
         *([f"  Listening on:     {listen_root}/   (PUBLIC_URL is the address above)"] if public else []),
         *(f"  {mode + ' API:':<17} {base_url(root, mode)}/v1" for mode in MODES),
-        f"  Sandbox secret:   {demo_sandbox_secret()}   (demo workspace)",
+        *secret_lines,
         "",
         "  Try it:",
         f"    curl -s {base_url(root, SANDBOX)}/v1/link_tokens \\",
