@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from flask import Blueprint, Flask, request
+from flask import Blueprint, Flask
 
 from console.modes import MODES, URL_PREFIXES
 
@@ -28,11 +28,6 @@ ROUTE_MODULES = (
     "events",
     "openapi",
 )
-BLUEPRINT_MODES = {f"api_{mode}": mode for mode in MODES}
-
-
-def current_mode() -> str:
-    return BLUEPRINT_MODES[request.blueprint]
 
 
 def endpoint_name(mode: str, view: str) -> str:

@@ -13,6 +13,7 @@ from pydantic_core import InitErrorDetails
 
 from console.api import api
 from console.api.conventions import current_workspace, json_body, sandbox_only
+from console.clock import moves
 from console.clock import services as clock
 from console.core.bodies import RequestModel, field_error, guarded, validate
 from console.core.timeutil import isoformat, parse_datetime
@@ -31,10 +32,10 @@ def _clock_state(**extra: Any) -> dict:
 
 
 MAX_UNITS = {
-    "seconds": clock.MAX_ADVANCE.total_seconds(),
-    "hours": clock.MAX_ADVANCE.total_seconds() / 3600,
-    "days": clock.MAX_ADVANCE.days,
-    "business_days": clock.MAX_ADVANCE.days,  # the calendar walk refuses what ends past 400 days
+    "seconds": moves.MAX_ADVANCE.total_seconds(),
+    "hours": moves.MAX_ADVANCE.total_seconds() / 3600,
+    "days": moves.MAX_ADVANCE.days,
+    "business_days": moves.MAX_ADVANCE.days,  # the calendar walk refuses what ends past 400 days
 }
 
 
@@ -50,7 +51,7 @@ def _advance_error(unit: str, value: Any) -> str | None:
     ):
         return "must be a positive number"
     if value > MAX_UNITS[unit]:
-        return f"moves the clock more than {clock.MAX_ADVANCE.days} days"
+        return f"moves the clock more than {moves.MAX_ADVANCE.days} days"
     return None
 
 
@@ -73,16 +74,16 @@ class ClockAdvanceRequest(RequestModel):
 
     @classmethod
     def presence_rules(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
-        given = [unit for unit in clock.UNITS if unit in data]
+        given = [unit for unit in moves.UNITS if unit in data]
         if len(given) == 1:
             return []
         return [
             field_error((unit,), "give exactly one of seconds, hours, days, business_days")
-            for unit in given or clock.UNITS
+            for unit in given or moves.UNITS
         ]
 
     def unit_and_amount(self) -> tuple[str, float]:
-        return next((unit, getattr(self, unit)) for unit in clock.UNITS if getattr(self, unit) is not None)
+        return next((unit, getattr(self, unit)) for unit in moves.UNITS if getattr(self, unit) is not None)
 
 
 def _moment_error(value: Any) -> str | None:
@@ -101,7 +102,7 @@ Moment = Annotated[
     datetime,
     Field(
         description="ISO 8601 date and time (UTC when no offset is given); later than the workspace clock, "
-        f"at most {clock.MAX_ADVANCE.days} days ahead.",
+        f"at most {moves.MAX_ADVANCE.days} days ahead.",
         json_schema_extra={"type": "string", "format": "date-time", "maxLength": 64},
     ),
     guarded(_moment_error, parse_datetime),
@@ -129,7 +130,7 @@ def get_clock():
 @sandbox_only
 def advance_clock():
     unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
-    fired = clock.advance_by(current_workspace(), unit, amount)
+    fired = moves.advance_by(current_workspace(), unit, amount)
     return jsonify(_clock_state(fired=fired))
 
 
@@ -137,7 +138,7 @@ def advance_clock():
 @sandbox_only
 def jump_clock():
     moment = validate(ClockJumpRequest, json_body()).to
-    fired = clock.jump_to(current_workspace(), moment)
+    fired = moves.jump_to(current_workspace(), moment)
     return jsonify(_clock_state(fired=fired))
 
 
@@ -145,5 +146,5 @@ def jump_clock():
 @sandbox_only
 def advance_clock_to_next():
     validate(ClockNextRequest, json_body())
-    item, fired = clock.advance_to_next(current_workspace())
+    item, fired = moves.advance_to_next(current_workspace())
     return jsonify(_clock_state(advanced_to=item.as_dict(), fired=fired))

@@ -22,10 +22,13 @@ from console.core.rows import entity
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import authenticate
+from console.modes import MODES
 from console.workspaces.models import Workspace
 from console.workspaces.services import note_activity
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
+# The API blueprint is registered once per mode, as `api_<mode>` (console.api.init_app).
+BLUEPRINT_MODES = {f"api_{mode}": mode for mode in MODES}
 # Set in the WSGI environ by the console's in-process dispatch (console.web.apiclient). No HTTP
 # header can produce an environ key with a dot, so a request from outside can never carry it.
 CONSOLE_ENVIRON_KEY = "console.in_process"
@@ -77,9 +80,12 @@ def check_rate_limit(mode: str, key_id: str) -> None:
         )
 
 
-def before_api_request() -> None:
-    from console.api import current_mode
+def current_mode() -> str:
+    """The mode of the API request being served (each mode's blueprint is named `api_<mode>`)."""
+    return BLUEPRINT_MODES[request.blueprint]
 
+
+def before_api_request() -> None:
     # A customer's writes go before the console's at SQLite's write gate (a room of visitors must not
     # queue an API call behind its pages); the console's own in-process calls wait their turn.
     sqlite.prefer_writes(not from_console())

@@ -22,7 +22,7 @@ from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.api.webhooks import ConformanceRequest, ReplayRequest, TestEventRequest
 from console.api.world import PLATFORM_TYPES
 from console.core.bodies import openapi_schemas
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.jobs.scenarios import OUTCOMES
 from console.link.headless import CompletionRequest
 from console.link_tokens.validation import JOB_NAMES, LinkTokenRequest

@@ -13,7 +13,7 @@ from console.core.bodies import RequestModel, moment, one_of, validate
 from console.core.errors import FieldError
 from console.core.timeutil import isoformat
 from console.events import queries
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.webhooks import services
 from console.webhooks.models import Webhook

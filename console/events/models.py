@@ -1,4 +1,4 @@
-"""The event row (`event_id` is its id)."""
+"""The event row (`event_id` is its id), and the event types there are."""
 
 from __future__ import annotations
 
@@ -11,6 +11,9 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from console.core.base import IdMixin
 from console.extensions import db
+
+# Here, beside the row, not with `record_event`: the webhooks read them, and recording fans out to the webhooks.
+EVENT_TYPES = ("account.added", "direct_deposit_switch.added", "employment.added", "income.added")
 
 
 class Event(IdMixin, db.Model):

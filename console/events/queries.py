@@ -13,8 +13,8 @@ from console.clock.services import now
 from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
 from console.core.lookup import get_scoped
 from console.core.timeutil import isoformat, parse_datetime
-from console.events.models import Event
-from console.events.services import EVENT_TYPES, record_event
+from console.events.models import EVENT_TYPES, Event
+from console.events.services import record_event
 from console.extensions import db
 from console.webhooks import services as webhooks
 from console.webhooks.models import ACTIVE, PENDING, Webhook, WebhookAttempt, WebhookDelivery

@@ -9,10 +9,9 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from console.events.models import Event
+from console.events.models import EVENT_TYPES, Event
 from console.extensions import db
-
-EVENT_TYPES = ("account.added", "direct_deposit_switch.added", "employment.added", "income.added")
+from console.webhooks.services import fan_out as fan_out_to_webhooks
 
 
 def record_event(
@@ -51,8 +50,6 @@ def record_event(
     )
     db.session.add(event)
     if fan_out:
-        from console.webhooks.services import fan_out as fan_out_to_webhooks  # webhooks import events
-
         fan_out_to_webhooks(event)
     db.session.flush()
     return event

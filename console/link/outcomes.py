@@ -5,7 +5,8 @@ Kept apart from the state machine so `flow.py` reads as screens and transitions 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any, Protocol
 
 from sqlalchemy import select
 
@@ -15,18 +16,33 @@ from console.extensions import db
 from console.jobs.models import Job
 from console.jobs.serializers import serialize_job
 from console.jobs.services import start_switch
+from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
 from console.link_tokens.validation import MAX_AMOUNT_CENTS
 from console.world import allocations
-from console.world.models import BENEFITS, PAYROLL
-
-if TYPE_CHECKING:
-    from console.link.flow import Flow
+from console.world.models import BENEFITS, PAYROLL, Platform
 
 FULL, AMOUNT, PERCENT = "full", "amount", "percent"
 
 
-def login_account(flow: Flow) -> Account:
+class FlowState(Protocol):
+    """What the outcomes read of a Link flow (`console.link.flow.Flow` is the one there is).
+
+    Declared here so that the flow imports the outcomes and nothing imports back.
+    """
+
+    token: LinkToken
+    row: LinkSession
+    at: datetime  # the workspace clock's time of this request
+
+    @property
+    def platform(self) -> Platform | None: ...
+
+    @property
+    def sandbox(self) -> bool: ...
+
+
+def login_account(flow: FlowState) -> Account:
     """The account a completed login stands for: the token's own for an update, else a new one."""
     row, token = flow.row, flow.token
     if token.account_id is not None:
@@ -59,7 +75,7 @@ def _int(value: Any, what: str, low: int, high: int) -> int:
     return number
 
 
-def clean_allocation(flow: Flow, kind: str, value: Any, target_index: Any) -> dict[str, Any]:
+def clean_allocation(flow: FlowState, kind: str, value: Any, target_index: Any) -> dict[str, Any]:
     """The person's choice, checked; a pre-configured amount or disabled splitting overrides it."""
     targets = flow.token.targets
     index = _int(
@@ -88,7 +104,7 @@ def target(token: LinkToken, allocation: dict[str, Any] | None) -> dict[str, Any
     return token.targets[index if index < len(token.targets) else 0]
 
 
-def job_params(flow: Flow) -> dict[str, Any]:
+def job_params(flow: FlowState) -> dict[str, Any]:
     """The spec's `params`; partner platforms report neither the action nor the amount."""
     platform = flow.platform
     assert platform is not None
@@ -104,7 +120,7 @@ def job_params(flow: Flow) -> dict[str, Any]:
     }
 
 
-def allocation_event(flow: Flow) -> dict[str, Any]:
+def allocation_event(flow: FlowState) -> dict[str, Any]:
     """The `input_allocation` client event payload: the job params it will produce."""
     return job_params(flow)
 
@@ -113,7 +129,7 @@ def token_has_job(token: LinkToken) -> bool:
     return db.session.scalar(select(Job.id).where(Job.link_token_id == token.id).limit(1)) is not None
 
 
-def submit_switch(flow: Flow) -> Job:
+def submit_switch(flow: FlowState) -> Job:
     """Start the job; outside the sandbox a payroll success first really changes the deposit split."""
     row, token = flow.row, flow.token
     account = db.session.get(Account, row.account_id)
@@ -137,7 +153,7 @@ def submit_switch(flow: Flow) -> Job:
     )
 
 
-def success_payload(flow: Flow, job: Job) -> dict[str, Any]:
+def success_payload(flow: FlowState, job: Job) -> dict[str, Any]:
     """The `success` client event: the account and the job as the API shows it."""
     platform = flow.platform
     assert platform is not None
@@ -150,6 +166,6 @@ def success_payload(flow: Flow, job: Job) -> dict[str, Any]:
     }
 
 
-def is_benefits(flow: Flow) -> bool:
+def is_benefits(flow: FlowState) -> bool:
     platform = flow.platform
     return platform is not None and platform.type == BENEFITS

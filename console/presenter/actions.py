@@ -15,7 +15,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import func, select
 
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.web import fielderrors, inbox, linkform, linkguide, linktokens, scenarios, walkthrough
 from console.web.apiclient import response_json

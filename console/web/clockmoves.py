@@ -12,10 +12,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from flask import g
+
+from console.clock import moves
 from console.clock import services as clock
 from console.clock.business_days import add_business_days
 from console.core.timeutil import parse_datetime
 from console.scheduler import agenda
+from console.web.apiclient import response_json
 from console.workspaces.models import Workspace
 
 # The preset buttons: key -> (label, body of POST /v1/sandbox/clock/advance).
@@ -53,8 +57,8 @@ def _target_of(workspace: Workspace, body: dict[str, Any]) -> datetime | None:
     current = clock.now(workspace)
     try:
         if unit == "business_days":
-            return add_business_days(current, int(amount)) if 0 < amount <= clock.MAX_ADVANCE.days else None
-        return current + timedelta(seconds=amount * clock.SECONDS_PER[unit])
+            return add_business_days(current, int(amount)) if 0 < amount <= moves.MAX_ADVANCE.days else None
+        return current + timedelta(seconds=amount * moves.SECONDS_PER[unit])
     except (OverflowError, ValueError):
         return None
 
@@ -81,7 +85,7 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
         if not amount > 0:
             raise FormError("amount", "must be more than 0")
         if amount == float("inf"):  # "1e309", "inf": what the API would refuse as too far
-            raise FormError("amount", f"moves the clock more than {clock.MAX_ADVANCE.days} days")
+            raise FormError("amount", f"moves the clock more than {moves.MAX_ADVANCE.days} days")
         body = {unit: amount}
         return Move("/sandbox/clock/advance", body, _target_of(workspace, body), kept)
     if by == "jump":
@@ -97,3 +101,34 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
         target = agenda.next_due_at(workspace, after=clock.now(workspace))
         return Move("/sandbox/clock/advance_to_next", {}, target, kept)
     raise FormError("by", "is not a clock move")
+
+
+def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict:
+    """What the clock controls and their result box need (see _clock_controls.html, _fired.html)."""
+    answer = (response_json(advance.row) or {}) if advance is not None else {}
+    fired = (answer.get("data") or {}).get("fired", []) if advance is not None else []
+    api_error = (answer.get("error") or {}).get("message") if advance is not None else None
+    # Errors beside the input they are about: the form's own, or the fields the API named.
+    form_errors = {form_error.field: str(form_error)} if form_error is not None else {}
+    for bad in (answer.get("error") or {}).get("fields") or []:
+        form_errors["to" if bad.get("name") == "to" else "amount"] = bad.get("message", "")
+    return {
+        "presets": PRESETS,
+        "units": UNIT_LABELS,
+        "advance": advance,
+        "fired": fired,
+        "api_error": api_error,
+        "confirm": confirm,
+        "form_errors": form_errors,
+        "form": form or {},
+        "next_item": _next_item(),
+        "jump_default": (clock.now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
+        "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
+    }
+
+
+def _next_item() -> agenda.Item | None:
+    workspace = g.console_workspace
+    if not workspace.id:
+        return None
+    return next(iter(agenda.upcoming(workspace, limit=1, after=clock.now(workspace))), None)

@@ -8,8 +8,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import Select, select
 
-from console.events.models import Event
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES, Event
 from console.extensions import db
 from console.web import deliveries, keyset
 

@@ -22,7 +22,7 @@ from console.conformance.sender import CONFORMANCE_HEADER
 from console.core import jsontext
 from console.core.errors import FieldError, ValidationFailed
 from console.core.timeutil import utcnow
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of

@@ -32,7 +32,7 @@ from console.api.versions import LATEST_VERSION
 from console.core.bodies import RequestModel, field_error, integer, text, validate
 from console.core.errors import NotFound, ServiceError
 from console.core.timeutil import isoformat, utcnow
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.modes import SANDBOX

@@ -15,8 +15,7 @@ from console.clock.services import now, real_time_of
 from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
 from console.core.errors import Conflict, FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
 from console.core.timeutil import isoformat, utcnow
-from console.events.models import Event
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES, Event
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.modes import SANDBOX

@@ -420,7 +420,7 @@ def test_disable_direct_deposit_splitting_is_stored(app, api):
 
 def test_expiry_is_scheduled_and_erases_matching_data(app, api, workspace):
     """An abandoned Prime token's personal data is gone once the clock passes its expiry."""
-    from console.clock.services import advance
+    from console.clock.moves import advance
     from console.extensions import db
     from console.link_tokens.models import LinkToken
     from console.workspaces.models import Workspace

@@ -12,6 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from console import create_app
+from console.clock import moves
 from console.clock import services as clock
 from console.extensions import db
 from console.scheduler import services as scheduler
@@ -93,7 +94,7 @@ def test_an_advance_beside_workers_runs_each_task_once_and_reports_all(pg_app, w
 
     def advance_or_poll():
         if threading.current_thread().name == "worker-0":
-            reports.append(clock.advance(db.session.get(Workspace, uuid.UUID(workspace.id)), seconds=7200))
+            reports.append(moves.advance(db.session.get(Workspace, uuid.UUID(workspace.id)), seconds=7200))
         else:
             deadline = time.monotonic() + 3
             while time.monotonic() < deadline:

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import func, select
 
 from console import create_app
-from console.clock import services as clock
+from console.clock import moves
 from console.events.models import Event
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
@@ -63,11 +63,11 @@ def test_scheduled_transitions_survive_a_restart(app, workspace, database_url, w
         with restarted.app_context():
             ws = db.session.get(Workspace, uuid.UUID(workspace.id))
             # Five days cover one business day from any weekday, holidays included, and the 24-hour window.
-            fired = clock.advance(ws, seconds=5 * 86400)
+            fired = moves.advance(ws, seconds=5 * 86400)
             assert len(fired) == EXPECTED_FIRED
             assert len({f["task_id"] for f in fired}) == EXPECTED_FIRED
             _check_every_transition_happened_once(jobs)
-            assert clock.advance(ws, seconds=5 * 86400) == []
+            assert moves.advance(ws, seconds=5 * 86400) == []
             _check_every_transition_happened_once(jobs)
     finally:
         if worker is not None:

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import func, select
 
+from console.clock import moves
 from console.clock import services as clock
 from console.core.timeutil import utcnow
 from console.events.models import Event
@@ -158,8 +159,8 @@ def test_pending_resolves_on_the_retry_sixty_seconds_later(app, workspace, scena
         job = new_switch(workspace.id, scenario)
         ws = db.session.get(Workspace, job.workspace_id)
         assert job.outcome == "pending"
-        assert clock.advance(ws, seconds=45) == []
-        fired = clock.advance(ws, seconds=15)
+        assert moves.advance(ws, seconds=45) == []
+        fired = moves.advance(ws, seconds=15)
         assert [f["kind"] for f in fired] == ["job.retry"]
         db.session.refresh(job)
         assert job.outcome == final
@@ -172,7 +173,7 @@ def test_pending_until_window_ends_retries_hourly_then_errors(app, workspace):
     with app.app_context():
         job = new_switch(workspace.id, "pending_until_window_ends")
         ws = db.session.get(Workspace, job.workspace_id)
-        fired = clock.advance(ws, seconds=23 * 3600)
+        fired = moves.advance(ws, seconds=23 * 3600)
         assert len(fired) == 23 and {f["kind"] for f in fired} == {"job.retry"}
         db.session.refresh(job)
         assert job.outcome == "pending" and len(events_of(job)) == 1
@@ -183,7 +184,7 @@ def test_pending_until_window_ends_retries_hourly_then_errors(app, workspace):
         assert [t.due_at - job.first_attempt_at for t in attempts] == [
             timedelta(hours=h) for h in range(1, 24)
         ]
-        fired = clock.advance(ws, seconds=3600)
+        fired = moves.advance(ws, seconds=3600)
         assert len(fired) == 1
         db.session.refresh(job)
         assert job.outcome == "error"
@@ -201,8 +202,8 @@ def test_federal_processing_resolves_after_one_business_day(app, workspace, scen
         )
         ws = db.session.get(Workspace, job.workspace_id)
         assert job.outcome == "processing"
-        assert clock.advance(ws, seconds=3 * 86400) == []  # Saturday, Sunday, Labor Day Monday
-        fired = clock.advance_business_days(ws, 1)
+        assert moves.advance(ws, seconds=3 * 86400) == []  # Saturday, Sunday, Labor Day Monday
+        fired = moves.advance_business_days(ws, 1)
         assert [f["kind"] for f in fired] == ["job.federal_review"]
         db.session.refresh(job)
         assert job.outcome == final
@@ -219,7 +220,7 @@ def test_a_retry_of_a_job_no_longer_pending_changes_nothing(app, workspace):
         job = new_switch(workspace.id, "pending_then_success")
         transition(job, "error", at=clock.now(db.session.get(Workspace, job.workspace_id)), reason="manual")
         db.session.commit()
-        fired = clock.advance(db.session.get(Workspace, job.workspace_id), seconds=120)
+        fired = moves.advance(db.session.get(Workspace, job.workspace_id), seconds=120)
         assert "skipped" in fired[0]["summary"]
         db.session.refresh(job)
         assert job.outcome == "error" and len(events_of(job)) == 2
@@ -228,7 +229,7 @@ def test_a_retry_of_a_job_no_longer_pending_changes_nothing(app, workspace):
 def test_transitions_are_numbered_in_order(app, workspace):
     with app.app_context():
         job = new_switch(workspace.id, "pending_then_success")
-        clock.advance(db.session.get(Workspace, job.workspace_id), seconds=60)
+        moves.advance(db.session.get(Workspace, job.workspace_id), seconds=60)
         rows = db.session.scalars(
             select(JobTransition).where(JobTransition.job_id == job.id).order_by(JobTransition.sequence)
         ).all()

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from console.clock import moves
 from console.clock import services as clock
 from console.core.timeutil import isoformat, utcnow
 from console.extensions import db
@@ -125,7 +126,7 @@ def test_advance_rewrites_run_after_and_fires_in_due_order(app, workspace):
         for name, minutes in (("c", 50), ("a", 10), ("too-late", 90), ("b", 30)):
             _add(ws, "test.record", timedelta(minutes=minutes), name)
         before = clock.now(ws)
-        fired = clock.advance(ws, seconds=3600)
+        fired = moves.advance(ws, seconds=3600)
         assert RAN == ["a", "b", "c"]
         assert [f["summary"] for f in fired] == ["ran a", "ran b", "ran c"]
         assert [f["due_at"] for f in fired] == sorted(f["due_at"] for f in fired)
@@ -140,10 +141,10 @@ def test_advance_runs_chains_that_become_due_and_interleaves_them(app, workspace
         ws = _ws(workspace)
         _add(ws, "test.chain", timedelta(minutes=5), "chain", left=3)  # due at 5, 15, 25, 35 minutes
         _add(ws, "test.record", timedelta(minutes=20), "single")
-        fired = clock.advance(ws, seconds=30 * 60)
+        fired = moves.advance(ws, seconds=30 * 60)
         assert RAN == ["chain", "chain+", "single", "chain++"]
         assert [f["kind"] for f in fired] == ["test.chain", "test.chain", "test.record", "test.chain"]
-        assert clock.advance(ws, seconds=10 * 60)[0]["summary"] == "chain chain+++"
+        assert moves.advance(ws, seconds=10 * 60)[0]["summary"] == "chain chain+++"
 
 
 def test_advance_leaves_other_workspaces_alone(app, workspace):
@@ -152,7 +153,7 @@ def test_advance_leaves_other_workspaces_alone(app, workspace):
         db.session.commit()
         _add(other, "test.record", timedelta(minutes=5), "other")
         _add(_ws(workspace), "test.record", timedelta(minutes=5), "mine")
-        assert [f["summary"] for f in clock.advance(_ws(workspace), seconds=600)] == ["ran mine"]
+        assert [f["summary"] for f in moves.advance(_ws(workspace), seconds=600)] == ["ran mine"]
         assert RAN == ["mine"]
         assert other.clock_offset_seconds == 0
 
@@ -161,7 +162,7 @@ def test_advance_refuses_nonsense(app, workspace):
     with app.app_context():
         for seconds in (0, -5, 401 * 86400):
             with pytest.raises(ValueError):
-                clock.advance(_ws(workspace), seconds=seconds)
+                moves.advance(_ws(workspace), seconds=seconds)
 
 
 def test_fired_since_reports_tasks_another_worker_ran(app, workspace):
@@ -189,7 +190,7 @@ def test_business_day_advance_skips_a_holiday_weekend(app, workspace, start, exp
         db.session.commit()
         _add(ws, "test.record", expected - start - timedelta(minutes=1), "before")
         _add(ws, "test.record", expected - start + timedelta(minutes=1), "after")
-        fired = clock.advance_business_days(ws, 1)
+        fired = moves.advance_business_days(ws, 1)
         assert abs(clock.now(ws) - expected) < timedelta(seconds=5)
         assert [f["summary"] for f in fired] == ["ran before"]
         assert isoformat(expected - timedelta(minutes=1))[:16] == fired[0]["due_at"][:16]

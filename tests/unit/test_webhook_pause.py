@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from bench.webhooks import Receiver
-from console.clock.services import advance, now
+from console.clock.moves import advance
+from console.clock.services import now
 from console.events.services import record_event
 from console.extensions import db
 from console.keys.models import ApiKey

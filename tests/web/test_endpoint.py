@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import func, select
 
 from console.api.ratelimit import RateLimiter
-from console.clock.services import advance, now
+from console.clock.moves import advance
+from console.clock.services import now
 from console.extensions import db
 from console.web import inbox
 from console.web.models import InboxMessage

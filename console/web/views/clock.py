@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from flask import g, redirect, render_template, request, url_for
 
 from console.clock.services import now as clock_now
@@ -11,7 +9,6 @@ from console.extensions import db
 from console.link.expiry import open_tokens_expiring_by
 from console.scheduler import agenda
 from console.web import clockmoves, live
-from console.web.apiclient import response_json
 from console.web.blueprint import bp, is_htmx, render_htmx
 from console.web.exchanges import view as exchange_view
 from console.web.views import timeline as timeline_views
@@ -30,42 +27,11 @@ def scheduled_context() -> dict:
     }
 
 
-def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict:
-    """What the clock controls and their result box need (see _clock_controls.html, _fired.html)."""
-    answer = (response_json(advance.row) or {}) if advance is not None else {}
-    fired = (answer.get("data") or {}).get("fired", []) if advance is not None else []
-    api_error = (answer.get("error") or {}).get("message") if advance is not None else None
-    # Errors beside the input they are about: the form's own, or the fields the API named.
-    form_errors = {form_error.field: str(form_error)} if form_error is not None else {}
-    for bad in (answer.get("error") or {}).get("fields") or []:
-        form_errors["to" if bad.get("name") == "to" else "amount"] = bad.get("message", "")
-    return {
-        "presets": clockmoves.PRESETS,
-        "units": clockmoves.UNIT_LABELS,
-        "advance": advance,
-        "fired": fired,
-        "api_error": api_error,
-        "confirm": confirm,
-        "form_errors": form_errors,
-        "form": form or {},
-        "next_item": _next_item(),
-        "jump_default": (clock_now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
-        "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
-    }
-
-
-def _next_item() -> agenda.Item | None:
-    workspace = g.console_workspace
-    if not workspace.id:
-        return None
-    return next(iter(agenda.upcoming(workspace, limit=1, after=clock_now(workspace))), None)
-
-
 def _clock_context(**move) -> dict:
     workspace = g.console_workspace
     return {
         **scheduled_context(),
-        **move_context(**move),
+        **clockmoves.move_context(**move),
         "offset_seconds": workspace.clock_offset_seconds or 0.0,
     }
 

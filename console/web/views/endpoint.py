@@ -12,7 +12,7 @@ from flask import abort, g, redirect, render_template, request, url_for
 
 from console.clock.services import now
 from console.core.errors import NotFound, ValidationFailed
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.modes import SANDBOX
 from console.web import endpoint, inbox, requestlog

@@ -7,7 +7,7 @@ import json
 from flask import abort, g, render_template, request
 
 from console.clock.services import now as clock_now
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.modes import SANDBOX
 from console.web import deliveries, eventlog
 from console.web.blueprint import bp, render_htmx

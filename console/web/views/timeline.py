@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import abort, g, render_template, request, url_for
 
 from console.modes import SANDBOX
-from console.web import live, requestlog, timeline
+from console.web import clockmoves, live, requestlog, timeline
 from console.web.blueprint import bp, render_htmx
 from console.web.exchanges import view as exchange_view
 from console.web.workspace_session import console_key
@@ -35,14 +35,11 @@ def _run_exchanges() -> list:
 
 
 def timeline_context(found: timeline.Timeline, **move) -> dict:
-    # Imported here: the clock views build on this module (timeline_or_404, timeline_context).
-    from console.web.views.clock import move_context
-
     return {
         "timeline": found,
         "run_exchanges": _run_exchanges() if request.method == "GET" else [],
         "pulse": live.pulse(g.console_workspace),
-        **move_context(**move),
+        **clockmoves.move_context(**move),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import g, make_response, redirect, render_template, request, url_for
 
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.modes import SANDBOX, base_url
 from console.web import (

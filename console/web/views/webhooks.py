@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.conformance import services as conformance
-from console.events.services import EVENT_TYPES
+from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
