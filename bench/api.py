@@ -301,12 +301,12 @@ def seed(database_url: str, *, keys: int, jobs: int, jobs_per_token: int) -> Dat
 
     from console import create_app
     from console.accounts.models import Account
+    from console.bootstrap import prepare_database
     from console.core.timeutil import utcnow
     from console.extensions import db
     from console.jobs.models import Job
     from console.keys.services import create_key
     from console.link_tokens.models import LinkToken
-    from console.setup import prepare_database
     from console.workspaces.services import create_workspace
     from console.world.seed_data import PLATFORM_IDS
 

@@ -70,7 +70,8 @@ def seed(app, workspace_id: uuid.UUID, n_events: int) -> dict:
     from console.jobs.models import Job, JobTransition
     from console.keys.models import ApiKey
     from console.link_tokens.models import LinkToken
-    from console.web.models import ConsoleRequest, InboxMessage
+    from console.requestlog.models import RequestLogEntry
+    from console.web.webhooks.models import InboxMessage
     from console.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
     from console.world.seed_data import PLATFORM_IDS
 
@@ -119,7 +120,7 @@ def seed(app, workspace_id: uuid.UUID, n_events: int) -> dict:
                  for i in range(n_events // 10)]  # fmt: skip
         for table, rows in ((LinkToken, tokens), (Account, accounts), (Job, jobs), (JobTransition, transitions),
                             (Event, events), (WebhookDelivery, deliveries), (WebhookAttempt, attempts),
-                            (ConsoleRequest, requests), (InboxMessage, inbox)):  # fmt: skip
+                            (RequestLogEntry, requests), (InboxMessage, inbox)):  # fmt: skip
             _insert(table, rows)
         db.session.commit()
         middle = tokens[n_tokens // 2]
@@ -185,7 +186,7 @@ def measure(client, url: str, runs: int) -> tuple[float, float]:
 
 def _workspace(app, events: int):
     """A fresh visitor's workspace seeded with `events` events: (client, ids, live-poll cursor)."""
-    from console.web import workspace_session
+    from console.web.shared import workspace_session
 
     client = app.test_client()
     # What a visitor's first action does: the workspace, its sandbox key and the inbox webhook.
@@ -196,7 +197,7 @@ def _workspace(app, events: int):
     ids = seed(app, workspace_id, events)
     with app.app_context():
         from console.extensions import db
-        from console.web import live
+        from console.web.shared import live
         from console.workspaces.models import Workspace
 
         ids["pulse"] = live.pulse(db.session.get(Workspace, workspace_id))

@@ -4,7 +4,7 @@
     python -m bench.webhooks throughput # one of them
 
 Everything runs on 127.0.0.1: a throwaway SQLite database (or $BENCH_DATABASE_URL), receivers on
-free ports, and one `python -m console.webhooks.worker` process.
+free ports, and one `python -m console.webhooks.delivery_loop` process.
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ class Bench:
 
     def worker(self) -> subprocess.Popen:
         env = {"DATABASE_URL": self.url, "SECRET_KEY": self.secret_key, "CONSOLE_INSTANCE_DIR": str(self.dir)}
-        return self._spawn(["-m", "console.webhooks.worker"], env)
+        return self._spawn(["-m", "console.webhooks.delivery_loop"], env)
 
     def webhook(self, url: str) -> None:
         from console.extensions import db

@@ -29,6 +29,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     parse_networks(app.config.get("SANDBOX_WEBHOOK_NETWORKS"))  # a typo stops the start, with its entry named
 
+    from console import db as database
     from console import extensions, models  # noqa: F401  (models registers every table)
     from console.api import errors as api_errors
     from console.api import init_app as init_api
@@ -38,7 +39,7 @@ def create_app(config: dict | None = None) -> Flask:
     extensions.db.init_app(app)
     extensions.migrate.init_app(app, extensions.db, directory=str(ROOT / "console" / "migrations"))
     extensions.csrf.init_app(app)
-    _configure_database(app)
+    database.configure(app)
     ratelimit.init_app(app)
     requestlog_writer.init_app(app)
     api_errors.init_app(app)
@@ -46,9 +47,10 @@ def create_app(config: dict | None = None) -> Flask:
     from console import web
     from console.health import views as health_views
     from console.link import views as link_views
-    from console.web import pageslots
+    from console.web.shared import pageslots
 
     health_views.init_app(app)
+    _register_scheduled_work(app)
 
     link_views.init_app(app)
     web.init_app(app)
@@ -60,17 +62,13 @@ def create_app(config: dict | None = None) -> Flask:
     return app
 
 
-def _configure_database(app: Flask) -> None:
-    """SQLite gets its pragmas (WAL, enforced foreign keys, ...) and the write gate (console.core.sqlite);
-    PostgreSQL its deferred BEGIN and idle-only ping (console.core.postgres)."""
-    from console.core import postgres, sqlite
-    from console.extensions import db
+def _register_scheduled_work(app: Flask) -> None:
+    """The task kinds the scheduler runs and the other tables an agenda lists, named here, not at import."""
+    from console.jobs import services as jobs
+    from console.link import expiry
+    from console.scheduler import agenda
+    from console.scheduler import services as scheduler
+    from console.webhooks import services as webhooks
 
-    url = app.config["SQLALCHEMY_DATABASE_URI"]
-    if url.startswith("sqlite"):
-        with app.app_context():
-            app.extensions["sqlite_write_gate"] = sqlite.configure(db.engine)
-    elif url.startswith("postgresql"):
-        with app.app_context():
-            if db.engine.dialect.driver == "psycopg":
-                postgres.configure(db.engine)
+    scheduler.register_tasks(app, (*jobs.TASKS, *webhooks.TASKS, *expiry.TASKS))
+    agenda.register_sources(app, (webhooks.AGENDA_SOURCE,))

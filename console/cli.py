@@ -23,7 +23,7 @@ def _app() -> Flask:
 
 def _ready_app() -> Flask:
     """The app for a command that reads or writes data: a database without a schema is a clear error."""
-    from console.setup import missing_schema
+    from console.bootstrap import missing_schema
 
     app = _app()
     with app.app_context():
@@ -50,10 +50,11 @@ def main() -> None:
     "--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000"
 )
 @click.option(
-    "--workers",
+    "--processes",
     type=click.IntRange(min=1),
     default=None,
-    help="Serving processes.  [default: one per core]",
+    help="Serving processes (Granian calls them workers; here the worker is the background process).  "
+    "[default: one per core]",
 )
 @click.option(
     "--threads",
@@ -68,17 +69,17 @@ def main() -> None:
     show_default=True,
     help="Keep each serving process on a CPU of its own (when there are no more processes than CPUs).",
 )
-def run(host: str, port: int, workers: int | None, threads: int, pin_cpus: bool) -> None:
+def run(host: str, port: int, processes: int | None, threads: int, pin_cpus: bool) -> None:
     """Upgrade the database, then serve the API, Link and the console on every core, plus the worker."""
-    from console.serving import default_workers, serve
+    from console.serving import default_processes, serve
 
     _check_free(host, port)
     # The app reads where it listens from the environment (each serving process builds its own app).
     os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
     app = _app()
     with app.app_context():
+        from console.bootstrap import prepare_database, startup_banner
         from console.extensions import db
-        from console.setup import prepare_database, startup_banner
 
         prepare_database()
         # In full only on a terminal: a service manager's log or a file would keep a working secret.
@@ -89,7 +90,7 @@ def run(host: str, port: int, workers: int | None, threads: int, pin_cpus: bool)
     serve(
         host=host,
         port=port,
-        workers=workers or default_workers(),
+        processes=processes or default_processes(),
         threads=threads,
         run_worker=app.config["RUN_WORKER"],
         pin_cpus=pin_cpus,
@@ -157,7 +158,7 @@ def db_upgrade() -> None:
     """Create or upgrade the schema to the latest migration, and seed the world."""
     app = _app()
     with app.app_context():
-        from console.setup import prepare_database
+        from console.bootstrap import prepare_database
 
         click.echo(prepare_database().describe())
 
@@ -414,11 +415,11 @@ def listen(
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def trigger(scenario: str | None, api: str | None, key: str | None, show_list: bool, as_json: bool) -> None:
     """Run a sandbox scenario headlessly (Link token, completion): prints the job and its outcome."""
-    from console import trigger as scenarios
     from console.listener import Fatal, Service, Unavailable
+    from console.trigger import listing, resolve, run_scenario
 
     if show_list:
-        for line in scenarios.listing():
+        for line in listing():
             click.echo(line)
         return
     if not scenario:
@@ -426,8 +427,8 @@ def trigger(scenario: str | None, api: str | None, key: str | None, show_list: b
     if not api or not key:
         raise click.UsageError("Give --api and --key (or set CONSOLE_API and CONSOLE_API_SECRET).")
     try:
-        scenarios.resolve(scenario)
-        result = scenarios.run(Service(api, key), scenario)
+        resolve(scenario)
+        result = run_scenario(Service(api, key), scenario)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
     except (Fatal, Unavailable) as exc:

@@ -160,7 +160,7 @@ def engine_options(config) -> dict:
         options.setdefault("pool_timeout", config["DB_POOL_TIMEOUT"])
     if url.startswith("postgresql"):
         if url.startswith("postgresql+psycopg:"):
-            # Pinged only after sitting idle (console.core.postgres), not at every checkout.
+            # Pinged only after sitting idle (console.db.postgres), not at every checkout.
             options["pool_pre_ping"] = False
         connect_args = dict(options.get("connect_args") or {})
         connect_args.setdefault("connect_timeout", config["DB_CONNECT_TIMEOUT"])
@@ -204,7 +204,7 @@ DEFAULTS = {
     "WTF_CSRF_TIME_LIMIT": None,
     "SESSION_COOKIE_SAMESITE": "Lax",
     "SESSION_COOKIE_HTTPONLY": True,
-    # A console session ends after this many days without a visit (see console.web.workspace_session).
+    # A console session ends after this many days without a visit (see console.web.shared.workspace_session).
     "CONSOLE_SESSION_IDLE_DAYS": 30,
     # A visitor workspace nobody named is deleted after this many idle days; 0 keeps every workspace.
     "WORKSPACE_IDLE_DAYS": 30,

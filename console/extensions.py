@@ -4,7 +4,7 @@ from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 
-from console.core.base import Base
+from console.db.base import Base
 
 db = SQLAlchemy(model_class=Base)
 migrate = Migrate()

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from console.api.versions import LATEST_VERSION
+from console.versions import LATEST_VERSION
 
 SERVICE_TIMEOUT = (5.0, 15.0)  # connect, read: every call to the service answers at once
 IDLE_SECONDS = 1.0  # between polls that found nothing

@@ -13,7 +13,8 @@ from console.presenter import models as presenter  # noqa: F401
 from console.requestlog import models as requestlog  # noqa: F401
 from console.scheduler import models as scheduler  # noqa: F401
 from console.training import models as training  # noqa: F401
-from console.web import models as web  # noqa: F401
+from console.web.link import models as console_link_tokens  # noqa: F401
+from console.web.webhooks import models as inbox  # noqa: F401
 from console.webhooks import models as webhooks  # noqa: F401
 from console.workspaces import models as workspaces  # noqa: F401
 from console.world import models as world  # noqa: F401

@@ -1,7 +1,7 @@
 """`console run`: the app on every core (Granian, WSGI) and one supervised worker process.
 
 One master process (Granian's) owns everything:
-- `workers` serving processes, each forked from the master and building its own app with
+- `processes` serving processes (Granian's "workers"), each forked from the master and building its own app with
   `serving_app()` after the fork (no engine, connection or lock is shared across a fork), each
   running requests on up to `threads` Python threads. They never run worker loops.
 - one `console worker` process (a fresh interpreter) for the scheduler and webhook delivery loops,
@@ -53,7 +53,7 @@ os.register_at_fork(
 )
 
 
-def default_workers() -> int:
+def default_processes() -> int:
     """One serving process per core this process may run on."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -171,14 +171,14 @@ CPUS_ENV = "SERVING_CPUS"
 _WORKER_TITLE = re.compile(r" worker-(\d+)$")
 
 
-def cpus_to_keep_to(workers: int) -> list[int]:
-    """The CPUs for `workers` serving processes to keep to, one each, or [] (more processes than CPUs, or no
+def cpus_to_keep_to(processes: int) -> list[int]:
+    """The CPUs for `processes` serving processes to keep to, one each, or [] (more processes than CPUs, or no
     affinity on this platform: the kernel places them)."""
     try:
         cpus = sorted(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
         return []
-    return cpus[:workers] if workers <= len(cpus) else []
+    return cpus[:processes] if processes <= len(cpus) else []
 
 
 def keep_to_one_cpu() -> int | None:
@@ -343,7 +343,7 @@ class Supervision:
 
 
 def serve(
-    *, host: str, port: int, workers: int, threads: int, run_worker: bool, pin_cpus: bool = True
+    *, host: str, port: int, processes: int, threads: int, run_worker: bool, pin_cpus: bool = True
 ) -> None:
     """Serve until SIGTERM/SIGINT; with `run_worker`, also keep one worker process running; with `pin_cpus`,
     each serving process keeps to a CPU of its own when there are enough (`keep_to_one_cpu`)."""
@@ -354,7 +354,7 @@ def serve(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", force=True
     )
-    cpus = cpus_to_keep_to(workers) if pin_cpus else []
+    cpus = cpus_to_keep_to(processes) if pin_cpus else []
     os.environ[CPUS_ENV] = ",".join(str(cpu) for cpu in cpus)  # read by each serving process it forks
     if cpus:
         log.info("Serving processes keep to CPUs %s, one each", ", ".join(map(str, cpus)))
@@ -364,7 +364,7 @@ def serve(
         interface=Interfaces.WSGI,
         address=host,
         port=port,
-        workers=workers,
+        workers=processes,
         blocking_threads=threads,
         respawn_failed_workers=True,  # a serving process that dies is replaced
         workers_kill_timeout=SERVING_STOP_SECONDS,

@@ -1,6 +1,6 @@
 """`console trigger SCENARIO`: run a sandbox scenario through the API, from a terminal.
 
-The scenarios are the console's gallery (console/web/scenarios.py: every row of the sandbox test
+The scenarios are the console's gallery (console/web/scenarios/gallery.py: every row of the sandbox test
 data), by the same keys, plus the job scenarios' names as aliases (`success`, `pending_then_error`,
 `federal_sent`, ...). Each run creates a Link token and completes it headlessly
 (`POST /v1/sandbox/link_tokens/{id}/complete`), so it makes the same account, job and events
@@ -14,7 +14,7 @@ from typing import Any
 
 from console.link.sandbox_data import sandbox_test_data
 from console.listener import Fatal, Service, Unavailable, error_message
-from console.web.scenarios import Scenario, all_scenarios
+from console.web.scenarios.gallery import Scenario, all_scenarios
 
 
 def aliases() -> dict[str, str]:
@@ -71,7 +71,7 @@ class Run:
         )
 
 
-def run(service: Service, name: str) -> Run:
+def run_scenario(service: Service, name: str) -> Run:
     """Create the scenario's Link token and complete it headlessly."""
     scenario = resolve(name)
     response = service.post("/link_tokens", scenario.token_body())
@@ -85,4 +85,4 @@ def run(service: Service, name: str) -> Run:
     return Run(scenario.key, token_id, data["job_id"], data["outcome"], data["state"], None)
 
 
-__all__ = ["Fatal", "Run", "Unavailable", "aliases", "listing", "resolve", "run"]
+__all__ = ["Fatal", "Run", "Unavailable", "aliases", "listing", "resolve", "run_scenario"]

@@ -29,11 +29,11 @@ log = logging.getLogger(__name__)
 
 # Dotted names, imported lazily so a loop's module is only loaded when a worker starts.
 LOOPS = (
-    "console.scheduler.worker.SchedulerLoop",
-    "console.webhooks.worker.DeliveryLoop",
-    "console.idempotency.worker.SweepLoop",
+    "console.scheduler.loop.SchedulerLoop",
+    "console.webhooks.delivery_loop.DeliveryLoop",
+    "console.idempotency.sweep_loop.SweepLoop",
     "console.workspaces.collection.CollectionLoop",
-    "console.core.sqlite.CheckpointLoop",
+    "console.db.sqlite.CheckpointLoop",
 )
 JOIN_SECONDS = 30
 # How often the foreground worker looks at its loops and heartbeat (a stop signal wakes it at once).

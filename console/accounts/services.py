@@ -14,8 +14,8 @@ from sqlalchemy import Select, select
 
 from console.accounts.models import Account
 from console.core.errors import NotFound, ServiceError
-from console.core.lookup import get_scoped
 from console.core.timeutil import isodate, isoformat
+from console.db.lookup import get_scoped
 from console.events.services import record_event
 from console.extensions import db
 from console.link_tokens.models import LinkToken

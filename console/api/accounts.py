@@ -8,9 +8,11 @@ from flask import g, jsonify, request
 
 from console.accounts import services
 from console.accounts.models import Account
-from console.api import api
 from console.api.pagination import paginate
 from console.core.errors import FieldError, ValidationFailed
+from console.core.routes import Routes
+
+routes = Routes()
 
 
 def _filters() -> dict:
@@ -31,7 +33,7 @@ def _filters() -> dict:
     return filters
 
 
-@api.get("/accounts")
+@routes.get("/accounts")
 def list_accounts():
     """Accounts of this workspace and mode, newest first; filter by `end_user_id` or `link_token_id`."""
     query = services.accounts_query(g.workspace.id, g.api_mode, **_filters())
@@ -40,19 +42,19 @@ def list_accounts():
     )
 
 
-@api.get("/accounts/<account_id>")
+@routes.get("/accounts/<account_id>")
 def get_account(account_id: str):
     account = services.get_account(g.workspace.id, g.api_mode, account_id)
     return jsonify({"data": services.serialize_account(account)})
 
 
-@api.get("/accounts/<account_id>/employment")
+@routes.get("/accounts/<account_id>/employment")
 def get_account_employment(account_id: str):
     account = services.get_account(g.workspace.id, g.api_mode, account_id)
     return jsonify({"data": services.get_employment(account)})
 
 
-@api.get("/accounts/<account_id>/income")
+@routes.get("/accounts/<account_id>/income")
 def get_account_income(account_id: str):
     account = services.get_account(g.workspace.id, g.api_mode, account_id)
     return jsonify({"data": services.get_income(account)})

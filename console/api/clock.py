@@ -11,13 +11,15 @@ from flask import jsonify
 from pydantic import ConfigDict, Field
 from pydantic_core import InitErrorDetails
 
-from console.api import api
 from console.api.conventions import current_workspace, json_body, sandbox_only
 from console.clock import moves
 from console.clock import services as clock
 from console.core.bodies import RequestModel, field_error, guarded, validate
+from console.core.routes import Routes
 from console.core.timeutil import isoformat, parse_datetime
 from console.scheduler import agenda
+
+routes = Routes()
 
 
 def _clock_state(**extra: Any) -> dict:
@@ -119,14 +121,14 @@ class ClockNextRequest(RequestModel):
     """POST /v1/sandbox/clock/advance_to_next: no field (an empty object, or no body)."""
 
 
-@api.get("/sandbox/clock")
+@routes.get("/sandbox/clock")
 @sandbox_only
 def get_clock():
     items = agenda.upcoming(current_workspace(), limit=10)
     return jsonify(_clock_state(next_due=[item.as_dict() for item in items]))
 
 
-@api.post("/sandbox/clock/advance")
+@routes.post("/sandbox/clock/advance")
 @sandbox_only
 def advance_clock():
     unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
@@ -134,7 +136,7 @@ def advance_clock():
     return jsonify(_clock_state(fired=fired))
 
 
-@api.post("/sandbox/clock/jump")
+@routes.post("/sandbox/clock/jump")
 @sandbox_only
 def jump_clock():
     moment = validate(ClockJumpRequest, json_body()).to
@@ -142,7 +144,7 @@ def jump_clock():
     return jsonify(_clock_state(fired=fired))
 
 
-@api.post("/sandbox/clock/advance_to_next")
+@routes.post("/sandbox/clock/advance_to_next")
 @sandbox_only
 def advance_clock_to_next():
     validate(ClockNextRequest, json_body())

@@ -14,22 +14,23 @@ from flask import Blueprint, current_app, g, request
 
 from console.api import idempotency
 from console.api.ratelimit import limiter
-from console.api.versions import SUPPORTED_VERSIONS
-from console.core import jsontext, sqlite
+from console.core import jsontext
 from console.core.errors import Forbidden, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
-from console.core.rows import entity
+from console.db import sqlite
+from console.db.rows import entity
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import authenticate
 from console.modes import MODES
+from console.versions import SUPPORTED_VERSIONS
 from console.workspaces.models import Workspace
 from console.workspaces.services import note_activity
 
 BODY_METHODS = ("POST", "PUT", "PATCH")
 # The API blueprint is registered once per mode, as `api_<mode>` (console.api.init_app).
 BLUEPRINT_MODES = {f"api_{mode}": mode for mode in MODES}
-# Set in the WSGI environ by the console's in-process dispatch (console.web.apiclient). No HTTP
+# Set in the WSGI environ by the console's in-process dispatch (console.web.shared.apiclient). No HTTP
 # header can produce an environ key with a dot, so a request from outside can never carry it.
 CONSOLE_ENVIRON_KEY = "console.in_process"
 
@@ -173,7 +174,6 @@ def install(bp: Blueprint) -> None:
     # After authentication, version and rate limit: a request they refuse never reserves its key.
     bp.before_request(idempotency.reserve_key)
     bp.after_request(idempotency.store_response)
-    idempotency.install_session_hooks()
 
 
 def sandbox_only(view: Callable) -> Callable:

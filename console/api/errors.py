@@ -13,11 +13,11 @@ from flask import Flask, g, jsonify, make_response, render_template, request
 from sqlalchemy import exc as sa_exc
 from werkzeug.exceptions import HTTPException
 
-from console.api.versions import LATEST_VERSION
 from console.core.errors import ServiceError, ServiceUnavailable
 from console.core.ids import uuid7
 from console.modes import is_api_path
 from console.requestlog import capture as requestlog_capture
+from console.versions import LATEST_VERSION
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ def _http_error(exc: HTTPException):
     return response, status
 
 
-# A console page's 404 (no such page, or one of another workspace's), here and in console.web.blueprint.
+# A console page's 404 (no such page, or one of another workspace's), here and in console.web.shared.blueprint.
 NOT_FOUND_PAGE_MESSAGE = "Nothing here, or it belongs to another workspace."
 
 

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from flask import g, jsonify, request
 
-from console.api import api
 from console.api.conventions import current_workspace, json_body
 from console.api.pagination import paginate
 from console.core.bodies import RequestModel, text, validate
+from console.core.routes import Routes
 from console.events import queries
 from console.events.models import Event
 from console.extensions import db
 
+routes = Routes()
 
-@api.get("/events")
+
+@routes.get("/events")
 def list_events():
     filters = {name: request.args[name] for name in queries.FILTERS if name in request.args}
     query = queries.list_query(g.workspace.id, g.api_mode, filters)
@@ -31,7 +33,7 @@ class ResendRequest(RequestModel):
     ) = None
 
 
-@api.post("/events/<event_id>/resend")
+@routes.post("/events/<event_id>/resend")
 def resend_event(event_id: str):
     event = queries.get_event(g.workspace.id, g.api_mode, event_id)
     queries.resend(event, current_workspace(), validate(ResendRequest, json_body()).webhook_id)
@@ -40,7 +42,7 @@ def resend_event(event_id: str):
     return jsonify({"data": queries.serialize_event(event, deliveries)})
 
 
-@api.get("/events/<event_id>")
+@routes.get("/events/<event_id>")
 def get_event(event_id: str):
     """One event with every delivery attempt (status, latency, response excerpt, error)."""
     event = queries.get_event(g.workspace.id, g.api_mode, event_id)

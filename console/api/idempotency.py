@@ -111,6 +111,10 @@ def _applied(_session: Session) -> None:
 
 
 def install_session_hooks() -> None:
-    """Mark the reservation `applied` in the same transaction as the view's first commit (once per process)."""
-    event.listen(db.session, "before_commit", _mark_applied)
-    event.listen(db.session, "after_commit", _applied)
+    """Mark the reservation `applied` in the same transaction as the view's first commit.
+
+    The hooks listen on the process-wide session, so every app built in a process shares them: each
+    `create_app` calls this, and it installs them once."""
+    for name, hook in (("before_commit", _mark_applied), ("after_commit", _applied)):
+        if not event.contains(db.session, name, hook):
+            event.listen(db.session, name, hook)

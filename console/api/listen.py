@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from flask import g, jsonify
 
-from console.api import api
 from console.api.conventions import current_key, json_body, sandbox_only
 from console.core.bodies import RequestModel, integer, validate
+from console.core.routes import Routes
 from console.extensions import db
 from console.webhooks import relay
+
+routes = Routes()
 
 
 class PollRequest(RequestModel):
@@ -23,7 +25,7 @@ class PollRequest(RequestModel):
     ) = None
 
 
-@api.post("/sandbox/listen")
+@routes.post("/sandbox/listen")
 @sandbox_only
 def open_listener():
     webhook, created = relay.open_listener(current_key(), json_body())
@@ -31,7 +33,7 @@ def open_listener():
     return jsonify({"data": {**relay.describe(webhook), "created": created}})
 
 
-@api.post("/sandbox/listen/<webhook_id>/poll")
+@routes.post("/sandbox/listen/<webhook_id>/poll")
 @sandbox_only
 def poll_listener(webhook_id: str):
     request = validate(PollRequest, json_body())
@@ -43,7 +45,7 @@ def poll_listener(webhook_id: str):
     )
 
 
-@api.post("/sandbox/listen/<webhook_id>/deliveries/<attempt_id>/result")
+@routes.post("/sandbox/listen/<webhook_id>/deliveries/<attempt_id>/result")
 @sandbox_only
 def report_listener_result(webhook_id: str, attempt_id: str):
     body = json_body()

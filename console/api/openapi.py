@@ -11,24 +11,26 @@ import re
 
 from flask import current_app, jsonify, request
 
-from console.api import api
 from console.api.clock import ClockAdvanceRequest, ClockJumpRequest, ClockNextRequest
 from console.api.conventions import public
 from console.api.events import ResendRequest
 from console.api.listen import PollRequest
 from console.api.openapi_schemas import RESPONSE_SCHEMAS, collection, ref, single
 from console.api.pagination import DEFAULT_LIMIT, MAX_CURSOR_LENGTH, MAX_LIMIT
-from console.api.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.api.webhooks import ConformanceRequest, ReplayRequest, TestEventRequest
 from console.api.world import PLATFORM_TYPES
 from console.core.bodies import openapi_schemas
+from console.core.routes import Routes
 from console.events.models import EVENT_TYPES
-from console.jobs.scenarios import OUTCOMES
+from console.jobs.plans import OUTCOMES
 from console.link.headless import CompletionRequest
 from console.link_tokens.validation import JOB_NAMES, LinkTokenRequest
 from console.modes import URL_PREFIXES
+from console.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.webhooks.relay import ListenRequest, RelayResultRequest
 from console.webhooks.services import WebhookRequest, WebhookUpdateRequest
+
+routes = Routes()
 
 
 def q(name: str, description: str, schema: dict | None = None, **extra) -> dict:
@@ -460,7 +462,7 @@ def build_document(server_url: str) -> dict:
     }
 
 
-@api.get("/openapi.json")
+@routes.get("/openapi.json")
 @public
 def openapi_document():
     """The document for this base URL (its `servers` entry names the mode's own base URL)."""

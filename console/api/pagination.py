@@ -19,9 +19,9 @@ from typing import Any
 from flask import request
 from sqlalchemy import DateTime, Integer, Select, String, TypeDecorator, Uuid, and_, bindparam, or_
 
-from console.core.direct import Direct
 from console.core.errors import FieldError, ValidationFailed
 from console.core.timeutil import parse_datetime
+from console.db.direct import Direct
 from console.extensions import db
 
 DEFAULT_LIMIT = 25

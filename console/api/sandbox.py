@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flask import g, jsonify
 
-from console.api import api
 from console.api.conventions import json_body, sandbox_only
+from console.core.routes import Routes
 from console.core.timeutil import isoformat
 from console.extensions import db
 from console.jobs.models import Job
@@ -14,15 +14,17 @@ from console.link.flow import LinkError
 from console.link.sandbox_data import sandbox_test_data
 from console.link_tokens.services import get_link_token
 
+routes = Routes()
 
-@api.get("/sandbox/test_data")
+
+@routes.get("/sandbox/test_data")
 @sandbox_only
 def sandbox_test_data_view():
     """The credentials, MFA codes, identities and SSNs that drive each sandbox scenario."""
     return jsonify({"data": sandbox_test_data()})
 
 
-@api.post("/sandbox/link_tokens/<link_token_id>/complete")
+@routes.post("/sandbox/link_tokens/<link_token_id>/complete")
 @sandbox_only
 def complete_link_token(link_token_id: str):
     """Run the token's Link flow without a browser: same steps, same account, job and events."""

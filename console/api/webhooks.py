@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from flask import current_app, g, jsonify
 
-from console.api import api
 from console.api.conventions import current_key, current_workspace, json_body, no_content, sandbox_only
 from console.api.pagination import paginate
 from console.conformance import services as conformance
 from console.core.bodies import RequestModel, moment, one_of, validate
 from console.core.errors import FieldError
+from console.core.routes import Routes
 from console.core.timeutil import isoformat
 from console.events import queries
 from console.events.models import EVENT_TYPES
@@ -18,12 +18,14 @@ from console.extensions import db
 from console.webhooks import services
 from console.webhooks.models import Webhook
 
+routes = Routes()
+
 
 def _webhook(webhook_id: str) -> Webhook:
     return services.get_webhook(g.workspace.id, g.api_mode, webhook_id)
 
 
-@api.post("/webhooks")
+@routes.post("/webhooks")
 def create_webhook():
     webhook = services.create_webhook(current_key(), json_body())
     response = {"data": services.serialize(webhook)}  # before the commit expires (and would reload) it
@@ -31,18 +33,18 @@ def create_webhook():
     return jsonify(response)
 
 
-@api.get("/webhooks")
+@routes.get("/webhooks")
 def list_webhooks():
     query = services.list_query(g.workspace.id, g.api_mode)
     return jsonify(paginate(query, order_by=[Webhook.created_at, Webhook.id], serialize=services.serialize))
 
 
-@api.get("/webhooks/<webhook_id>")
+@routes.get("/webhooks/<webhook_id>")
 def get_webhook(webhook_id: str):
     return jsonify({"data": services.serialize(_webhook(webhook_id))})
 
 
-@api.put("/webhooks/<webhook_id>")
+@routes.put("/webhooks/<webhook_id>")
 def update_webhook(webhook_id: str):
     body = json_body()
     webhook = services.update_webhook(_webhook(webhook_id), current_workspace(), body)
@@ -51,7 +53,7 @@ def update_webhook(webhook_id: str):
     return jsonify(response)
 
 
-@api.delete("/webhooks/<webhook_id>")
+@routes.delete("/webhooks/<webhook_id>")
 def delete_webhook(webhook_id: str):
     services.delete_webhook(_webhook(webhook_id), current_workspace())
     db.session.commit()
@@ -70,7 +72,7 @@ def _unknown_event_message(fields: list[FieldError]) -> str | None:
     return None
 
 
-@api.post("/sandbox/webhooks/<webhook_id>/test")
+@routes.post("/sandbox/webhooks/<webhook_id>/test")
 @sandbox_only
 def send_test_event(webhook_id: str):
     request = validate(TestEventRequest, json_body(), message=_unknown_event_message)
@@ -83,7 +85,7 @@ class ConformanceRequest(RequestModel):
     """POST /v1/sandbox/webhooks/{id}/conformance: no fields (the suite is the same for every webhook)."""
 
 
-@api.post("/sandbox/webhooks/<webhook_id>/conformance")
+@routes.post("/sandbox/webhooks/<webhook_id>/conformance")
 @sandbox_only
 def run_conformance(webhook_id: str):
     """Run the endpoint conformance suite against the webhook (even a paused one) and keep the report."""
@@ -95,7 +97,7 @@ def run_conformance(webhook_id: str):
     return jsonify({"data": report})
 
 
-@api.get("/sandbox/webhooks/<webhook_id>/conformance")
+@routes.get("/sandbox/webhooks/<webhook_id>/conformance")
 @sandbox_only
 def latest_conformance(webhook_id: str):
     """The webhook's latest conformance report (404 before the first run)."""
@@ -108,7 +110,7 @@ class ReplayRequest(RequestModel):
     since: moment(description="Events at or after this moment (workspace clock; no offset means UTC).")
 
 
-@api.post("/webhooks/<webhook_id>/replay")
+@routes.post("/webhooks/<webhook_id>/replay")
 def replay_failed(webhook_id: str):
     webhook = _webhook(webhook_id)
     since = validate(ReplayRequest, json_body()).since

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from flask import jsonify, request
 
-from console.api import api
 from console.api.pagination import page_limit, paginate
 from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.routes import Routes
 from console.link_tokens.validation import JOB_NAMES
 from console.world import services as world
 from console.world.models import BENEFITS, PAYROLL, Employer, Platform
+
+routes = Routes()
 
 PLATFORM_TYPES = (PAYROLL, BENEFITS)
 
@@ -62,7 +64,7 @@ def _jobs_arg(errors: list[FieldError]) -> list[str] | None:
     return raw or None
 
 
-@api.get("/platforms")
+@routes.get("/platforms")
 def list_platforms():
     errors: list[FieldError] = []
     kind = request.args.get("type")
@@ -80,7 +82,7 @@ def list_platforms():
     )
 
 
-@api.get("/platforms/<platform_id>")
+@routes.get("/platforms/<platform_id>")
 def get_platform(platform_id: str):
     platform = world.get_platform(platform_id)
     if platform is None:
@@ -88,7 +90,7 @@ def get_platform(platform_id: str):
     return jsonify({"data": platform_json(platform)})
 
 
-@api.get("/employers")
+@routes.get("/employers")
 def list_employers():
     query = world.list_employers(q=request.args.get("q"))
     return jsonify(
@@ -96,7 +98,7 @@ def list_employers():
     )
 
 
-@api.get("/employers/<employer_id>")
+@routes.get("/employers/<employer_id>")
 def get_employer(employer_id: str):
     employer = world.get_employer(employer_id)
     if employer is None:
@@ -104,7 +106,7 @@ def get_employer(employer_id: str):
     return jsonify({"data": employer_json(employer)})
 
 
-@api.get("/search")
+@routes.get("/search")
 def search():
     """Employers and platforms together, best matches first (what Link's search screen shows)."""
     errors: list[FieldError] = []

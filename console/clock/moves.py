@@ -1,7 +1,7 @@
 """Moving a workspace clock: advancing it, jumping to a moment or to the next scheduled item.
 
-Each move rewrites when the workspace's pending work runs (the schedule tables registered with
-`console.clock.services.register_schedule`) and runs what became due, in due order, with the scheduler.
+Each move rewrites when the workspace's pending work runs (the rows of SCHEDULE_TABLES) and runs what
+became due, in due order, with the scheduler.
 """
 
 from __future__ import annotations
@@ -12,14 +12,20 @@ from typing import Any
 from sqlalchemy import select, update
 
 from console.clock.business_days import add_business_days
-from console.clock.services import SCHEDULE_TABLES, now, real_time_of
+from console.clock.services import now, real_time_of
 from console.core.errors import Conflict, FieldError, ValidationFailed
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.scheduler import agenda
+from console.scheduler.models import ScheduledTask
 from console.scheduler.services import fired_since, run_due
+from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
 
+# Models holding work due on a workspace clock: each has workspace_id, due_at, run_after and status.
+# Moving a clock rewrites run_after (= due_at - offset) of their pending rows, so the worker, which polls
+# run_after against real time, sees the new due moments.
+SCHEDULE_TABLES = (ScheduledTask, WebhookDelivery)
 # Longest single advance: enough for a 30-day webhook pause and a year of retries, small enough to stay quick.
 MAX_ADVANCE = timedelta(days=400)
 # Most tasks one advance runs itself; anything beyond is left to the worker.

@@ -13,18 +13,6 @@ from datetime import datetime, timedelta
 from console.core.timeutil import utcnow
 from console.workspaces.models import Workspace
 
-# Models holding work due on a workspace clock: each has workspace_id, due_at, run_after and status.
-# Advancing a clock rewrites run_after (= due_at - offset) of their pending rows, so the worker,
-# which polls run_after against real time, sees the new due moments.
-SCHEDULE_TABLES: list[type] = []
-
-
-def register_schedule(model: type) -> type:
-    """Declare a model whose pending rows wait on the workspace clock (usable as a class decorator)."""
-    if model not in SCHEDULE_TABLES:
-        SCHEDULE_TABLES.append(model)
-    return model
-
 
 def now(workspace: Workspace) -> datetime:
     """The workspace's current time: real time plus its offset."""

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from console.api.versions import PRIME_MIN_VERSION
 from console.conformance.sender import CONFORMANCE_HEADER, Received, Request, Target
 from console.events.models import EVENT_TYPES
 from console.events.queries import sample_payload
+from console.versions import PRIME_MIN_VERSION
 from console.webhooks import shaping
 from console.webhooks.delivery import signed_headers
 

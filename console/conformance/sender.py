@@ -123,6 +123,6 @@ def send(webhook: Target, request: Request, *, transport: Transport, timeout: fl
 def _through_listener(webhook: Target, request: Request, transport: Transport, timeout: float) -> Received:
     """A relayed webhook (`console listen`): the listener posts the request to the developer's endpoint."""
     with transport.app.app_context():
-        answer = relay.exchange(webhook.webhook_id, request.method, request.headers, request.body, timeout)
+        answer = relay.round_trip(webhook.webhook_id, request.method, request.headers, request.body, timeout)
     excerpt = answer.body[:EXCERPT_BYTES] if answer.body else None
     return Received(answer.status_code, answer.latency_ms or 0, {}, excerpt, answer.error)

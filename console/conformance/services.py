@@ -30,8 +30,8 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
 from console.webhooks.delivery import Transport
+from console.webhooks.delivery_loop import settings
 from console.webhooks.models import Webhook
-from console.webhooks.worker import settings
 from console.workspaces.models import Workspace
 
 log = logging.getLogger(__name__)

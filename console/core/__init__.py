@@ -1,1 +1,1 @@
-"""Cross-cutting building blocks: the model base, time, ids and error types."""
+"""Small shared helpers: error types, ids, time, JSON text and responses, request-body declarations and validators, parameter checks, stop signals."""

@@ -11,8 +11,8 @@ from sqlalchemy import Select, select
 
 from console.clock.services import now
 from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
-from console.core.lookup import get_scoped
 from console.core.timeutil import isoformat, parse_datetime
+from console.db.lookup import get_scoped
 from console.events.models import EVENT_TYPES, Event
 from console.events.services import record_event
 from console.extensions import db

@@ -6,7 +6,6 @@ import os
 
 from flask import Blueprint, Flask, current_app, jsonify
 
-from console.api.ratelimit import limiter
 from console.health.services import DatabaseProbe
 
 bp = Blueprint("health", __name__)
@@ -15,7 +14,8 @@ bp = Blueprint("health", __name__)
 @bp.get("/healthz")
 def healthz():
     database, worker = current_app.extensions["database_probe"].check()
-    rate_limits = limiter().health()
+    # The API's limiter (console.api.ratelimit), set up by create_app; read here without importing the API.
+    rate_limits = current_app.extensions["ratelimiter"].health()
     if not database["ok"]:
         status = "down"
     elif worker and worker["ok"] and not rate_limits["fallback"]:

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from console.core.base import CreatedAtMixin, IdMixin
+from console.db.base import CreatedAtMixin, IdMixin
 from console.extensions import db
 
 
@@ -31,7 +31,7 @@ class Job(IdMixin, CreatedAtMixin, db.Model):
     outcome: Mapped[str] = mapped_column(String(16))
     # The spec's params: {"action"?, "allocation"?: {"type"?, "value"?, "target": {"account_type"}}}.
     params: Mapped[dict[str, Any]] = mapped_column(default=dict)
-    # The scenario (console.jobs.scenarios) that drives later transitions: picked by sandbox test data,
+    # The scenario (console.jobs.plans) that drives later transitions: picked by sandbox test data,
     # or by the simulated world in development and production.
     scenario: Mapped[str | None] = mapped_column(String(64))
     # Time of the latest transition, on the workspace clock (the spec's `timestamp`).

@@ -18,16 +18,16 @@ from console.accounts.models import Account
 from console.clock.business_days import add_business_days
 from console.clock.services import now
 from console.core.errors import Conflict, FieldError, ValidationFailed
-from console.core.lookup import get_scoped
+from console.db.lookup import get_scoped
 from console.events.services import record_event
 from console.extensions import db
-from console.jobs import scenarios
+from console.jobs import plans
 from console.jobs.models import Job, JobTransition
-from console.jobs.scenarios import ERROR, FAILURE, OUTCOMES, PENDING, PROCESSING, SENT, SUCCESS
+from console.jobs.plans import ERROR, FAILURE, OUTCOMES, PENDING, PROCESSING, SENT, SUCCESS
 from console.jobs.serializers import JOB_COLUMNS, clean_params, job_payload
 from console.link_tokens.models import LinkToken
 from console.scheduler.models import ScheduledTask
-from console.scheduler.services import schedule, task_describer, task_handler
+from console.scheduler.services import TaskKind, schedule
 from console.workspaces.models import Workspace
 
 __all__ = ["IllegalTransition", "job_payload", "start_switch", "transition"]
@@ -95,7 +95,7 @@ def start_switch(
     via_platform_matching: bool = False,
 ) -> Job:
     """Create the switch job in its scenario's first outcome and schedule what follows."""
-    plan = scenarios.get_scenario(scenario, link_token.mode)
+    plan = plans.get_plan(scenario, link_token.mode)
     if (account.workspace_id, account.mode) != (link_token.workspace_id, link_token.mode):
         raise ValueError("the account and the Link token belong to different workspaces or modes")
     workspace = db.session.get(Workspace, link_token.workspace_id)
@@ -115,11 +115,11 @@ def start_switch(
     )
     transition(job, plan.first_outcome, at=at, reason=plan.first_reason)
     if plan.first_outcome == PENDING:
-        due = scenarios.next_retry_at(plan, at, at)
-        schedule(workspace, scenarios.RETRY_KIND, due, {"job_id": str(job.id), "attempt": 1})
+        due = plans.next_retry_at(plan, at, at)
+        schedule(workspace, plans.RETRY_KIND, due, {"job_id": str(job.id), "attempt": 1})
     elif plan.first_outcome == PROCESSING:
-        due = add_business_days(at, scenarios.FEDERAL_REVIEW_BUSINESS_DAYS)
-        schedule(workspace, scenarios.FEDERAL_REVIEW_KIND, due, {"job_id": str(job.id)})
+        due = add_business_days(at, plans.FEDERAL_REVIEW_BUSINESS_DAYS)
+        schedule(workspace, plans.FEDERAL_REVIEW_KIND, due, {"job_id": str(job.id)})
     return job
 
 
@@ -129,17 +129,16 @@ def _locked_job(task: ScheduledTask) -> Job | None:
     return db.session.scalars(query.execution_options(populate_existing=True)).first()
 
 
-@task_handler(scenarios.RETRY_KIND)
 def run_retry(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
     """Retry a pending job: resolve it, or record the attempt and schedule the next one."""
     job = _locked_job(task)
     attempt = int(task.payload.get("attempt", 1))
     if job is None or job.outcome != PENDING:
         return {"summary": f"Retry {attempt} skipped: the job is no longer pending", "attempt": attempt}
-    plan = scenarios.SCENARIOS[job.scenario]
+    plan = plans.PLANS[job.scenario]
     # The attempt happens at its due moment, so an advance that fires a chain records each step at its own time.
     at = task.due_at
-    decision = scenarios.retry_decision(plan, at, job.first_attempt_at)
+    decision = plans.retry_decision(plan, at, job.first_attempt_at)
     if decision is not None:
         outcome, reason = decision
         transition(job, outcome, at=at, reason=reason)
@@ -148,8 +147,8 @@ def run_retry(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
             "attempt": attempt,
             "job_id": str(job.id),
         }
-    due = scenarios.next_retry_at(plan, at, job.first_attempt_at)
-    schedule(workspace, scenarios.RETRY_KIND, due, {"job_id": str(job.id), "attempt": attempt + 1})
+    due = plans.next_retry_at(plan, at, job.first_attempt_at)
+    schedule(workspace, plans.RETRY_KIND, due, {"job_id": str(job.id), "attempt": attempt + 1})
     return {
         "summary": f"Job {job.id} retried the switch (attempt {attempt}): could not complete, still pending",
         "attempt": attempt,
@@ -157,38 +156,35 @@ def run_retry(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
     }
 
 
-@task_describer(scenarios.RETRY_KIND)
 def describe_retry(task: ScheduledTask) -> str:
     job = db.session.get(Job, uuid.UUID(task.payload["job_id"]))
     attempt = int(task.payload.get("attempt", 1))
     if job is None or job.outcome != PENDING:
         return f"Retry {attempt} of a job that is no longer pending (does nothing)"
-    decision = scenarios.retry_decision(scenarios.SCENARIOS[job.scenario], task.due_at, job.first_attempt_at)
+    decision = plans.retry_decision(plans.PLANS[job.scenario], task.due_at, job.first_attempt_at)
     if decision is None:
         return f"Job {job.id} retries the switch (attempt {attempt}): stays pending, retries again later"
     return f"Job {job.id} retries the switch (attempt {attempt}): pending → {decision[0]}"
 
 
-@task_handler(scenarios.FEDERAL_REVIEW_KIND)
 def run_federal_review(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
     """Finish a federal benefits review: the switch is sent to the agency, or fails."""
     job = _locked_job(task)
     if job is None or job.outcome != PROCESSING:
         return {"summary": "Agency review skipped: the job is no longer processing"}
-    outcome = scenarios.SCENARIOS[job.scenario].resolves_to
+    outcome = plans.PLANS[job.scenario].resolves_to
     if outcome == SENT:
         # The agency accepted a full switch; the second event says so (spec, federal benefits).
         job.params = {**job.params, "action": "full_switch"}
-    transition(job, outcome, at=task.due_at, reason=scenarios.REVIEW_REASONS[outcome])
+    transition(job, outcome, at=task.due_at, reason=plans.REVIEW_REASONS[outcome])
     return {"summary": f"Job {job.id} agency review ended: processing → {outcome}", "job_id": str(job.id)}
 
 
-@task_describer(scenarios.FEDERAL_REVIEW_KIND)
 def describe_federal_review(task: ScheduledTask) -> str:
     job = db.session.get(Job, uuid.UUID(task.payload["job_id"]))
     if job is None or job.outcome != PROCESSING:
         return "Agency review of a job that is no longer processing (does nothing)"
-    outcome = scenarios.SCENARIOS[job.scenario].resolves_to
+    outcome = plans.PLANS[job.scenario].resolves_to
     return f"Job {job.id} agency review ends: processing → {outcome}"
 
 
@@ -246,3 +242,10 @@ def timeline(job: Job) -> list[dict[str, Any]]:
         {"sequence": t.sequence, "from": t.from_outcome, "to": t.to_outcome, "at": t.at, "reason": t.reason}
         for t in job.transitions
     ]
+
+
+# The scheduled task kinds this module runs (registered by create_app: console.scheduler.services).
+TASKS = (
+    TaskKind(plans.RETRY_KIND, run_retry, describe_retry),
+    TaskKind(plans.FEDERAL_REVIEW_KIND, run_federal_review, describe_federal_review),
+)

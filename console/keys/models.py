@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, LargeBinary, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from console.core.base import CreatedAtMixin, IdMixin
 from console.core.timeutil import utcnow
+from console.db.base import CreatedAtMixin, IdMixin
 from console.extensions import db
 from console.workspaces.models import Workspace
 

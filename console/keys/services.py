@@ -10,10 +10,10 @@ from datetime import timedelta
 
 from sqlalchemy import Select, bindparam, inspect, select
 
-from console.core.direct import Direct
 from console.core.errors import FieldError, NotFound, Unauthorized, ValidationFailed
-from console.core.rows import Snapshot
 from console.core.timeutil import utcnow
+from console.db.direct import Direct
+from console.db.rows import Snapshot
 from console.extensions import db
 from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
@@ -94,7 +94,7 @@ def _key_with_workspace(digest: str) -> Snapshot | None:
 def authenticate(secret: str | None, mode: str) -> Snapshot:
     """The active key for this secret in this mode, with its workspace, as snapshots; or `Unauthorized`.
 
-    Snapshots (`console.core.rows.Snapshot`), not ORM objects: every API request reads its key and
+    Snapshots (`console.db.rows.Snapshot`), not ORM objects: every API request reads its key and
     workspace, few change them (those take `rows.entity` of them).
 
     The secret is found by its hash, so no comparison ever runs over the secret

@@ -21,7 +21,7 @@ from console.link.models import TERMINAL, LinkSession
 from console.link_tokens.models import LinkToken
 from console.link_tokens.services import EXPIRE_TASK_KIND
 from console.scheduler.models import ScheduledTask
-from console.scheduler.services import task_describer, task_handler
+from console.scheduler.services import TaskKind
 from console.workspaces.models import Workspace
 
 
@@ -33,7 +33,6 @@ def _screen(state: str) -> str:
     return f"the {state.replace('_', ' ')} screen" if state else "its first screen"
 
 
-@task_handler(EXPIRE_TASK_KIND)
 def expire_link_token(task: ScheduledTask, workspace: Workspace) -> dict[str, Any]:
     """Stop the token's flow if it is still running; loading an expired flow ends it."""
     link_token = db.session.get(LinkToken, uuid.UUID(task.payload["link_token_id"]))
@@ -53,7 +52,6 @@ def expire_link_token(task: ScheduledTask, workspace: Workspace) -> dict[str, An
     return {"summary": summary, "link_token_id": str(link_token.id)}
 
 
-@task_describer(EXPIRE_TASK_KIND)
 def describe_expiry(task: ScheduledTask) -> str:
     link_token = db.session.get(LinkToken, uuid.UUID(task.payload["link_token_id"]))
     if link_token is None:
@@ -92,3 +90,7 @@ def open_tokens_expiring_by(workspace: Workspace, until: datetime) -> list[OpenT
         .order_by(LinkToken.expires_at, LinkToken.id)
     )
     return [OpenToken(token, state) for token, state in rows if state not in TERMINAL]
+
+
+# The scheduled task kinds this module runs (registered by create_app: console.scheduler.services).
+TASKS = (TaskKind(EXPIRE_TASK_KIND, expire_link_token, describe_expiry),)

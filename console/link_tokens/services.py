@@ -14,9 +14,9 @@ from sqlalchemy import select
 from console.accounts.models import Account
 from console.clock.services import now
 from console.core.errors import FieldError, ValidationFailed
-from console.core.lookup import get_scoped
-from console.core.rows import insert_now, new
 from console.core.timeutil import isoformat
+from console.db.lookup import get_scoped
+from console.db.rows import insert_now, new
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken

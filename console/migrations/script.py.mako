@@ -8,7 +8,7 @@ Create Date: ${create_date}
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 ${imports if imports else ""}
 
 # revision identifiers, used by Alembic.

@@ -14,8 +14,8 @@ from typing import Any
 from sqlalchemy import LargeBinary, String
 from sqlalchemy.orm import Mapped, deferred, mapped_column
 
-from console.core.base import IdMixin
 from console.core.timeutil import utcnow
+from console.db.base import IdMixin
 from console.extensions import db
 
 

@@ -2,7 +2,8 @@
 
 A story file is `{"title", "summary", "steps": [{"caption", "action"?, "pause"?, ...arguments}]}`:
 every key of a step other than caption, action and pause is an argument of its action (see
-`console.presenter.actions.ACTIONS`). Files are read on each request, so a story added to the folder
+`console.web.present.actions.ACTIONS`, handed to this module by `create_app`
+as `app.extensions["story_actions"]`, so the domain imports no web code). Files are read on each request, so a story added to the folder
 appears without a restart; a file that does not parse is listed with what is wrong instead of breaking
 the others. The folder is `PRESENTER_STORIES_DIR`, else the stories shipped in this package.
 """
@@ -17,8 +18,6 @@ from typing import Any
 
 from flask import current_app
 
-from console.presenter.actions import ACTIONS, check_arguments
-
 BUILT_IN_DIR = Path(__file__).with_name("stories")
 # A story's key is its file name: short, URL-safe, and never a path.
 KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -26,6 +25,11 @@ MAX_FILE_BYTES = 64_000
 MAX_STEPS = 60
 MAX_CAPTION = 400
 STEP_KEYS = ("caption", "action", "pause")
+
+
+def _action_checks() -> dict[str, Any]:
+    """Each action a step may name -> its argument check (a message, or None when the arguments are fine)."""
+    return current_app.extensions["story_actions"]
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,9 @@ def _step(number: int, raw: Any) -> Step:
     if len(caption) > MAX_CAPTION:
         raise StoryError(f"{where}: the caption is longer than {MAX_CAPTION} characters")
     action = raw.get("action")
-    if action is not None and action not in ACTIONS:
-        raise StoryError(f"{where}: unknown action {action!r} (known: {', '.join(sorted(ACTIONS))})")
+    checks = _action_checks()
+    if action is not None and action not in checks:
+        raise StoryError(f"{where}: unknown action {action!r} (known: {', '.join(sorted(checks))})")
     pause = raw.get("pause", False)
     if not isinstance(pause, bool):
         raise StoryError(f"{where}: pause must be true or false")
@@ -80,7 +85,7 @@ def _step(number: int, raw: Any) -> Step:
     if action is None and arguments:
         raise StoryError(f"{where}: {', '.join(sorted(arguments))} given without an action")
     if action is not None:
-        problem = check_arguments(action, arguments)
+        problem = checks[action](arguments)
         if problem:
             raise StoryError(f"{where} ({action}): {problem}")
     return Step(caption.strip(), action, arguments, pause)

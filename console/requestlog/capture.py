@@ -28,8 +28,8 @@ from werkzeug.exceptions import HTTPException
 
 from console.config import public_root
 from console.core.ids import uuid7
-from console.core.rows import session_instance
 from console.core.timeutil import utcnow
+from console.db.rows import session_instance
 from console.requestlog.redact import redact_body
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def collect(response):
 
 
 def prepared(raw: dict[str, Any], config) -> dict[str, Any]:
-    """The `console_requests` row of a captured request: shaped, redacted, the secret header replaced."""
+    """The `request_log_entries` row of a captured request: shaped, redacted, the secret header replaced."""
     environ = raw["environ"]
     query = environ.get("QUERY_STRING", "")
     # As werkzeug's `Request.path` reads it (PATH_INFO is latin-1 text of the raw bytes), without

@@ -28,11 +28,10 @@ from flask import Flask
 from sqlalchemy import bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
-from console.core.direct import Direct
+from console.db.direct import Direct
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.requestlog.models import KeyUsageDay
-from console.web.models import ConsoleRequest
+from console.requestlog.models import KeyUsageDay, RequestLogEntry
 from console.workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
@@ -206,7 +205,7 @@ class Writer:
             for row in chunk:
                 try:
                     with self._transaction(engine) as conn:
-                        conn.execute(insert(ConsoleRequest.__table__), [row])
+                        conn.execute(insert(RequestLogEntry.__table__), [row])
                 except Exception:
                     unwritten.append(row)
         return unwritten
@@ -314,7 +313,7 @@ def _upsert_usage(conn, usage: dict[tuple, dict[str, int]]) -> None:
 def _direct_insert(column_keys: tuple[str, ...]) -> Direct:
     """The log's INSERT, run with the DBAPI's executemany: SQLAlchemy's per-row parameter handling cost
     more than SQLite's inserting (every `capture.prepared` row has the same keys)."""
-    return Direct(insert(ConsoleRequest.__table__), column_keys=column_keys)
+    return Direct(insert(RequestLogEntry.__table__), column_keys=column_keys)
 
 
 def writer_for(app: Flask) -> Writer:

@@ -1,18 +1,19 @@
 """What a workspace has scheduled, soonest first, each item said in the reader's words.
 
-Scheduled tasks are described by the describer registered beside their handler
-(`services.task_describer`); other tables holding work due on the clock (webhook deliveries) add
-their items through a source registered with `agenda_source`.
+Scheduled tasks are described by their kind's describer (`services.TaskKind`); other tables holding
+work due on the clock (webhook deliveries) add their items through a `Source` that `create_app`
+registers with `register_sources`.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from flask import Flask, current_app
 from sqlalchemy import func, select
 
 from console.core.timeutil import isoformat
@@ -48,12 +49,13 @@ class Source:
     next_due_at: Callable[[uuid.UUID, datetime | None], datetime | None]
 
 
-_sources: list[Source] = []
+def register_sources(app: Flask, sources: Iterable[Source]) -> None:
+    """Add other tables' pending work to `app`'s agendas."""
+    app.extensions.setdefault("agenda_sources", []).extend(sources)
 
 
-def agenda_source(source: Source) -> Source:
-    _sources.append(source)
-    return source
+def _sources() -> list[Source]:
+    return current_app.extensions.get("agenda_sources", [])
 
 
 def _pending_tasks(workspace_id: uuid.UUID, after: datetime | None):
@@ -75,19 +77,17 @@ def _task_items(workspace_id: uuid.UUID, limit: int, after: datetime | None) -> 
 
 def upcoming(workspace: Workspace, limit: int = 20, *, after: datetime | None = None) -> list[Item]:
     """The workspace's next `limit` scheduled items of every kind (due after `after` when given), soonest first."""
-    services.load_handler_modules()
     items = _task_items(workspace.id, limit, after)
-    for source in _sources:
+    for source in _sources():
         items += source.items(workspace.id, limit, after)
     return sorted(items, key=lambda item: item.due_at)[:limit]
 
 
 def next_due_at(workspace: Workspace, *, after: datetime | None = None) -> datetime | None:
     """When the workspace's soonest scheduled item (due after `after` when given) is due on its clock."""
-    services.load_handler_modules()
     moments = [
         db.session.scalar(select(func.min(ScheduledTask.due_at)).where(*_pending_tasks(workspace.id, after)))
     ]
-    moments += [source.next_due_at(workspace.id, after) for source in _sources]
+    moments += [source.next_due_at(workspace.id, after) for source in _sources()]
     found = [m for m in moments if m is not None]
     return min(found) if found else None

@@ -9,15 +9,13 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from console.clock.services import register_schedule
-from console.core.base import CreatedAtMixin, IdMixin
+from console.db.base import CreatedAtMixin, IdMixin
 from console.extensions import db
 
 # A task that has not run yet (or failed and will be retried); it becomes "done" or "failed".
 PENDING = "pending"
 
 
-@register_schedule
 class ScheduledTask(IdMixin, CreatedAtMixin, db.Model):
     __tablename__ = "scheduled_tasks"
     __table_args__ = (

@@ -10,85 +10,66 @@ workers pass over rows another worker holds instead of queueing behind them.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from flask import Flask, current_app
 from sqlalchemy import Select, exists, select, update
 
 from console.clock.services import real_time_of
-from console.core.rows import new
 from console.core.timeutil import isoformat, utcnow
+from console.db.rows import new
 from console.extensions import db
 from console.scheduler.models import PENDING, ScheduledTask
 from console.workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
 
-# Modules whose import registers task handlers (imported on first run, like the API's route modules).
-HANDLER_MODULES = ("console.jobs.services", "console.webhooks.services", "console.link.expiry")
 MAX_ATTEMPTS = 5
 BACKOFF_SECONDS = 5  # doubled after each failed attempt: 5, 10, 20, 40 s
 
 Handler = Callable[[ScheduledTask, Workspace], "dict[str, Any] | str | None"]
-_handlers: dict[str, Handler] = {}
-# What a pending task of each kind will do, in the reader's words ("Link token … will expire unused").
+# What a pending task of a kind will do, in the reader's words ("Link token … will expire unused").
 Describer = Callable[[ScheduledTask], str]
-_describers: dict[str, Describer] = {}
 
 
-def task_handler(kind: str) -> Callable[[Handler], Handler]:
-    """Register the function that runs tasks of `kind`; it receives `(task, workspace)`."""
+@dataclass(frozen=True)
+class TaskKind:
+    """A kind of scheduled task: the function that runs it (given `(task, workspace)`) and what a pending
+    one will do, said for a reader. Each domain declares its kinds (`TASKS`); `create_app` registers them."""
 
-    def register(func: Handler) -> Handler:
-        _handlers[kind] = func
-        return func
-
-    return register
+    kind: str
+    handler: Handler
+    describer: Describer | None = None
 
 
-def task_describer(kind: str) -> Callable[[Describer], Describer]:
-    """Register what a pending task of `kind` will do, said for a reader (registered beside its handler)."""
+def register_tasks(app: Flask, kinds: Iterable[TaskKind]) -> None:
+    """Make tasks of these kinds runnable (and describable) in `app`."""
+    app.extensions.setdefault("scheduler_tasks", {}).update({k.kind: k for k in kinds})
 
-    def register(func: Describer) -> Describer:
-        _describers[kind] = func
-        return func
 
-    return register
+def _kinds() -> dict[str, TaskKind]:
+    return current_app.extensions.get("scheduler_tasks", {})
 
 
 def describe(task: ScheduledTask) -> str:
     """What the pending task will do when it runs, in the reader's words."""
-    load_handler_modules()
-    describer = _describers.get(task.kind)
+    kind = _kinds().get(task.kind)
+    describer = kind.describer if kind is not None else None
     return describer(task) if describer is not None else f"Scheduled task {task.kind}"
 
 
 def handler_for(kind: str) -> Handler:
     """The registered handler of `kind` (LookupError when none)."""
-    load_handler_modules()
     try:
-        return _handlers[kind]
+        return _kinds()[kind].handler
     except KeyError:
         raise LookupError(f"no handler registered for task kind {kind!r}") from None
-
-
-@functools.cache
-def load_handler_modules() -> None:
-    """Import the handler modules (once per process)."""
-    for module in HANDLER_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            # A domain not installed yet only leaves its own kinds without a handler (they fail visibly).
-            if exc.name != module:
-                raise
-            log.warning("Task handler module %s not found; its task kinds cannot run", module)
 
 
 def new_task(workspace: Workspace, kind: str, due_at: datetime, payload: dict[str, Any]) -> ScheduledTask:

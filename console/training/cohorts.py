@@ -2,7 +2,7 @@
 
 The join token is shared with the room and kept as is; the trainer's secret is returned once and only
 its hash is kept (the console holds the cohorts a trainer unlocked in their session, see
-console/web/views/training.py). Progress is never stored: it is read from the workspaces each time,
+console/web/training/views.py). Progress is never stored: it is read from the workspaces each time,
 and `pulse` tells a polling page cheaply whether anything it shows could have changed.
 """
 

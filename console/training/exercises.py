@@ -19,7 +19,7 @@ from sqlalchemy import select
 from console.conformance.models import ConformanceReport
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
-from console.jobs.scenarios import PENDING, SENT, SUCCESS
+from console.jobs.plans import PENDING, SENT, SUCCESS
 from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
 from console.webhooks import own_inbox

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import uuid
 
-from console.core.rows import Snapshot
 from console.core.timeutil import utcnow
+from console.db.rows import Snapshot
 from console.workspaces.models import Workspace
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from console.core.base import CreatedAtMixin, IdMixin
+from console.db.base import CreatedAtMixin, IdMixin
 from console.extensions import db
 
 

@@ -9,23 +9,38 @@ from flask.sessions import SecureCookieSessionInterface
 
 
 def init_app(app: Flask) -> None:
-    """Register the console blueprint at `/`, with its inbox exempt from CSRF (it checks signatures),
-    the security headers of every response, and the session cookie's lifetime and Secure flag."""
+    """Register the console blueprint at `/` with every feature's pages, its inbox exempt from CSRF (it
+    checks signatures), the security headers of every response, and the session cookie's lifetime and
+    Secure flag."""
     from htmx_flask import Htmx
 
     from console.extensions import csrf
-    from console.web import (
-        headers,
-        models,  # noqa: F401  (registers the console's tables)
-        views,  # noqa: F401  (attaches the routes)
-    )
-    from console.web.blueprint import bp
-    from console.web.views.webhooks import inbox_receive
+    from console.web.clock import views as clock
+    from console.web.events import views as events
+    from console.web.keys import views as keys
+    from console.web.present import actions as story_actions
+    from console.web.present import views as present
+    from console.web.reference import views as reference
+    from console.web.requests import views as requests
+    from console.web.scenarios import views as scenarios
+    from console.web.shared import headers
+    from console.web.shared.blueprint import make_blueprint, no_workspace_views
+    from console.web.timeline import views as timeline
+    from console.web.training import views as training
+    from console.web.walkthrough import views as walkthrough
+    from console.web.webhooks import endpoint
+    from console.web.webhooks import views as webhooks
+    from console.web.world import views as world
 
+    features = (walkthrough, scenarios, present, events, timeline, clock, webhooks, endpoint, requests, keys)
+    features += (world, reference, training)
     if "htmx" not in app.extensions:
         Htmx(app)
-    csrf.exempt(inbox_receive)
-    app.register_blueprint(bp)
+    app.register_blueprint(make_blueprint(feature.routes for feature in features))
+    for view in no_workspace_views(app):
+        csrf.exempt(view)
+    # The stories (a domain package) check each step against the stage's actions without importing them.
+    app.extensions["story_actions"] = story_actions.argument_checks()
     headers.init_app(app)
     configure_session_cookie(app)
 
@@ -34,7 +49,7 @@ def configure_session_cookie(app: Flask) -> None:
     """`Secure` when the public URL is https; idle expiry after CONSOLE_SESSION_IDLE_DAYS.
 
     Flask refuses a session cookie whose signature is older than PERMANENT_SESSION_LIFETIME, and the
-    console re-signs it on activity (console.web.workspace_session), so that lifetime is an idle time.
+    console re-signs it on activity (console.web.shared.workspace_session), so that lifetime is an idle time.
     """
     idle_days = float(app.config.get("CONSOLE_SESSION_IDLE_DAYS", 30))
     if not idle_days > 0:

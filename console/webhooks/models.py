@@ -14,8 +14,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from console.clock.services import register_schedule
-from console.core.base import IdMixin
+from console.db.base import IdMixin
 from console.extensions import db
 
 ACTIVE, PAUSED = "active", "paused"
@@ -56,7 +55,6 @@ class Webhook(IdMixin, db.Model):
     listener_seen_at: Mapped[datetime | None]
 
 
-@register_schedule
 class WebhookDelivery(IdMixin, db.Model):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (
@@ -131,16 +129,16 @@ class WebhookAttempt(IdMixin, db.Model):
     delivery: Mapped[WebhookDelivery] = relationship(back_populates="attempts")
 
 
-class RelayExchange(IdMixin, db.Model):
-    """One ad-hoc request sent through a relayed webhook's listener (`relay.exchange`), and its answer.
+class RelayRoundTrip(IdMixin, db.Model):
+    """One ad-hoc request sent through a relayed webhook's listener (`relay.round_trip`), and its answer.
 
     Times are real time. The row lives only while someone waits for the answer (deleted after).
     """
 
-    __tablename__ = "relay_exchanges"
+    __tablename__ = "relay_round_trips"
     __table_args__ = (
-        Index("ix_relay_exchanges_webhook", "webhook_id", "status", "created_at"),
-        Index("ix_relay_exchanges_expires", "expires_at"),
+        Index("ix_relay_round_trips_webhook", "webhook_id", "status", "created_at"),
+        Index("ix_relay_round_trips_expires", "expires_at"),
     )
 
     webhook_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))

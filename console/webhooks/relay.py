@@ -11,7 +11,7 @@ with the usual backoff, delivered on 2xx, the event log as usual. A listener tha
 lease to expire and the delivery is handed out again (at least once); while no listener polls,
 deliveries simply wait, pending, with no attempt recorded.
 
-`exchange` sends one ad-hoc request through the listener (the conformance check uses it for
+`round_trip` sends one ad-hoc request through the listener (the conformance check uses it for
 relayed webhooks) and waits for the answer; the request and its answer are rows, so any serving
 process can hand it out and record the answer.
 """
@@ -28,7 +28,6 @@ from flask import current_app
 from sqlalchemy import and_, delete, or_, select, true, update
 
 from console import runslots
-from console.api.versions import LATEST_VERSION
 from console.core.bodies import RequestModel, field_error, integer, text, validate
 from console.core.errors import NotFound, ServiceError
 from console.core.timeutil import isoformat, utcnow
@@ -36,22 +35,23 @@ from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.modes import SANDBOX
+from console.versions import LATEST_VERSION
 from console.webhooks import delivery, services, urls
+from console.webhooks.delivery_loop import Claimer, settings
 from console.webhooks.models import (
     ACTIVE,
     DELIVERING,
     PENDING,
-    RelayExchange,
+    RelayRoundTrip,
     Webhook,
     WebhookDelivery,
 )
-from console.webhooks.worker import Claimer, settings
 
 MAX_BATCH = 10  # deliveries handed out per poll
 SEEN_EVERY = timedelta(seconds=5)  # `listener_seen_at` is written at most this often
 CONNECTED_WITHIN = timedelta(seconds=30)  # a listener that polled this recently counts as connected
 LEASE_MARGIN_SECONDS = 15.0  # beyond the endpoint's timeout: the listener's round trips to us
-EXCHANGE_POLL_SECONDS = 0.1
+ROUND_TRIP_POLL_SECONDS = 0.1
 ANSWERED = "answered"
 D = WebhookDelivery.__table__
 
@@ -136,10 +136,10 @@ def _note_seen(webhook: Webhook) -> None:
 
 
 def poll(webhook: Webhook, limit: int = MAX_BATCH) -> list[dict[str, Any]]:
-    """Claim what is due for the listener (ad-hoc exchanges first) and return it signed; caller commits."""
+    """Claim what is due for the listener (ad-hoc round trips first) and return it signed; caller commits."""
     _note_seen(webhook)
     timeout, lease = _timing()
-    items = _hand_out_exchanges(webhook, limit, timeout, lease)
+    items = _hand_out_round_trips(webhook, limit, timeout, lease)
     if len(items) < limit:
         items += _hand_out_deliveries(webhook, limit - len(items), timeout, lease)
     return items
@@ -197,9 +197,9 @@ def _hand_out_deliveries(webhook: Webhook, limit: int, timeout: float, lease: fl
     return items
 
 
-def _hand_out_exchanges(webhook: Webhook, limit: int, timeout: float, lease: float) -> list[dict[str, Any]]:
+def _hand_out_round_trips(webhook: Webhook, limit: int, timeout: float, lease: float) -> list[dict[str, Any]]:
     now = utcnow()
-    X = RelayExchange
+    X = RelayRoundTrip
     rows = db.session.scalars(
         select(X)
         .where(
@@ -218,7 +218,7 @@ def _hand_out_exchanges(webhook: Webhook, limit: int, timeout: float, lease: flo
         items.append(
             {
                 "attempt_id": str(row.claim_token),
-                "kind": "exchange",
+                "kind": "round_trip",
                 "delivery_id": None,
                 "event_id": None,
                 "event_type": None,
@@ -274,13 +274,13 @@ def report(webhook: Webhook, attempt_id: str, body: Any) -> dict[str, Any]:
     except ValueError:
         raise NotFound(f"No attempt {attempt_id} handed out for this webhook.") from None
     _note_seen(webhook)
-    exchange = db.session.scalars(
-        select(RelayExchange).where(
-            RelayExchange.webhook_id == webhook.id, RelayExchange.claim_token == token
+    trip = db.session.scalars(
+        select(RelayRoundTrip).where(
+            RelayRoundTrip.webhook_id == webhook.id, RelayRoundTrip.claim_token == token
         )
     ).first()
-    if exchange is not None:
-        return _record_exchange(exchange, result)
+    if trip is not None:
+        return _record_round_trip(trip, result)
     row = db.session.execute(
         select(D.c.id, D.c.status, D.c.relay_timestamp).where(
             D.c.webhook_id == webhook.id, D.c.claim_token == token
@@ -315,23 +315,23 @@ def report(webhook: Webhook, attempt_id: str, body: Any) -> dict[str, Any]:
     }
 
 
-def _record_exchange(exchange: RelayExchange, result: RelayResultRequest) -> dict[str, Any]:
-    if exchange.status != DELIVERING:
-        raise LeaseLost(f"Attempt {exchange.claim_token} was already answered.")
-    exchange.status = ANSWERED
-    exchange.status_code = result.status_code
-    exchange.latency_ms = result.latency_ms
-    exchange.response_excerpt = _excerpt(result.response_excerpt)
-    exchange.error = result.error
-    return {"attempt_id": str(exchange.claim_token), "delivery_id": None, "status": ANSWERED}
+def _record_round_trip(trip: RelayRoundTrip, result: RelayResultRequest) -> dict[str, Any]:
+    if trip.status != DELIVERING:
+        raise LeaseLost(f"Attempt {trip.claim_token} was already answered.")
+    trip.status = ANSWERED
+    trip.status_code = result.status_code
+    trip.latency_ms = result.latency_ms
+    trip.response_excerpt = _excerpt(result.response_excerpt)
+    trip.error = result.error
+    return {"attempt_id": str(trip.claim_token), "delivery_id": None, "status": ANSWERED}
 
 
-# Ad-hoc exchanges -----------------------------------------------------------------------------
+# Ad-hoc round trips -----------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Answer:
-    """What the endpoint behind a listener answered to one `exchange` (or why there is no answer)."""
+    """What the endpoint behind a listener answered to one `round_trip` (or why there is no answer)."""
 
     status_code: int | None
     latency_ms: int | None
@@ -339,7 +339,7 @@ class Answer:
     error: str | None  # no HTTP answer: the listener's network error, or no listener answered in time
 
 
-def exchange(
+def round_trip(
     webhook_id: uuid.UUID | str,
     method: str,
     headers: dict[str, str],
@@ -360,11 +360,11 @@ def exchange(
     engine = db.engine
     with engine.begin() as conn:
         conn.execute(
-            delete(RelayExchange.__table__).where(RelayExchange.expires_at < started - timedelta(hours=1))
+            delete(RelayRoundTrip.__table__).where(RelayRoundTrip.expires_at < started - timedelta(hours=1))
         )
         row_id = uuid.uuid4()
         conn.execute(
-            RelayExchange.__table__.insert().values(
+            RelayRoundTrip.__table__.insert().values(
                 id=row_id,
                 webhook_id=ident,
                 method=method.upper(),
@@ -375,7 +375,7 @@ def exchange(
                 created_at=started,
             )
         )
-    X = RelayExchange.__table__
+    X = RelayRoundTrip.__table__
     try:
         while True:
             with engine.connect() as conn:
@@ -387,12 +387,12 @@ def exchange(
                 why = "the endpoint did not answer" if picked else "no listener fetched the request"
                 return Answer(None, None, None, f"timeout: {why} within {timeout:g} s (console listen)")
             with runslots.released():  # waiting on the listener, not running
-                time.sleep(EXCHANGE_POLL_SECONDS)
+                time.sleep(ROUND_TRIP_POLL_SECONDS)
     finally:
         with engine.begin() as conn:
             conn.execute(delete(X).where(X.c.id == row_id))
 
 
 def is_relayed(webhook: Webhook) -> bool:
-    """Whether `webhook`'s requests go through a listener (`exchange`) rather than over the network."""
+    """Whether `webhook`'s requests go through a listener (`round_trip`) rather than over the network."""
     return webhook.mode == SANDBOX and urls.is_relay_url(webhook.url)

@@ -10,7 +10,6 @@ from flask import current_app
 from pydantic import ValidationInfo, field_validator
 from sqlalchemy import func, select, update
 
-from console.api.versions import SUPPORTED_VERSIONS
 from console.clock.services import now, real_time_of
 from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
 from console.core.errors import Conflict, FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
@@ -20,7 +19,8 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.modes import SANDBOX
 from console.scheduler import agenda
-from console.scheduler.services import schedule, task_describer, task_handler
+from console.scheduler.services import TaskKind, schedule
+from console.versions import SUPPORTED_VERSIONS
 from console.webhooks import own_inbox, urls
 from console.webhooks.models import (
     ACTIVE,
@@ -444,7 +444,6 @@ def check_pause(webhook_id: uuid.UUID | str, workspace: Workspace) -> bool:
     return False
 
 
-@task_handler(PAUSE_CHECK_TASK)
 def _pause_check(task, workspace: Workspace) -> str:
     paused = check_pause(task.payload["webhook_id"], workspace)
     if paused:
@@ -452,7 +451,6 @@ def _pause_check(task, workspace: Workspace) -> str:
     return f"Webhook {task.payload['webhook_id']} stays active (not failing for 30 days)"
 
 
-@task_describer(PAUSE_CHECK_TASK)
 def _describe_pause_check(task) -> str:
     return f"Webhook {task.payload['webhook_id']} is paused if it still has had no 200 OK for 30 days"
 
@@ -500,4 +498,9 @@ def _next_delivery_due(workspace_id: uuid.UUID, after: datetime | None) -> datet
     )
 
 
-agenda.agenda_source(agenda.Source(_delivery_items, _next_delivery_due))
+# Pending deliveries on a workspace's agenda (registered by create_app).
+AGENDA_SOURCE = agenda.Source(_delivery_items, _next_delivery_due)
+
+
+# The scheduled task kinds this module runs (registered by create_app: console.scheduler.services).
+TASKS = (TaskKind(PAUSE_CHECK_TASK, _pause_check, _describe_pause_check),)

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from console.api.versions import PRIME_MIN_VERSION
+from console.versions import PRIME_MIN_VERSION
 
 SWITCH_EVENT = "direct_deposit_switch.added"
 

@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from console.core.base import IdMixin
 from console.core.timeutil import utcnow
+from console.db.base import IdMixin
 from console.extensions import db
 
 PAYROLL = "payroll"

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import Uuid, bindparam, event, exc, insert, inspect, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from console.core.base import UTCDateTime
-from console.core.direct import Direct, _quicker_bind, _quicker_processor, _uuid_text_processor
-from console.core.rows import insert_now
 from console.core.timeutil import utcnow
+from console.db.base import UTCDateTime
+from console.db.direct import Direct, _quicker_bind, _quicker_processor, _uuid_text_processor
+from console.db.rows import insert_now
 from console.extensions import db
 from console.jobs.models import Job
 from console.jobs.serializers import JOB_COLUMNS
@@ -329,7 +329,7 @@ def test_the_quicker_sqlite_datetime_bind_stores_the_text_sqlalchemy_would():
 
 def test_new_objects_are_flushed_like_constructed_ones_and_refuse_unknown_names(app, workspace):
     """`rows.new` sets no attribute events; a flush (the scheduler's `schedule` path) still writes every value."""
-    from console.core.rows import new
+    from console.db.rows import new
     from console.scheduler.services import schedule
 
     with app.app_context():

@@ -14,7 +14,7 @@ from console.core.timeutil import isoformat
 from console.events import queries
 from console.events.services import record_event
 from console.extensions import db
-from console.webhooks.worker import deliver_due
+from console.webhooks.delivery_loop import deliver_due
 from console.workspaces.models import Workspace
 from tests.conftest import assert_error
 

@@ -158,7 +158,7 @@ def test_an_api_call_makes_no_orm_object_of_its_key_or_workspace(app, api, call)
 
 
 def test_a_snapshot_reads_like_its_row_refuses_changes_and_gives_its_entity(app, workspace):
-    from console.core.rows import entity, session_instance
+    from console.db.rows import entity, session_instance
     from console.workspaces.models import Workspace
 
     with app.app_context():

@@ -501,11 +501,11 @@ def test_after_expiry_the_request_runs_again(app, api, view_calls):
 
 
 def test_the_worker_sweeps_expired_records(app, api):
-    from console.idempotency.worker import SweepLoop
+    from console.idempotency.sweep_loop import SweepLoop
     from console.worker import LOOPS, load_loop
 
-    assert load_loop("console.idempotency.worker.SweepLoop") is SweepLoop
-    assert "console.idempotency.worker.SweepLoop" in LOOPS
+    assert load_loop("console.idempotency.sweep_loop.SweepLoop") is SweepLoop
+    assert "console.idempotency.sweep_loop.SweepLoop" in LOOPS
     expired, fresh = key_header(), key_header()
     api.post("/link_tokens", json=VALID, headers=expired)
     set_record(app, expires_at=utcnow() - timedelta(seconds=1))
@@ -519,7 +519,7 @@ def test_the_sweep_works_in_batches(app, api):
     for _ in range(5):
         api.post("/link_tokens", json=VALID, headers=key_header())
     set_record(app, expires_at=utcnow() - timedelta(seconds=1))
-    from console.idempotency.worker import SweepLoop
+    from console.idempotency.sweep_loop import SweepLoop
 
     loop = SweepLoop(app)
     loop.batch = 2

@@ -1,4 +1,4 @@
-"""The relay for sandbox webhooks: listeners, polls, reported answers, leases and ad-hoc exchanges."""
+"""The relay for sandbox webhooks: listeners, polls, reported answers, leases and ad-hoc round trips."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from console.api.ratelimit import RateLimiter
 from console.extensions import db
 from console.webhooks import relay, signing
+from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
-from console.webhooks.worker import deliver_due
 from tests.conftest import assert_error
 
 
@@ -272,26 +272,26 @@ def _answer_when_asked(api, webhook_id, seen: list, status=202):
         time.sleep(0.05)
 
 
-def test_exchange_sends_one_request_through_the_listener_and_returns_its_answer(app, api):
+def test_round_trip_sends_one_request_through_the_listener_and_returns_its_answer(app, api):
     hook = listen(api)
     seen: list = []
     helper = threading.Thread(target=_answer_when_asked, args=(api, hook["id"], seen))
     helper.start()
     with app.app_context():
-        answer = relay.exchange(hook["id"], "post", {"x-test": "1"}, b'{"a": 1}', timeout=5)
+        answer = relay.round_trip(hook["id"], "post", {"x-test": "1"}, b'{"a": 1}', timeout=5)
     helper.join()
     assert answer == relay.Answer(202, 7, "seen", None)
     assert [(i["kind"], i["method"], i["headers"], i["body"]) for i in seen] == [
-        ("exchange", "POST", {"x-test": "1"}, '{"a": 1}')
+        ("round_trip", "POST", {"x-test": "1"}, '{"a": 1}')
     ]
     with app.app_context():  # nothing left behind
-        assert db.session.query(relay.RelayExchange).count() == 0
+        assert db.session.query(relay.RelayRoundTrip).count() == 0
 
 
-def test_exchange_without_a_listener_times_out_with_a_clear_error(app, api):
+def test_round_trip_without_a_listener_times_out_with_a_clear_error(app, api):
     hook = listen(api)
     with app.app_context():
-        answer = relay.exchange(hook["id"], "POST", {}, "{}", timeout=0.3)
+        answer = relay.round_trip(hook["id"], "POST", {}, "{}", timeout=0.3)
     assert answer.status_code is None and "no listener fetched the request" in answer.error
 
 

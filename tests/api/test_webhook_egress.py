@@ -13,10 +13,10 @@ from sqlalchemy import select
 from bench.webhooks import Receiver
 from console.api.ratelimit import RateLimiter
 from console.extensions import db
-from console.web.inbox import inbox_token
-from console.web.models import InboxMessage
+from console.web.webhooks.inbox import inbox_token
+from console.web.webhooks.models import InboxMessage
 from console.webhooks import delivery
-from console.webhooks.worker import deliver_due
+from console.webhooks.delivery_loop import deliver_due
 from tests.conftest import assert_error
 
 BODY = {"status": "active", "enabled_events": ["account.added"], "version": "2023-11-22"}

@@ -6,7 +6,7 @@ import pytest
 
 from bench.webhooks import Receiver
 from console.api.ratelimit import RateLimiter
-from console.webhooks.worker import deliver_due
+from console.webhooks.delivery_loop import deliver_due
 from tests.api.test_events import emit, hook
 from tests.conftest import assert_error
 

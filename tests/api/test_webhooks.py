@@ -12,8 +12,8 @@ from console.api.ratelimit import RateLimiter
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.webhooks import WebhookVerificationError, services, urls, verify
+from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import Webhook
-from console.webhooks.worker import deliver_due
 from tests.conftest import assert_error
 
 LOCAL = "http://127.0.0.1:9/hook"

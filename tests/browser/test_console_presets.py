@@ -252,7 +252,7 @@ def test_run_in_link_keeps_its_instructions_beside_link_twice(page, console_live
 
 
 def test_every_scenario_headless_twice(page, console_live):  # noqa: F811
-    from console.web import scenarios
+    from console.web.scenarios import gallery as scenarios
     from tests.web.test_scenarios import EXPECTED
 
     page.goto(console_live.url + "/scenarios")

@@ -22,7 +22,7 @@ from tests.unit.test_serving import Console
 
 @pytest.fixture
 def console_run(tmp_path):
-    console = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--workers", "2", "--threads", "8")
+    console = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--processes", "2", "--threads", "8")
     try:
         console.wait_until_ready()
         yield SimpleNamespace(url=console.base)

@@ -27,13 +27,18 @@ RUNNERS: dict[str, set[str]] = {}
 LOCK = threading.Lock()
 
 
-@scheduler.task_handler("test.count")
 def _count(task, workspace):
     with LOCK:
         RUNS[task.payload["n"]] += 1
         RUNNERS.setdefault(threading.current_thread().name, set()).add(task.payload["n"])
     time.sleep(0.01)  # long enough that the workers overlap
     return "counted"
+
+
+@pytest.fixture(autouse=True)
+def _test_task_kinds(app):
+    """This module's task kinds, registered on the app as create_app registers the domains' kinds."""
+    scheduler.register_tasks(app, (scheduler.TaskKind("test.count", _count),))
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""On PostgreSQL: what goes over the wire per API call (console.core.postgres).
+"""On PostgreSQL: what goes over the wire per API call (console.db.postgres).
 
 Read from libpq's own trace of the connection, so the test sees the messages the server gets: a GET is its
 two SELECTs (no BEGIN, no ROLLBACK, no ping), a write still runs in one transaction that commits or rolls
@@ -15,8 +15,8 @@ import psycopg
 import pytest
 from sqlalchemy import event, select, text
 
-from console.core import postgres
 from console.core.timeutil import utcnow
+from console.db import postgres
 from console.extensions import db
 from console.link_tokens.models import LinkToken
 

@@ -38,7 +38,7 @@ def start_worker(app, tmp_path) -> subprocess.Popen:
         "WEBHOOK_TIMEOUT_SECONDS": "2",
         "WEBHOOK_LEASE_SECONDS": str(LEASE_SECONDS),
     }
-    return subprocess.Popen([sys.executable, "-m", "console.webhooks.worker"], cwd=ROOT, env=env)
+    return subprocess.Popen([sys.executable, "-m", "console.webhooks.delivery_loop"], cwd=ROOT, env=env)
 
 
 @pytest.mark.slow

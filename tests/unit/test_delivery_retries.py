@@ -19,8 +19,8 @@ from console.events.services import record_event
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.webhooks import services
+from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
-from console.webhooks.worker import deliver_due
 from console.workspaces.models import Workspace
 
 VERSION = "2023-11-22"

@@ -15,8 +15,8 @@ from console.events.services import record_event
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.webhooks import services
+from console.webhooks.delivery_loop import Claimer, DeliveryLoop, deliver_due
 from console.webhooks.models import WebhookDelivery
-from console.webhooks.worker import Claimer, DeliveryLoop, deliver_due
 from console.workspaces.models import Workspace
 
 

@@ -18,7 +18,7 @@ from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.factories import new_switch
 
-SCHEDULER_ONLY = ("console.scheduler.worker.SchedulerLoop",)
+SCHEDULER_ONLY = ("console.scheduler.loop.SchedulerLoop",)
 FINAL = {
     "pending_then_success": "success",
     "pending_then_error": "error",

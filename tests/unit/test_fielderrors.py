@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console.web.fielderrors import place, webhook_inputs
+from console.web.shared.fielderrors import place, webhook_inputs
 
 
 def test_webhook_fields_land_on_each_forms_own_inputs():

@@ -12,9 +12,9 @@ from console.clock import services as clock
 from console.core.timeutil import utcnow
 from console.events.models import Event
 from console.extensions import db
-from console.jobs import scenarios
+from console.jobs import plans
 from console.jobs.models import Job, JobTransition
-from console.jobs.scenarios import OUTCOMES
+from console.jobs.plans import OUTCOMES
 from console.jobs.services import TRANSITIONS, IllegalTransition, job_payload, start_switch, transition
 from console.scheduler.models import ScheduledTask
 from console.workspaces.models import Workspace
@@ -146,7 +146,7 @@ def test_unknown_and_sandbox_only_scenarios_are_refused(app, workspace):
 def test_immediate_scenarios_write_one_event_and_schedule_nothing(app, workspace, scenario):
     with app.app_context():
         job = new_switch(workspace.id, scenario)
-        assert job.outcome == scenarios.SCENARIOS[scenario].first_outcome
+        assert job.outcome == plans.PLANS[scenario].first_outcome
         assert [e.payload["outcome"] for e in events_of(job)] == [job.outcome]
         assert db.session.scalar(select(func.count(ScheduledTask.id))) == 0
 
@@ -166,7 +166,7 @@ def test_pending_resolves_on_the_retry_sixty_seconds_later(app, workspace, scena
         assert job.outcome == final
         assert job.timestamp == job.first_attempt_at + timedelta(seconds=60)
         assert [e.payload["outcome"] for e in events_of(job)] == ["pending", final]
-        assert [t.reason for t in job.transitions][1] == scenarios.RETRY_REASONS[final]
+        assert [t.reason for t in job.transitions][1] == plans.RETRY_REASONS[final]
 
 
 def test_pending_until_window_ends_retries_hourly_then_errors(app, workspace):
@@ -188,7 +188,7 @@ def test_pending_until_window_ends_retries_hourly_then_errors(app, workspace):
         assert len(fired) == 1
         db.session.refresh(job)
         assert job.outcome == "error"
-        assert job.timestamp == job.first_attempt_at + scenarios.RETRY_WINDOW
+        assert job.timestamp == job.first_attempt_at + plans.RETRY_WINDOW
         assert job.transitions[-1].reason == "retry window ended"
         assert [e.payload["outcome"] for e in events_of(job)] == ["pending", "error"]
 

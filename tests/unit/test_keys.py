@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from console.core.errors import Unauthorized
-from console.core.rows import entity
+from console.db.rows import entity
 from console.extensions import db
 from console.keys import services as keys
 from console.keys.models import ApiKey

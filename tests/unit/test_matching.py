@@ -8,7 +8,7 @@ import pytest
 from flask import Flask
 from sqlalchemy.orm import Session
 
-from console.core.base import Base
+from console.db.base import Base
 from console.extensions import db
 from console.world.matching import find_people, match_platforms
 from console.world.models import WORLD_MODELS

@@ -11,17 +11,16 @@ from sqlalchemy import select
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.requestlog.models import KeyUsageDay
+from console.requestlog.models import KeyUsageDay, RequestLogEntry
 from console.requestlog.writer import Writer
-from console.web.models import ConsoleRequest
 from tests.conftest import Api
 
 
-def _rows(app, workspace_id) -> list[ConsoleRequest]:
+def _rows(app, workspace_id) -> list[RequestLogEntry]:
     with app.app_context():
         return list(
             db.session.scalars(
-                select(ConsoleRequest).where(ConsoleRequest.workspace_id == uuid.UUID(workspace_id))
+                select(RequestLogEntry).where(RequestLogEntry.workspace_id == uuid.UUID(workspace_id))
             )
         )
 

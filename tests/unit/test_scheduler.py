@@ -20,13 +20,11 @@ from console.workspaces.services import create_workspace
 RAN: list[str] = []
 
 
-@scheduler.task_handler("test.record")
 def _record(task, workspace):
     RAN.append(task.payload["name"])
     return {"summary": f"ran {task.payload['name']}"}
 
 
-@scheduler.task_handler("test.chain")
 def _chain(task, workspace):
     """Schedule the next link 10 minutes (workspace clock) after this one was due."""
     RAN.append(task.payload["name"])
@@ -37,11 +35,23 @@ def _chain(task, workspace):
     return f"chain {task.payload['name']}"
 
 
-@scheduler.task_handler("test.crash")
 def _crash(task, workspace):
     workspace.name = "changed by a handler that then crashed"
     db.session.flush()
     raise RuntimeError("boom")
+
+
+@pytest.fixture(autouse=True)
+def _test_task_kinds(app):
+    """This module's task kinds, registered on the app as create_app registers the domains' kinds."""
+    scheduler.register_tasks(
+        app,
+        (
+            scheduler.TaskKind("test.record", _record),
+            scheduler.TaskKind("test.chain", _chain),
+            scheduler.TaskKind("test.crash", _crash),
+        ),
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -72,7 +82,7 @@ def test_schedule_converts_the_due_time_to_real_time(app, workspace):
         due = clock.now(ws) + timedelta(minutes=5)
         task = scheduler.schedule(ws, "test.record", due, {"name": "a"})
         assert task.run_after == due - timedelta(hours=1)
-        assert ScheduledTask in clock.SCHEDULE_TABLES
+        assert ScheduledTask in moves.SCHEDULE_TABLES
 
 
 def test_run_due_runs_due_tasks_in_due_order_exactly_once(app, workspace):

@@ -26,7 +26,7 @@ import requests
 import sqlalchemy
 
 from console import serving
-from console.serving import Supervision, WorkerSupervisor, default_workers
+from console.serving import Supervision, WorkerSupervisor, default_processes
 from console.world.seed_data import PLATFORM_IDS
 from tests.children import run_python
 from tests.factories import LINK_TOKEN
@@ -301,7 +301,7 @@ def test_a_stop_that_comes_while_a_serving_process_starts_is_not_lost(tmp_path):
 
 
 def test_one_serving_process_per_core():
-    assert default_workers() == len(os.sched_getaffinity(0))
+    assert default_processes() == len(os.sched_getaffinity(0))
 
 
 # --- the real command ---
@@ -454,7 +454,7 @@ def _serving_pids_seen(console: Console, want: int, seconds: float = 15) -> set[
 
 @pytest.mark.slow
 def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, run_database):
-    console = Console(tmp_path, run_database, "--workers", "2", "--threads", "4")
+    console = Console(tmp_path, run_database, "--processes", "2", "--threads", "4")
     try:
         health = console.wait_until_ready()
         serving, workers = console.processes()
@@ -513,7 +513,7 @@ def test_console_run_serves_on_n_processes_with_one_supervised_worker(tmp_path, 
     engine = sqlalchemy.create_engine(run_database.replace("postgresql://", "postgresql+psycopg://", 1))
     try:
         with engine.connect() as connection:
-            logged = set(connection.scalars(sqlalchemy.text("SELECT request_id FROM console_requests")))
+            logged = set(connection.scalars(sqlalchemy.text("SELECT request_id FROM request_log_entries")))
     finally:
         engine.dispose()
     assert logged == set(console.request_ids), (
@@ -539,7 +539,7 @@ def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
     }
     with (tmp_path / "console.log").open("w") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "console.cli", "run", "--port", str(port), "--workers", "2"],
+            [sys.executable, "-m", "console.cli", "run", "--port", str(port), "--processes", "2"],
             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         try:
@@ -576,7 +576,7 @@ def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
 @pytest.mark.slow
 def test_run_worker_0_starts_no_worker_process(tmp_path):
     console = Console(
-        tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--workers", "1", env={"RUN_WORKER": "0"}
+        tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--processes", "1", env={"RUN_WORKER": "0"}
     )
     try:
         health = wait_for(console.healthz, 90, 0.25)

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event, text
 
 from console import create_app
-from console.core.sqlite import CheckpointLoop, FileLock
+from console.db.sqlite import CheckpointLoop, FileLock
 from console.extensions import db
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
@@ -219,7 +219,7 @@ def test_the_file_lock_passes_between_holders_at_once_and_times_out_cleanly(tmp_
 
 def test_preferred_writers_go_first_at_the_gate():
     """A customer's API write waiting with console writes gets the gate before them."""
-    from console.core.sqlite import PriorityLock
+    from console.db.sqlite import PriorityLock
 
     lock = PriorityLock()
     assert lock.acquire(1.0)
@@ -246,7 +246,7 @@ def test_preferred_writers_go_first_at_the_gate():
 
 def test_a_release_wakes_one_waiter_not_all_of_them():
     """Five threads queued: five waits in all (waking every waiter at each release made fifteen)."""
-    from console.core.sqlite import PriorityLock
+    from console.db.sqlite import PriorityLock
 
     lock = PriorityLock()
     waits = []
@@ -282,7 +282,7 @@ def test_a_release_wakes_one_waiter_not_all_of_them():
 
 def test_a_waiter_that_gave_up_leaves_the_queue_and_the_next_one_is_woken():
     """Releases wake one waiter each: one that timed out must not be the one a release wakes."""
-    from console.core.sqlite import PriorityLock
+    from console.db.sqlite import PriorityLock
 
     lock = PriorityLock()
     assert lock.acquire(1.0)
@@ -301,7 +301,7 @@ def test_a_waiter_that_gave_up_leaves_the_queue_and_the_next_one_is_woken():
 
 
 def test_a_waiter_gives_up_at_its_timeout_and_the_lock_stays_usable():
-    from console.core.sqlite import PriorityLock
+    from console.db.sqlite import PriorityLock
 
     lock = PriorityLock()
     assert lock.acquire(1.0)
@@ -317,7 +317,7 @@ def test_a_waiter_gives_up_at_its_timeout_and_the_lock_stays_usable():
 
 def test_api_requests_of_outside_callers_are_preferred_writers(app, api):
     """Set for the request's writes, and gone once it ends (the thread's next request starts without it)."""
-    from console.core import sqlite
+    from console.db import sqlite
 
     flags = []
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from console.setup import demo_sandbox_secret, startup_banner
+from console.bootstrap import demo_sandbox_secret, startup_banner
 
 
 def test_the_banner_uses_the_listen_address_without_public_url(app):
@@ -57,7 +57,7 @@ def test_console_run_masks_the_secret_when_its_output_is_not_a_terminal(app, mon
         monkeypatch.setenv(name, "")
     monkeypatch.setattr(cli, "_app", lambda: app)
     monkeypatch.setattr(cli, "_check_free", lambda host, port: None)
-    monkeypatch.setattr("console.setup.prepare_database", lambda: None)  # the test database is ready
+    monkeypatch.setattr("console.bootstrap.prepare_database", lambda: None)  # the test database is ready
     monkeypatch.setattr("console.serving.serve", lambda **kwargs: None)  # the banner, not the server
     result = CliRunner().invoke(cli.main, ["run", "--port", "5999"])
     assert result.exit_code == 0, result.output

@@ -15,8 +15,8 @@ from console.events.services import record_event
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.webhooks import services
+from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import Webhook, WebhookDelivery
-from console.webhooks.worker import deliver_due
 from console.workspaces.models import Workspace
 
 DAY = 86400
@@ -136,7 +136,7 @@ def test_a_failed_attempt_after_30_days_pauses_at_once(app, ctx):
 
 def test_paused_while_in_flight_the_retry_is_skipped(app, ctx):
     from console.webhooks import delivery
-    from console.webhooks.worker import Claimer
+    from console.webhooks.delivery_loop import Claimer
 
     ws, key = ctx
     with Receiver(lambda r: (503, b"")) as rx:

@@ -23,15 +23,20 @@ from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.waiting import wait_for
 
-SCHEDULER_ONLY = ("console.scheduler.worker.SchedulerLoop",)
+SCHEDULER_ONLY = ("console.scheduler.loop.SchedulerLoop",)
 SLOW_STARTED = threading.Event()
 
 
-@scheduler.task_handler("test.slow")
 def _slow(task, workspace):
     SLOW_STARTED.set()
     time.sleep(0.5)
     return "slow done"
+
+
+@pytest.fixture(autouse=True)
+def _test_task_kinds(app):
+    """This module's task kinds, registered on the app as create_app registers the domains' kinds."""
+    scheduler.register_tasks(app, (scheduler.TaskKind("test.slow", _slow),))
 
 
 def _schedule_due(app, workspace_id, kind) -> uuid.UUID:
@@ -73,7 +78,7 @@ def test_a_loop_whose_module_does_not_exist_yet_is_a_clear_error(app):
     with pytest.raises(RuntimeError, match=r"console\.nowhere\.worker does not exist"):
         start_in_process(app, (*SCHEDULER_ONLY, "console.nowhere.worker.Loop"))
     with pytest.raises(RuntimeError, match="has no NoSuchLoop"):
-        load_loop("console.scheduler.worker.NoSuchLoop")
+        load_loop("console.scheduler.loop.NoSuchLoop")
     assert load_loop(SCHEDULER_ONLY[0]).__name__ == "SchedulerLoop"
 
 

@@ -12,8 +12,8 @@ from flask import Flask
 from sqlalchemy import delete, func, inspect, select
 from sqlalchemy.orm import Session
 
-from console.core.base import Base
 from console.core.errors import ValidationFailed
+from console.db.base import Base
 from console.extensions import db
 from console.world import allocations, services
 from console.world.models import (

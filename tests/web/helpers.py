@@ -13,7 +13,7 @@ from console.events.models import Event
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import secret_of
-from console.web.inbox import inbox_token
+from console.web.webhooks.inbox import inbox_token
 from console.webhooks import sign
 
 

@@ -10,8 +10,9 @@ from console.conformance.models import ConformanceReport
 from console.events.models import Event
 from console.extensions import db
 from console.modes import SANDBOX
-from console.web import requestlog, webhooklist
-from console.web.models import InboxMessage
+from console.web.requests import queries as requestlog
+from console.web.webhooks import queries as webhooklist
+from console.web.webhooks.models import InboxMessage
 from console.webhooks.models import WebhookDelivery
 
 

@@ -40,7 +40,7 @@ def test_forms_carry_the_token_and_htmx_sends_it_as_a_header(app, visitor):
 def test_the_inbox_is_exempt_because_it_checks_signatures(client, visitor):
     # No token, no cookie: refused for its missing signature (400 from the inbox), not by CSRF.
     with client.application.app_context():
-        from console.web.inbox import inbox_token
+        from console.web.webhooks.inbox import inbox_token
 
         token = inbox_token(visitor.workspace_id)
     response = client.post(f"/inbox/{token}", data=b"{}", content_type="application/json")

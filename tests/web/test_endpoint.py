@@ -15,10 +15,10 @@ from console.api.ratelimit import RateLimiter
 from console.clock.moves import advance
 from console.clock.services import now
 from console.extensions import db
-from console.web import inbox
-from console.web.models import InboxMessage
+from console.web.webhooks import inbox
+from console.web.webhooks.models import InboxMessage
+from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
-from console.webhooks.worker import deliver_due
 from console.workspaces.models import Workspace
 from tests.web.helpers import deliver_to_inbox, run_headless
 

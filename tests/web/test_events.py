@@ -49,7 +49,7 @@ def test_newest_first_with_keyset_pages(app, visitor, rendered):
     older = html.split('hx-get="/events/rows?cursor=', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     rendered.clear()
     second = visitor.get("/events/rows?cursor=" + older, htmx=True).get_data(as_text=True)
-    assert rendered == ["console/_event_rows.html"]
+    assert rendered == ["console/events/_event_rows.html"]
     assert event_ids(second) == list(reversed(ids))[25:]
     assert "Older events" not in second
 
@@ -73,7 +73,7 @@ def test_new_events_appear_through_the_live_poll(app, visitor, rendered):
     [fresh] = seed_events(app, visitor.workspace_id, 1)
     rendered.clear()
     answer = visitor.get(poll, htmx=True).get_data(as_text=True)
-    assert rendered == ["console/_event_poll.html"]
+    assert rendered == ["console/events/_event_poll.html"]
     assert event_ids(answer) == [fresh] and 'hx-swap-oob="afterbegin:#event-list"' in answer
 
 
@@ -102,7 +102,7 @@ def test_a_row_expands_to_payload_deliveries_and_attempts(app, visitor, rendered
     assert "badge-delivery-delivered" in visitor.get("/events").get_data(as_text=True)
     rendered.clear()
     html = unescape(visitor.get(f"/events/{event_id}", htmx=True).get_data(as_text=True))
-    assert rendered == ["console/_event_detail.html"]
+    assert rendered == ["console/events/_event_detail.html"]
     assert '"connected": true' in html
     assert "x-service-signature" in html and "x-service-webhook-id" in html and "service-version" in html
     assert "503" in html and "busy" in html and "12 ms" in html
@@ -155,7 +155,7 @@ def test_the_live_poll_redraws_a_badge_whose_delivery_changed(app, visitor):
 def test_a_resent_delivery_is_followed_until_the_worker_has_sent_it(app, visitor):
     """The open detail asks again every second while a delivery is being sent, keeping the resend's
     exchange (only the deliveries block is swapped), and stops once the attempt is in."""
-    from console.webhooks.worker import deliver_due
+    from console.webhooks.delivery_loop import deliver_due
 
     run_headless(visitor, "user_good")
     with app.app_context():

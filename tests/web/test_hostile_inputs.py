@@ -17,8 +17,8 @@ from sqlalchemy import func, select
 
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.web import linkform
-from console.web.models import ConsoleRequest
+from console.requestlog.models import RequestLogEntry
+from console.web.link import form as linkform
 from tests.web.linkflow import token_at_allocation
 from tests.web.test_walkthrough import link_token_form
 
@@ -172,7 +172,7 @@ def test_a_huge_link_token_id_in_the_jobs_step_is_judged_by_the_api_and_logged(a
     page = response.get_data(as_text=True)
     assert 'status-4xx">400' in page and "link_token_id" in page
     with app.app_context():
-        row = db.session.scalars(select(ConsoleRequest).where(ConsoleRequest.step == "jobs")).one()
+        row = db.session.scalars(select(RequestLogEntry).where(RequestLogEntry.step == "jobs")).one()
         assert len(row.url) == 2000 and row.url.endswith("…")
 
 

@@ -7,7 +7,7 @@ import time
 from sqlalchemy import select
 
 from console.extensions import db
-from console.web.models import InboxMessage
+from console.web.webhooks.models import InboxMessage
 from tests.web.helpers import deliver_to_inbox
 
 EVENT = {
@@ -68,7 +68,7 @@ def test_new_messages_arrive_by_polling(app, client, visitor, rendered):
     deliver_to_inbox(app, client, visitor.workspace_id, EVENT)
     rendered.clear()
     fresh = visitor.get(poll_url, htmx=True)
-    assert fresh.status_code == 200 and rendered == ["console/_inbox_poll.html"]
+    assert fresh.status_code == 200 and rendered == ["console/webhooks/_inbox_poll.html"]
     html = fresh.get_data(as_text=True)
     assert 'hx-swap-oob="afterbegin:#inbox-list"' in html and EVENT["event_id"] in html
     next_poll = html.split('hx-get="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
@@ -94,7 +94,7 @@ def test_the_signature_debugger_explains_the_result(app, client, visitor):
 
 def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
     """10,000 nested brackets and NUL bytes (which PostgreSQL text cannot hold) are stored, not a 500."""
-    from console.web.inbox import inbox_token
+    from console.web.webhooks.inbox import inbox_token
 
     with app.app_context():
         token = inbox_token(visitor.workspace_id)

@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from console import create_app
 from console.extensions import db
-from console.web.models import ConsoleRequest
+from console.requestlog.models import RequestLogEntry
 from console.webhooks.models import Webhook
 from tests.conftest import base_config
 from tests.web.conftest import Visitor
@@ -48,12 +48,12 @@ def forged_workspace_id(visitor: Visitor) -> uuid.UUID:
         return uuid.UUID(session["workspace_id"])
 
 
-def exchanges(app, workspace_id) -> list[ConsoleRequest]:
+def exchanges(app, workspace_id) -> list[RequestLogEntry]:
     with app.app_context():
         return db.session.scalars(
-            select(ConsoleRequest)
-            .where(ConsoleRequest.workspace_id == workspace_id)
-            .order_by(ConsoleRequest.created_at)
+            select(RequestLogEntry)
+            .where(RequestLogEntry.workspace_id == workspace_id)
+            .order_by(RequestLogEntry.created_at)
         ).all()
 
 

@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.web.models import ConsoleRequest
+from console.requestlog.models import RequestLogEntry
 from tests.web.helpers import run_headless
 
 
@@ -21,7 +21,7 @@ def test_each_visitor_sees_only_their_own_workspace(app, visitor, other_visitor)
             select(ApiKey).where(ApiKey.workspace_id == other_visitor.workspace_id)
         ).one()
         their_request = db.session.scalars(
-            select(ConsoleRequest).where(ConsoleRequest.workspace_id == other_visitor.workspace_id)
+            select(RequestLogEntry).where(RequestLogEntry.workspace_id == other_visitor.workspace_id)
         ).first()
         their_key_id, their_last4, their_request_id = (
             str(their_key.id),

@@ -17,8 +17,8 @@ from sqlalchemy import func, select, update
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.web import exchanges
-from console.web.models import ConsoleRequest
+from console.requestlog.models import RequestLogEntry
+from console.web.shared import exchanges
 from tests.web.helpers import sandbox_secret
 
 
@@ -64,7 +64,7 @@ def test_the_log_stores_no_secret_and_reveals_it_on_request(app, visitor):
     secret = sandbox_secret(app, visitor.workspace_id)
     with app.app_context():
         rows = db.session.scalars(
-            select(ConsoleRequest).where(ConsoleRequest.workspace_id == visitor.workspace_id)
+            select(RequestLogEntry).where(RequestLogEntry.workspace_id == visitor.workspace_id)
         ).all()
         assert rows and all(secret not in json.dumps(r.request_headers) + r.request_body for r in rows)
         row_id = str(rows[0].id)
@@ -79,7 +79,7 @@ def test_the_log_stores_no_secret_and_reveals_it_on_request(app, visitor):
 def test_curl_and_python_are_faithful(app, visitor):
     with app.app_context():
         row = db.session.scalars(
-            select(ConsoleRequest).where(ConsoleRequest.workspace_id == visitor.workspace_id)
+            select(RequestLogEntry).where(RequestLogEntry.workspace_id == visitor.workspace_id)
         ).first()
         curl = exchanges.curl(row, "SECRET")
         python = exchanges.python(row, "SECRET")
@@ -202,8 +202,8 @@ def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):
     assert 'status-2xx">200' in html and secret not in html
     with app.app_context():
         row = db.session.scalars(
-            select(ConsoleRequest).where(
-                ConsoleRequest.workspace_id == visitor.workspace_id, ConsoleRequest.step == "reference"
+            select(RequestLogEntry).where(
+                RequestLogEntry.workspace_id == visitor.workspace_id, RequestLogEntry.step == "reference"
             )
         ).one()
         assert (row.method, row.path, row.status) == ("GET", "/sandbox/v1/webhooks", 200)
@@ -242,11 +242,11 @@ def test_the_reference_says_when_the_mode_has_no_key_instead_of_showing_a_bare_4
             .values(revoked_at=utcnow())
         )
         db.session.commit()
-        logged = db.session.scalar(select(func.count()).select_from(ConsoleRequest))
+        logged = db.session.scalar(select(func.count()).select_from(RequestLogEntry))
     html = visitor.post(
         "/reference/try", {"method": "GET", "path": "/webhooks", "mode": "development"}, htmx=True
     ).get_data(as_text=True)
     assert "no active development key" in html and 'href="/keys"' in html
     assert "401" in html  # what the API would have answered, said in words
     with app.app_context():  # nothing was sent
-        assert db.session.scalar(select(func.count()).select_from(ConsoleRequest)) == logged
+        assert db.session.scalar(select(func.count()).select_from(RequestLogEntry)) == logged

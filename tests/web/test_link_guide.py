@@ -9,9 +9,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from console.api.versions import LATEST_VERSION
 from console.link import sandbox_data
-from console.web import linkform, scenarios
+from console.versions import LATEST_VERSION
+from console.web.link import form as linkform
+from console.web.scenarios import gallery as scenarios
 from console.world.seed_data import SANDBOX_MATCH_IDENTITIES
 from tests.web.helpers import run_headless, sandbox_secret
 from tests.web.test_walkthrough import link_token_form

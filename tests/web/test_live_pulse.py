@@ -13,7 +13,7 @@ from console.core.timeutil import utcnow
 from console.events.models import Event
 from console.extensions import db
 from console.scheduler.models import ScheduledTask
-from console.web import live, workspace_session
+from console.web.shared import live, workspace_session
 from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
 

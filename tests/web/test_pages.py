@@ -7,21 +7,21 @@ import pytest
 from tests.web.helpers import run_headless
 
 PAGES = [
-    ("/", "console/walkthrough.html", None),
-    ("/scenarios", "console/scenarios.html", None),
-    ("/events", "console/events.html", "console/_events.html"),
-    ("/timeline", "console/timelines.html", "console/_timelines.html"),
-    ("/webhooks", "console/webhooks.html", "console/_webhooks.html"),
-    ("/requests", "console/requests.html", "console/_request_rows.html"),
-    ("/keys", "console/keys.html", "console/_keys.html"),
-    ("/clock", "console/clock.html", "console/_clock.html"),
-    ("/world", "console/world.html", "console/_world_rows.html"),
-    ("/world?tab=employers&q=bak", "console/world.html", "console/_world_rows.html"),
-    ("/world?tab=people", "console/world.html", "console/_world_rows.html"),
-    ("/world?tab=benefits", "console/world.html", "console/_world_rows.html"),
-    ("/world/people/morgan-castillo", "console/person.html", None),
-    ("/reference", "console/reference.html", None),
-    ("/launch", "console/launch.html", None),
+    ("/", "console/walkthrough/walkthrough.html", None),
+    ("/scenarios", "console/scenarios/scenarios.html", None),
+    ("/events", "console/events/events.html", "console/events/_events.html"),
+    ("/timeline", "console/timeline/timelines.html", "console/timeline/_timelines.html"),
+    ("/webhooks", "console/webhooks/webhooks.html", "console/webhooks/_webhooks.html"),
+    ("/requests", "console/requests/requests.html", "console/requests/_request_rows.html"),
+    ("/keys", "console/keys/keys.html", "console/keys/_keys.html"),
+    ("/clock", "console/clock/clock.html", "console/clock/_clock.html"),
+    ("/world", "console/world/world.html", "console/world/_world_rows.html"),
+    ("/world?tab=employers&q=bak", "console/world/world.html", "console/world/_world_rows.html"),
+    ("/world?tab=people", "console/world/world.html", "console/world/_world_rows.html"),
+    ("/world?tab=benefits", "console/world/world.html", "console/world/_world_rows.html"),
+    ("/world/people/morgan-castillo", "console/world/person.html", None),
+    ("/reference", "console/reference/reference.html", None),
+    ("/launch", "console/scenarios/launch.html", None),
 ]
 
 

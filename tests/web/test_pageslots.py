@@ -10,7 +10,7 @@ import pytest
 
 from console import create_app
 from console.extensions import db
-from console.web import pageslots
+from console.web.shared import pageslots
 from tests.conftest import base_config
 
 

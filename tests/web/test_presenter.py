@@ -13,12 +13,14 @@ from sqlalchemy import event, func, select
 
 from console.extensions import db
 from console.jobs.models import Job
-from console.presenter import actions, drive, profiles, stories
+from console.presenter import profiles, stories
 from console.presenter.brand import DEFAULT_COLOR, from_args
 from console.presenter.models import PresenterProfile
-from console.web import inbox, linktokens
-from console.web.models import ConsoleRequest
-from console.webhooks.worker import deliver_due
+from console.requestlog.models import RequestLogEntry
+from console.web.link import tokens as linktokens
+from console.web.present import actions, drive
+from console.web.webhooks import inbox
+from console.webhooks.delivery_loop import deliver_due
 from console.workspaces.models import Workspace
 from console.world.seed_data import PLATFORM_IDS
 from tests import images
@@ -95,8 +97,8 @@ def test_the_shipped_stories_all_load(app):
             "whole number",
         ),
         (
-            '{"title": "T", "steps": [{"caption": "x", "action": "set_inbox_mode", "mode": "slow"}]}',
-            "mode must",
+            '{"title": "T", "steps": [{"caption": "x", "action": "set_inbox_behaviour", "behaviour": "slow"}]}',
+            "behaviour must",
         ),
         (
             '{"title": "T", "steps": [{"caption": "x", "action": "wait_for_event", "type": "x.y"}]}',
@@ -166,8 +168,8 @@ def test_create_link_token_calls_the_api_and_the_call_shows_on_the_right(app, vi
     with app.app_context():
         actions.perform(workspace(app, visitor), "create_link_token", {"preset": "federal"})
         rows = db.session.scalars(
-            select(ConsoleRequest).where(
-                ConsoleRequest.workspace_id == visitor.workspace_id, ConsoleRequest.step == "presenter"
+            select(RequestLogEntry).where(
+                RequestLogEntry.workspace_id == visitor.workspace_id, RequestLogEntry.step == "presenter"
             )
         ).all()
     assert [(r.method, r.path, r.status) for r in rows] == [("POST", "/sandbox/v1/link_tokens", 200)]
@@ -177,9 +179,9 @@ def test_create_link_token_calls_the_api_and_the_call_shows_on_the_right(app, vi
     visitor.post(step_url("10-standard-switch", 2) + "?brand=Acme+Bank")
     with app.app_context():
         row = db.session.scalars(
-            select(ConsoleRequest)
-            .where(ConsoleRequest.workspace_id == visitor.workspace_id, ConsoleRequest.step == "presenter")
-            .order_by(ConsoleRequest.created_at.desc())
+            select(RequestLogEntry)
+            .where(RequestLogEntry.workspace_id == visitor.workspace_id, RequestLogEntry.step == "presenter")
+            .order_by(RequestLogEntry.created_at.desc())
         ).first()
         assert json.loads(row.request_body)["org_name"] == "Acme Bank"
 
@@ -229,12 +231,12 @@ def test_advance_clock_by_business_days_and_to_the_next_item(app, visitor):
         assert job.outcome == "success"
 
 
-def test_set_inbox_mode(app, visitor):
+def test_set_inbox_behaviour(app, visitor):
     with app.app_context():
         ws = workspace(app, visitor)
-        actions.perform(ws, "set_inbox_mode", {"mode": "fail"})
+        actions.perform(ws, "set_inbox_behaviour", {"behaviour": "fail"})
         assert inbox.behaviour(ws.id) == "fail"
-        actions.perform(ws, "set_inbox_mode", {"mode": "ok"})
+        actions.perform(ws, "set_inbox_behaviour", {"behaviour": "ok"})
         assert inbox.behaviour(ws.id) == "ok"
 
 

@@ -12,8 +12,8 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.keys.models import ApiKey
+from console.requestlog.models import RequestLogEntry
 from console.requestlog.writer import writer_for
-from console.web.models import ConsoleRequest
 from tests.conftest import Api
 from tests.web.helpers import sandbox_secret
 from tests.web.test_walkthrough import link_token_form
@@ -38,13 +38,13 @@ LINK_TOKEN = {
 }
 
 
-def rows_of(app, workspace_id) -> list[ConsoleRequest]:
+def rows_of(app, workspace_id) -> list[RequestLogEntry]:
     with app.app_context():
         return list(
             db.session.scalars(
-                select(ConsoleRequest)
-                .where(ConsoleRequest.workspace_id == workspace_id)
-                .order_by(ConsoleRequest.created_at)
+                select(RequestLogEntry)
+                .where(RequestLogEntry.workspace_id == workspace_id)
+                .order_by(RequestLogEntry.created_at)
             )
         )
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from console.web import scenarios
+from console.web.scenarios import gallery as scenarios
 from tests.web.helpers import run_headless
 
 # What each headless run leaves on its timeline (None: Link's error, no job).

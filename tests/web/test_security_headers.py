@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from console.web.headers import CONSOLE_CSP
+from console.web.shared.headers import CONSOLE_CSP
 from tests.api.test_conventions import VALID
 from tests.web.conftest import Visitor
 from tests.web.test_workspace_lifecycle import console_get_urls

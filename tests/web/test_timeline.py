@@ -33,7 +33,7 @@ def test_a_pending_job_shows_its_next_retry_then_resolves_when_the_clock_moves(v
     rendered.clear()
     form = {"by": "hour", "timeline_kind": "link_token", "timeline_id": link_token_id}
     html = visitor.post("/clock/advance", form, htmx=True).get_data(as_text=True)
-    assert rendered == ["console/_timeline.html"]
+    assert rendered == ["console/timeline/_timeline.html"]
     assert outcomes(html) == ["pending", "success"]
     assert "Next retry due" not in html
     assert "Clock advanced." in html and "/sandbox/v1/sandbox/clock/advance" in html

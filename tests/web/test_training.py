@@ -24,8 +24,8 @@ from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
 from console.training import exercises
 from console.training.models import Cohort, CohortMember
-from console.web import inbox
-from console.web.workspace_session import api_client
+from console.web.shared.workspace_session import api_client
+from console.web.webhooks import inbox
 from console.webhooks.models import SKIPPED, Webhook, WebhookDelivery
 from console.webhooks.services import HELD_REASON
 from console.workspaces.models import Workspace

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from console.web import linkform
+from console.web.link import form as linkform
 from tests.web.helpers import deliver_workspace_events, run_headless, sandbox_secret
 
 
@@ -33,10 +33,10 @@ def test_creating_a_link_token_shows_the_exchange_and_ticks_step_3(app, visitor,
     response = visitor.post("/walkthrough/link-token", link_token_form(), htmx=True)
     html = response.get_data(as_text=True)
     assert rendered == [
-        "console/_step_link_token.html",
-        "console/_step_link.html",
-        "console/_step_jobs.html",
-        "console/_checklist.html",
+        "console/walkthrough/_step_link_token.html",
+        "console/walkthrough/_step_link.html",
+        "console/walkthrough/_step_jobs.html",
+        "console/walkthrough/_checklist.html",
     ]
     assert 'id="step-link" class="step card" hx-swap-oob="true"' in html
     assert "POST</span>" in html and "/sandbox/v1/link_tokens" in html
@@ -68,7 +68,7 @@ def test_without_javascript_forms_post_and_redirect(visitor):
 
 def test_presets_fill_the_form(visitor, rendered):
     html = visitor.get("/walkthrough/link-token-form?preset=prime_several", htmx=True).get_data(as_text=True)
-    assert rendered == ["console/_step_link_token.html"]
+    assert rendered == ["console/walkthrough/_step_link_token.html"]
     assert 'value="Morgan"' in html and 'name="pm_enabled" value="1" checked' in html
     html = visitor.get("/walkthrough/link-token-form?preset=direct", htmx=True).get_data(as_text=True)
     assert re.search(r'<option value="[0-9a-f-]+" selected>Paycrest</option>', html)
@@ -90,5 +90,5 @@ def test_the_whole_walkthrough_ticks_every_step(app, client, visitor):
 
 def test_the_checklist_partial_polls_itself(visitor, rendered):
     html = visitor.get("/walkthrough/checklist", htmx=True).get_data(as_text=True)
-    assert rendered == ["console/_checklist.html"]
+    assert rendered == ["console/walkthrough/_checklist.html"]
     assert 'hx-trigger="every 3s, link-closed from:body"' in html

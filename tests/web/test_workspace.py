@@ -6,8 +6,8 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.web import inbox
-from console.web.models import ConsoleRequest
+from console.requestlog.models import RequestLogEntry
+from console.web.webhooks import inbox
 from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
 from tests.web.conftest import Visitor
@@ -26,7 +26,7 @@ def test_the_first_action_creates_a_ready_workspace(app, visitor):
         assert hooks[0].api_key_id == keys[0].id and hooks[0].version == "2023-11-22"
         # The webhook was registered through the real API, and the exchange is in the request log.
         logged = db.session.scalars(
-            select(ConsoleRequest).where(ConsoleRequest.workspace_id == workspace.id)
+            select(RequestLogEntry).where(RequestLogEntry.workspace_id == workspace.id)
         ).all()
         assert [(r.method, r.path, r.status) for r in logged] == [("POST", "/sandbox/v1/webhooks", 200)]
         assert logged[0].request_headers["x-api-secret"] == "<API_SECRET>"

@@ -16,7 +16,7 @@ from console.keys.models import ApiKey
 from console.requestlog.writer import writer_for
 from console.scheduler.services import schedule
 from console.training.models import Cohort, CohortMember
-from console.webhooks.models import RelayExchange, WebhookAttempt, WebhookDelivery
+from console.webhooks.models import RelayRoundTrip, WebhookAttempt, WebhookDelivery
 from console.workspaces.collection import CollectionLoop, collect_idle
 from console.workspaces.models import Workspace
 from console.workspaces.services import ACTIVITY_RESOLUTION, create_workspace, demo_workspace
@@ -38,13 +38,13 @@ OWNED = {
     "webhook_deliveries": "workspace_id",
     "webhook_attempts": "delivery_id IN (SELECT id FROM webhook_deliveries WHERE workspace_id = :ws)",
     "scheduled_tasks": "workspace_id",
-    "console_requests": "workspace_id",
+    "request_log_entries": "workspace_id",
     "console_inbox_messages": "workspace_id",
     "console_link_tokens": "workspace_id",
     "console_inbox_settings": "workspace_id",
     "conformance_reports": "workspace_id",
     "idempotency_keys": "api_key_id IN (SELECT id FROM api_keys WHERE workspace_id = :ws)",
-    "relay_exchanges": "webhook_id IN (SELECT id FROM webhooks WHERE workspace_id = :ws)",
+    "relay_round_trips": "webhook_id IN (SELECT id FROM webhooks WHERE workspace_id = :ws)",
     "key_usage_days": "workspace_id",
     "world_deposit_allocations": "workspace_id",
     "training_members": "workspace_id",
@@ -173,7 +173,7 @@ def _fill(app, client, visitor) -> None:
             )
         )
         db.session.add(
-            RelayExchange(
+            RelayRoundTrip(
                 webhook_id=delivery.webhook_id,
                 method="POST",
                 body="{}",

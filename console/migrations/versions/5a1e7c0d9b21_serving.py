@@ -8,7 +8,7 @@ Create Date: 2026-11-23 11:30:00.000000
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -23,8 +23,8 @@ def upgrade():
     sa.Column('worker_id', sa.String(length=200), nullable=False),
     sa.Column('host', sa.String(length=255), nullable=False),
     sa.Column('pid', sa.Integer(), nullable=False),
-    sa.Column('started_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('last_seen', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('started_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('last_seen', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('worker_id', name=op.f('pk_worker_heartbeats'))
     )
     with op.batch_alter_table('worker_heartbeats', schema=None) as batch_op:

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 11:40:00
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -23,7 +23,7 @@ def upgrade():
     sa.Column('workspace_id', sa.Uuid(), nullable=False),
     sa.Column('link_token_id', sa.Uuid(), nullable=False),
     sa.Column('token_ciphertext', sa.LargeBinary(), nullable=False),
-    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.ForeignKeyConstraint(['link_token_id'], ['link_tokens.id'], name=op.f('fk_console_link_tokens_link_token_id_link_tokens'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_console_link_tokens_workspace_id_workspaces'), ondelete='CASCADE'),
@@ -38,7 +38,7 @@ def upgrade():
     # exactly the pile collection exists to clear.
     with op.batch_alter_table('workspaces', schema=None) as batch_op:
         batch_op.add_column(sa.Column('kept', sa.Boolean(), nullable=False, server_default=sa.true()))
-        batch_op.add_column(sa.Column('last_active_at', console.core.base.UTCDateTime(timezone=True), nullable=False, server_default=sa.func.current_timestamp()))
+        batch_op.add_column(sa.Column('last_active_at', console.db.base.UTCDateTime(timezone=True), nullable=False, server_default=sa.func.current_timestamp()))
         batch_op.create_index(batch_op.f('ix_workspaces_last_active_at'), ['last_active_at'], unique=False)
     workspaces = sa.table('workspaces', sa.column('name', sa.String), sa.column('is_demo', sa.Boolean), sa.column('kept', sa.Boolean))
     op.execute(

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 11:13:40.598446
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -25,13 +25,13 @@ def upgrade():
     sa.Column('key', sa.String(length=255), nullable=False),
     sa.Column('request_hash', sa.String(length=64), nullable=False),
     sa.Column('status', sa.String(length=16), nullable=False),
-    sa.Column('locked_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('expires_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('locked_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('expires_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('response_status', sa.Integer(), nullable=True),
     sa.Column('response_headers', sa.JSON(), nullable=True),
     sa.Column('response_body', sa.LargeBinary(), nullable=True),
     sa.Column('id', sa.Uuid(), nullable=False),
-    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['api_key_id'], ['api_keys.id'], name=op.f('fk_idempotency_keys_api_key_id_api_keys'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_idempotency_keys')),
     sa.UniqueConstraint('api_key_id', 'key', name='uq_idempotency_keys_api_key_id_key')

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 12:20:00
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -40,10 +40,10 @@ def upgrade():
         batch_op.create_index('ix_key_usage_days_scope_day', ['workspace_id', 'day'], unique=False)
 
     with op.batch_alter_table('api_keys', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('expires_at', console.core.base.UTCDateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('expires_at', console.db.base.UTCDateTime(timezone=True), nullable=True))
 
     with op.batch_alter_table('console_requests', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('clock_at', console.core.base.UTCDateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('clock_at', console.db.base.UTCDateTime(timezone=True), nullable=True))
         batch_op.create_index('ix_console_requests_scope_request_id', ['workspace_id', 'request_id'], unique=False)
 
 

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 12:00:00
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -22,7 +22,7 @@ def upgrade():
     op.create_table('console_inbox_settings',
     sa.Column('workspace_id', sa.Uuid(), nullable=False),
     sa.Column('behaviour', sa.String(length=16), nullable=False),
-    sa.Column('updated_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_console_inbox_settings_workspace_id_workspaces'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_console_inbox_settings')),

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 12:10:00.000000
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -26,9 +26,9 @@ def upgrade():
     sa.Column('body', sa.Text(), nullable=False),
     sa.Column('status', sa.String(length=16), nullable=False),
     sa.Column('claim_token', sa.Uuid(), nullable=True),
-    sa.Column('claimed_until', console.core.base.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('expires_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('claimed_until', console.db.base.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('expires_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('status_code', sa.Integer(), nullable=True),
     sa.Column('latency_ms', sa.Integer(), nullable=True),
     sa.Column('response_excerpt', sa.Text(), nullable=True),
@@ -42,7 +42,7 @@ def upgrade():
         batch_op.create_index('ix_relay_exchanges_webhook', ['webhook_id', 'status', 'created_at'], unique=False)
 
     with op.batch_alter_table('webhooks', schema=None) as batch_op:
-        batch_op.add_column(sa.Column('listener_seen_at', console.core.base.UTCDateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('listener_seen_at', console.db.base.UTCDateTime(timezone=True), nullable=True))
 
     with op.batch_alter_table('webhook_deliveries', schema=None) as batch_op:
         batch_op.add_column(sa.Column('relayed', sa.Boolean(), nullable=False, server_default=sa.false()))

@@ -8,7 +8,7 @@ Create Date: 2026-11-23 11:53:44.147348
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -25,7 +25,7 @@ def upgrade():
     sa.Column('mode', sa.String(length=16), nullable=False),
     sa.Column('webhook_id', sa.Uuid(), nullable=False),
     sa.Column('passed', sa.Boolean(), nullable=False),
-    sa.Column('ran_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('ran_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('report', sa.JSON(), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.ForeignKeyConstraint(['webhook_id'], ['webhooks.id'], name=op.f('fk_conformance_reports_webhook_id_webhooks'), ondelete='CASCADE'),

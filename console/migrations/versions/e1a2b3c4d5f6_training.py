@@ -8,7 +8,7 @@ Create Date: 2026-11-23 12:52:10.574839
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -26,7 +26,7 @@ def upgrade():
     sa.Column('join_token', sa.String(length=64), nullable=False),
     sa.Column('trainer_secret_hash', sa.String(length=64), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
-    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_training_cohorts')),
     sa.UniqueConstraint('join_token', name=op.f('uq_training_cohorts_join_token'))
     )
@@ -34,7 +34,7 @@ def upgrade():
     sa.Column('cohort_id', sa.Uuid(), nullable=False),
     sa.Column('workspace_id', sa.Uuid(), nullable=False),
     sa.Column('name', sa.String(length=120), nullable=False),
-    sa.Column('joined_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('joined_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.ForeignKeyConstraint(['cohort_id'], ['training_cohorts.id'], name=op.f('fk_training_members_cohort_id_training_cohorts'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['workspace_id'], ['workspaces.id'], name=op.f('fk_training_members_workspace_id_workspaces'), ondelete='CASCADE'),
@@ -52,7 +52,7 @@ def upgrade():
 
     with op.batch_alter_table('workspaces', schema=None) as batch_op:
         batch_op.add_column(sa.Column('held_link_token_id', sa.Uuid(), nullable=True))
-        batch_op.add_column(sa.Column('held_link_token_found_at', console.core.base.UTCDateTime(timezone=True), nullable=True))
+        batch_op.add_column(sa.Column('held_link_token_found_at', console.db.base.UTCDateTime(timezone=True), nullable=True))
 
     # ### end Alembic commands ###
 

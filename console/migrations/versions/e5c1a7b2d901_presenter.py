@@ -8,7 +8,7 @@ Create Date: 2026-11-23 13:00:00
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -26,7 +26,7 @@ def upgrade():
     sa.Column('color', sa.String(length=7), nullable=False),
     sa.Column('theme', sa.String(length=8), nullable=False),
     sa.Column('stories', sa.JSON(), nullable=False),
-    sa.Column('created_at', console.core.base.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', console.db.base.UTCDateTime(timezone=True), nullable=False),
     sa.Column('id', sa.Uuid(), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_presenter_profiles')),
     sa.UniqueConstraint('slug', name=op.f('uq_presenter_profiles_slug'))

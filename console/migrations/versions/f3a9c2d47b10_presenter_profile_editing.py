@@ -8,7 +8,7 @@ Create Date: 2026-11-24 10:00:00
 from alembic import op
 import sqlalchemy as sa
 
-import console.core.base
+import console.db.base
 
 
 # revision identifiers, used by Alembic.
@@ -25,13 +25,13 @@ def upgrade():
         batch.add_column(sa.Column('logo', sa.LargeBinary(), nullable=True))
         batch.add_column(sa.Column('logo_type', sa.String(length=16), nullable=True))
         batch.add_column(sa.Column('logo_digest', sa.String(length=16), nullable=True))
-        batch.add_column(sa.Column('updated_at', console.core.base.UTCDateTime(timezone=True), nullable=True))
+        batch.add_column(sa.Column('updated_at', console.db.base.UTCDateTime(timezone=True), nullable=True))
     # Profiles saved before: no edited captions; no edit secret (nobody can edit them, as before).
     op.execute("UPDATE presenter_profiles SET captions = '{}', updated_at = created_at")
     with op.batch_alter_table('presenter_profiles') as batch:
         batch.alter_column('captions', existing_type=sa.JSON(), nullable=False)
         batch.alter_column(
-            'updated_at', existing_type=console.core.base.UTCDateTime(timezone=True), nullable=False
+            'updated_at', existing_type=console.db.base.UTCDateTime(timezone=True), nullable=False
         )
 
 

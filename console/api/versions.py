@@ -1,8 +1,0 @@
-"""API versions, sent in the `Service-Version` header."""
-
-from __future__ import annotations
-
-# Oldest first. 2023-11-22 makes `params.action` optional in switch events (spec, Versioning).
-SUPPORTED_VERSIONS = ("2023-04-18", "2023-11-22")
-LATEST_VERSION = SUPPORTED_VERSIONS[-1]
-PRIME_MIN_VERSION = "2023-11-22"

@@ -1,0 +1,1 @@
+"""The workspace clock page and clock moves."""

@@ -1,0 +1,1 @@
+"""The live event log and each event's webhook deliveries."""

@@ -1,0 +1,1 @@
+"""API keys per mode and the workspace itself (start, keep, start over)."""

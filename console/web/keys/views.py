@@ -1,0 +1,152 @@
+"""API keys per mode (create, roll, revoke, reveal), and the workspace itself: start, keep, start over."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from flask import abort, flash, g, redirect, render_template, request, url_for
+
+from console.core.errors import FieldError, ServiceError, ValidationFailed
+from console.core.routes import Routes
+from console.core.timeutil import utcnow
+from console.extensions import db
+from console.keys import services as keys
+from console.keys.models import ApiKey
+from console.modes import MODES, base_url
+from console.requestlog import usage
+from console.web.shared.apiclient import api_root
+from console.web.shared.blueprint import is_htmx, render_htmx
+from console.web.shared.exchanges import masked_secret
+from console.web.shared.workspace_session import reset_workspace as start_over
+from console.workspaces.services import keep_workspace as keep
+
+routes = Routes()
+
+# The roll button's choices: (value of keys.GRACE_PERIODS, label).
+GRACE_CHOICES = (
+    ("none", "now"),
+    ("1h", "in 1 hour"),
+    ("24h", "in 24 hours"),
+    ("7d", "in 7 days"),
+)
+
+
+def _own_key(key_id: str) -> ApiKey:
+    try:
+        return keys.get_key(key_id, g.console_workspace.id)
+    except ServiceError:
+        abort(404)
+
+
+def _context(revealed: dict | None = None, created_id: str | None = None) -> dict:
+    all_keys = keys.list_keys(g.console_workspace.id)
+    root = api_root()
+    return {
+        "modes": [
+            {
+                "mode": mode,
+                "base_url": base_url(root, mode) + "/v1",
+                "keys": sorted(
+                    (k for k in all_keys if k.mode == mode),
+                    key=lambda k: (k.revoked_at is not None, -k.created_at.timestamp()),
+                ),
+            }
+            for mode in MODES
+        ],
+        "masked": masked_secret,
+        "revealed": revealed or {},
+        "created_id": created_id,
+        "grace_periods": GRACE_CHOICES,
+        "usage": usage.recent(g.console_workspace.id),
+        "keys_by_id": {k.id: k for k in all_keys},
+        "now": utcnow(),
+    }
+
+
+def _answer(created_id: str | None = None):
+    if is_htmx():
+        return render_template("console/keys/_keys.html", **_context(created_id=created_id))
+    return redirect(url_for("console.keys"))
+
+
+@routes.get("/keys", endpoint="keys")
+def keys_page():
+    return render_htmx("console/keys/keys.html", "console/keys/_keys.html", **_context())
+
+
+@routes.post("/keys")
+def create_key():
+    mode = request.form.get("mode", "")
+    if mode not in MODES:  # the form offers only these: a tampered request gets the error page, saying why
+        raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
+    created = keys.create_key(g.console_workspace.id, mode, request.form.get("label", "").strip())
+    db.session.commit()
+    return _answer(str(created.key.id))
+
+
+@routes.post("/keys/<key_id>/roll")
+def roll_key(key_id: str):
+    old = _own_key(key_id)
+    grace = keys.grace_period(request.form.get("grace", "none"))  # a tampered value: the error page says why
+    created = keys.roll_key(old, grace)
+    db.session.commit()
+    return _answer(str(created.key.id))
+
+
+@routes.post("/keys/<key_id>/revoke")
+def revoke_key(key_id: str):
+    keys.revoke_key(_own_key(key_id))
+    db.session.commit()
+    return _answer()
+
+
+@routes.post("/keys/<key_id>/reveal")
+def reveal_key(key_id: str):
+    """The secret in clear, only on an explicit (POST, CSRF-checked) request, as a small fragment."""
+    key = _own_key(key_id)
+    return render_template("console/shared/_secret.html", key=key, secret=keys.secret_of(key), revealed=True)
+
+
+@routes.post("/keys/<key_id>/hide")
+def hide_key(key_id: str):
+    key = _own_key(key_id)
+    return render_template("console/shared/_secret.html", key=key, secret=masked_secret(key), revealed=False)
+
+
+def _back() -> str:
+    """The console page the form was sent from (same host only), else the walkthrough."""
+    referrer = urlsplit(request.referrer or "")
+    if (
+        referrer.netloc == request.host
+        and referrer.path.startswith("/")
+        and not referrer.path.startswith("//")
+    ):
+        return referrer.path + (f"?{referrer.query}" if referrer.query else "")
+    return url_for("console.walkthrough")
+
+
+@routes.post("/workspace")
+def start_workspace():
+    """The walkthrough's "Create my workspace": the first action, so the before-request hook made it."""
+    return redirect(url_for("console.walkthrough"))
+
+
+@routes.post("/workspace/keep")
+def keep_workspace():
+    """Name the workspace so the idle collector never deletes it."""
+    try:
+        keep(g.console_workspace, request.form.get("name", ""))
+    except ValidationFailed as exc:
+        db.session.rollback()
+        flash(f"The workspace was not kept: {exc.fields[0].message}", "error")
+        return redirect(_back())
+    db.session.commit()
+    flash(f"Workspace kept as “{g.console_workspace.name}”: it is never deleted for being idle.", "ok")
+    return redirect(_back())
+
+
+@routes.post("/workspace/reset", no_create=True)
+def reset_workspace():
+    """Start over in a brand-new workspace; the old one is deleted with everything it owns (unless kept)."""
+    start_over()
+    return redirect(url_for("console.walkthrough"))

@@ -1,0 +1,403 @@
+"""Presenter mode: the stage at /present, where a story's steps run one key press at a time.
+
+Left, the prospect's branded app in a phone (Link opens inside it through the real SDK); right, what
+the app's backend sees (webhooks, the job's timeline, its API calls), live. A step's action runs on
+POST; the stage for step N is a plain GET, so going back shows a caption again without redoing it.
+
+Profiles (`/p/<slug>`) may be presented by anyone with the link and changed only by a browser that holds
+the profile in its signed session: the one that saved it, or one that opened its private edit link
+(`/p/<slug>/edit/<secret>`), as trainers unlock a cohort. Other sessions get 404 from the edit pages.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
+from werkzeug.exceptions import RequestEntityTooLarge
+
+from console.core.errors import FieldError, ServiceError, ValidationFailed
+from console.core.params import nul_fields
+from console.core.routes import Routes
+from console.extensions import db
+from console.modes import SANDBOX
+from console.presenter import brand, profiles, stories
+from console.web.link import guide as linkguide
+from console.web.link import tokens as linktokens
+from console.web.present import actions, drive
+from console.web.requests import queries as requestlog
+from console.web.shared import live
+from console.web.shared.apiclient import api_root
+from console.web.shared.workspace_session import has_workspace, reset_workspace
+from console.web.timeline import queries as timeline
+from console.web.webhooks import inbox
+
+routes = Routes()
+
+log = logging.getLogger(__name__)
+BACKEND_ROWS = 6
+SUMMARY_ROWS = 100
+EDITOR_KEY = "presenter_profiles"
+# A sales engineer prepares a handful of demos from one browser; the session cookie stays small.
+MAX_EDITED_PROFILES = 20
+
+
+def _profile():
+    slug = request.values.get("profile")
+    return profiles.get(slug) if slug else None
+
+
+def _edited() -> list[str]:
+    """The slugs of the profiles this browser may change."""
+    return list(session.get(EDITOR_KEY) or [])
+
+
+def _unlock(slug: str) -> None:
+    slugs = [s for s in _edited() if s != slug] + [slug]
+    session[EDITOR_KEY] = slugs[-MAX_EDITED_PROFILES:]
+
+
+def _forget(slug: str) -> None:
+    session[EDITOR_KEY] = [s for s in _edited() if s != slug]
+
+
+def _may_edit(profile) -> bool:
+    return profile is not None and profile.slug in _edited()
+
+
+def _editable_or_404(slug: str):
+    """The profile, for a session that may change it; 404 otherwise (whether or not it exists)."""
+    profile = profiles.get(slug)
+    if not _may_edit(profile):
+        abort(404)
+    return profile
+
+
+def _my_profiles() -> list:
+    found = (profiles.get(slug) for slug in reversed(_edited()))
+    return [p for p in found if p is not None]
+
+
+def _caption(story: stories.Story, number: int, mark: brand.Brand, profile=None) -> str:
+    """Step `number`'s caption on this stage (the profile's edit, if any), the prospect's name filled in."""
+    text = profiles.caption(profile, story, number) if number else story.summary
+    return text.replace("{brand}", mark.name)
+
+
+def _brand(profile=None) -> brand.Brand:
+    """The stage's brand: a saved profile's (`?profile=<slug>`), else the one the URL spells out."""
+    profile = profile or _profile()
+    return profiles.brand_of(profile) if profile else brand.from_args(request.values)
+
+
+def _story_or_404(key: str) -> stories.Story:
+    story = stories.get(key)
+    if story is None:
+        abort(404)
+    return story
+
+
+_NOT_READ = object()
+
+
+def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
+    """What the app's backend has seen in this workspace: webhooks, API calls, the newest job timeline.
+
+    `kept`: the newest console Link token when the caller has read it already (the stage does).
+    """
+    workspace = g.console_workspace
+    if kept is _NOT_READ:
+        kept = linktokens.newest(workspace.id) if has_workspace() else None
+    found = timeline.for_link_token(workspace, SANDBOX, kept.link_token_id) if kept else None
+    return {
+        "messages": inbox.page(workspace.id, limit=BACKEND_ROWS).rows,
+        "calls": requestlog.page(workspace.id, limit=BACKEND_ROWS).rows,
+        "timeline": found,
+        "job": found.jobs[-1].job if found and found.jobs else None,
+        "pulse": live.pulse(workspace),
+        "link_token_id": kept.link_token_id if kept else "",
+    }
+
+
+def _stage(story: stories.Story, number: int, *, failure: dict | None = None, status: int = 200):
+    workspace = g.console_workspace
+    profile = _profile()
+    mark = _brand(profile)
+    number = max(0, min(number, len(story.steps)))
+    step = story.steps[number - 1] if number else None
+    kept = linktokens.newest(workspace.id) if has_workspace() else None
+    view = linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
+    # The phone's button opens Link with the newest token while it is unused (the presenter's own hands).
+    unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
+    opens = step is not None and step.action == "open_link" and request.args.get("open") == "1"
+    next_step = story.steps[number] if number < len(story.steps) else None
+    backend = backend_context(kept)
+    return render_template(
+        "console/present/present.html",
+        story=story,
+        number=number,
+        step=step,
+        caption=_caption(story, number, mark, profile),
+        next_step=next_step,
+        drive_plan=drive.plan(next_step),
+        brand=mark,
+        brand_args=mark.args(),
+        failure=failure,
+        open_token=unused_token if opens else None,
+        unused_token=unused_token,
+        # The story's title with the backend panel still full of a run before it (the stage was opened
+        # again, not restarted): the prospect would see that run's webhooks as this one's.
+        # (A fresh workspace has calls of its own, the inbox's registration, but no Link token nor webhook.)
+        earlier_run=number == 0 and (kept is not None or bool(backend["messages"])),
+        **backend,
+    ), status
+
+
+@routes.get("/present", endpoint="present")
+def present_index():
+    good, broken = stories.all_stories()
+    profile = _profile()
+    mark = _brand(profile)
+    return render_template(
+        "console/present/present_index.html",
+        stories=profiles.offered(profile, good),
+        broken=broken,
+        brand=mark,
+        brand_args=mark.args(),
+        profile=profile,
+        may_edit=_may_edit(profile),
+        my_profiles=_my_profiles(),
+        short_url=url_for("console.present_profile", slug=profile.slug) if profile else None,
+    )
+
+
+@routes.post("/present/profiles", no_create=True)
+def save_profile():
+    """Save the brand and chosen stories as a profile: its short URL, and the private edit link once."""
+    known = {s.key for s in stories.all_stories()[0]}
+    chosen = [k for k in request.form.getlist("stories") if k in known]
+    profile, secret = profiles.create(brand.from_args(request.form), chosen)
+    db.session.commit()
+    _unlock(profile.slug)
+    root = api_root()
+    return render_template(
+        "console/present/present_profile_saved.html",
+        profile=profile,
+        short_link=root + url_for("console.present_profile", slug=profile.slug),
+        edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
+    )
+
+
+@routes.get("/p/<slug>/edit/<secret>")
+def unlock_profile(slug: str, secret: str):
+    """The private edit link: this browser may change the profile from now on."""
+    profile = profiles.get(slug)
+    if profile is None or not profiles.secret_matches(profile, secret):
+        abort(404)
+    _unlock(profile.slug)
+    return redirect(url_for("console.edit_profile", slug=profile.slug))
+
+
+def _edit_page(profile, *, errors: dict[str, str] | None = None, form=None, status: int = 200):
+    good = stories.all_stories()[0]
+    chosen = set(profile.stories or [])
+    return render_template(
+        "console/present/present_profile_edit.html",
+        profile=profile,
+        brand=profiles.brand_of(profile),
+        stories=good,
+        chosen=chosen,
+        offered=profiles.offered(profile, good),
+        caption_of=lambda story, number: profiles.caption(profile, story, number),
+        caption_field=profiles.caption_field,
+        errors=errors or {},
+        error_labels={
+            "logo": "The logo",
+            "brand": "Company name",
+            "initials": "Initials",
+            **{
+                profiles.caption_field(s.key, n): f"{s.title}, step {n}"
+                for s in good
+                for n in range(1, len(s.steps) + 1)
+            },
+        },
+        form=form,
+        logo_max_kb=profiles.LOGO_MAX_BYTES // 1024,
+        logo_max_side=profiles.LOGO_MAX_SIDE,
+        max_caption=stories.MAX_CAPTION,
+        short_url=url_for("console.present_profile", slug=profile.slug),
+    ), status
+
+
+@routes.get("/present/profiles/<slug>/edit")
+def edit_profile(slug: str):
+    return _edit_page(_editable_or_404(slug))
+
+
+@routes.post("/present/profiles/<slug>", no_create=True, form_checked_by_view=True)
+def update_profile(slug: str):
+    """Save the edit form: brand, stories to offer, edited captions; a bad caption is named on the form."""
+    profile = _editable_or_404(slug)
+    errors = {f.name: f.message for f in nul_fields(request.form)}
+    if not errors:
+        try:
+            profiles.update(
+                profile,
+                brand.from_args(request.form),
+                request.form.getlist("stories"),
+                {k: v for k, v in request.form.items() if k.startswith("caption-")},
+                stories.all_stories()[0],
+            )
+        except ValidationFailed as exc:
+            errors = {f.name: f.message for f in exc.fields}
+    if errors:
+        db.session.rollback()
+        return _edit_page(profile, errors=errors, form=request.form, status=400)
+    db.session.commit()
+    flash(f"Profile for {profile.name} saved.", "ok")
+    return redirect(url_for("console.edit_profile", slug=profile.slug), code=303)
+
+
+@routes.post("/present/profiles/<slug>/logo", no_create=True, form_checked_by_view=True)
+def upload_profile_logo(slug: str):
+    """Store an uploaded PNG or JPEG logo (256 KB at most); a refused file is explained on the form."""
+    profile = _editable_or_404(slug)
+    try:
+        upload = request.files.get("logo")
+        data = upload.read(profiles.LOGO_MAX_BYTES + 1) if upload else b""
+        problems = nul_fields(request.form)
+    except RequestEntityTooLarge:
+        data, problems = b"", []
+        problems.append(FieldError("logo", f"the file is larger than {profiles.LOGO_MAX_BYTES // 1024} KB."))
+    if not problems:
+        try:
+            profiles.set_logo(profile, data)
+        except ValidationFailed as exc:
+            problems = exc.fields
+    if problems:
+        db.session.rollback()
+        return _edit_page(profile, errors={"logo": problems[0].message}, status=400)
+    db.session.commit()
+    flash("Logo saved: it replaces the initials in the phone.", "ok")
+    return redirect(url_for("console.edit_profile", slug=profile.slug), code=303)
+
+
+@routes.post("/present/profiles/<slug>/logo/delete", no_create=True)
+def remove_profile_logo(slug: str):
+    profile = _editable_or_404(slug)
+    profiles.remove_logo(profile)
+    db.session.commit()
+    flash("Logo removed: the phone shows the initials again.", "ok")
+    return redirect(url_for("console.edit_profile", slug=profile.slug), code=303)
+
+
+@routes.post("/present/profiles/<slug>/delete", no_create=True)
+def delete_profile(slug: str):
+    """Delete the profile: its short link answers 404 from now on."""
+    profile = _editable_or_404(slug)
+    name = profile.name
+    profiles.delete(profile)
+    db.session.commit()
+    _forget(slug)
+    flash(f"Profile for {name} deleted; its short link no longer works.", "ok")
+    return redirect(url_for("console.present"), code=303)
+
+
+@routes.get("/p/<slug>/logo")
+def profile_logo(slug: str):
+    """A profile's uploaded logo, with its own content type (PNG or JPEG, checked on upload), never sniffed."""
+    profile = profiles.get(slug)
+    if profile is None or not profile.logo_digest:
+        abort(404)
+    response = Response(profile.logo, mimetype=profile.logo_type)
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Content-Disposition"] = "inline"
+    # The URL names the logo's version (?v=digest): that one never changes; anything else is checked each time.
+    versioned = request.args.get("v") == profile.logo_digest
+    response.headers["Cache-Control"] = "public, max-age=86400" if versioned else "no-cache"
+    response.set_etag(profile.logo_digest)
+    return response.make_conditional(request)
+
+
+@routes.get("/p/<slug>")
+def present_profile(slug: str):
+    """A profile's short URL: the presenter's start page with its brand and stories."""
+    profile = profiles.get(slug)
+    if profile is None:
+        abort(404)
+    return redirect(url_for("console.present", profile=profile.slug))
+
+
+@routes.get("/present/backend")
+def present_backend():
+    """The live poll of the backend panel: 204 while nothing in the workspace changed."""
+    if live.unchanged(g.console_workspace, request.args.get("pulse")):
+        return "", 204
+    return render_template("console/present/_present_backend.html", oob=True, **backend_context())
+
+
+@routes.get("/present/<key>")
+def present_stage(key: str):
+    story = _story_or_404(key)
+    try:
+        number = int(request.args.get("step", "0"))
+    except ValueError:
+        number = 0
+    return _stage(story, number)
+
+
+@routes.post("/present/<key>/steps/<int:number>")
+def present_step(key: str, number: int):
+    """Run step `number`'s action, then show the stage at that step (or the failure, with a retry)."""
+    story = _story_or_404(key)
+    if not 1 <= number <= len(story.steps):
+        abort(404)
+    step = story.steps[number - 1]
+    try:
+        outcome = actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
+    except actions.ActionFailed as error:
+        message = str(error)
+    except ServiceError as error:
+        message = error.message
+    except Exception:  # a demo never shows a traceback: say which step failed and offer the retry
+        db.session.rollback()
+        log.exception("Presenter step %s of %s failed", number, key)
+        message = "Something went wrong on the server (it is in the server's log)."
+    else:
+        args = {"step": number, **_brand().args()}
+        if outcome is not None and outcome.open_link:
+            args["open"] = "1"
+        return redirect(url_for("console.present_stage", key=key, **args), code=303)
+    db.session.rollback()
+    failure = {
+        "number": number,
+        "caption": _caption(story, number, _brand(), _profile()),
+        "message": message,
+    }
+    return _stage(story, number - 1, failure=failure, status=422)
+
+
+@routes.post("/present/<key>/restart", no_create=True)
+def present_restart(key: str):
+    """Start the story again on fresh data: a new workspace (key, inbox webhook, clock at real time)."""
+    _story_or_404(key)
+    reset_workspace()
+    return redirect(url_for("console.present_stage", key=key, step=0, **_brand().args()), code=303)
+
+
+@routes.get("/present/<key>/summary")
+def present_summary(key: str):
+    """A one-page summary of this run for the follow-up email (the browser prints it to PDF)."""
+    story = _story_or_404(key)
+    workspace = g.console_workspace
+    profile = _profile()
+    mark = _brand(profile)
+    return render_template(
+        "console/present/present_summary.html",
+        story=story,
+        brand=mark,
+        brand_args=mark.args(),
+        captions=[_caption(story, n, mark, profile) for n in range(1, len(story.steps) + 1)],
+        messages=list(reversed(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)),
+        calls=list(reversed(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)),
+    )

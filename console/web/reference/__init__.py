@@ -1,0 +1,1 @@
+"""The API reference page and its "try it" calls."""

@@ -1,0 +1,1 @@
+"""The request log: every API call of the workspace."""

@@ -1,0 +1,1 @@
+"""The scenario gallery (every sandbox test-data row, one click each) and the Link launcher page."""

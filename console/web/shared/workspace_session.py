@@ -1,0 +1,144 @@
+"""Which workspace a visitor is in: its id lives in the signed session cookie.
+
+Reading a page never writes: a visitor (or a crawler) without a workspace sees every page in its
+empty state, rendered against an unsaved blank workspace that owns nothing. The first action (any
+console POST) creates the workspace with a sandbox key and the built-in inbox registered as its
+webhook, so there is still nothing to configure.
+
+The cookie holds the workspace id, the CSRF token and the hour it was last refreshed, nothing more:
+Link token strings live sealed in the database (`console.web.link.tokens`). It is re-signed at most
+once an hour, which is what moves its idle expiry (`CONSOLE_SESSION_IDLE_DAYS`, checked by Flask on
+the signature's age) without a Set-Cookie on every poll that could overwrite a newer cookie.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from flask import g, session
+from sqlalchemy import select
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.keys.services import create_key
+from console.modes import SANDBOX
+from console.web.shared.apiclient import ApiClient
+from console.web.webhooks import inbox
+from console.workspaces.models import Workspace
+from console.workspaces.services import create_workspace, delete_workspace, note_activity
+
+SESSION_KEY = "workspace_id"
+REFRESHED_KEY = "refreshed_hour"
+# Keys older versions kept in the cookie (Link token strings): dropped from any cookie still carrying them.
+LEGACY_KEYS = ("link_tokens",)
+REFRESH_SECONDS = 3600
+VISITOR_WORKSPACE_NAME = "Console workspace"
+# The blank workspace's id: no row has it, so every scoped query finds nothing.
+BLANK_ID = uuid.UUID(int=0)
+
+
+def current_workspace() -> Workspace | None:
+    """The visitor's saved workspace, or None before the first action (or after it was deleted)."""
+    if g.get("console_workspace_saved"):
+        return g.console_workspace
+    try:
+        ident = uuid.UUID(str(session.get(SESSION_KEY)))
+    except ValueError:
+        return None
+    return db.session.get(Workspace, ident)
+
+
+def blank_workspace() -> Workspace:
+    """What pages render against before the first action: never added to the database session."""
+    return Workspace(
+        id=BLANK_ID,
+        name=VISITOR_WORKSPACE_NAME,
+        is_demo=False,
+        clock_offset_seconds=0.0,
+        kept=False,
+        last_active_at=None,
+    )
+
+
+def _use(workspace: Workspace | None) -> Workspace:
+    g.console_workspace = workspace if workspace is not None else blank_workspace()
+    g.console_workspace_saved = workspace is not None
+    return g.console_workspace
+
+
+def has_workspace() -> bool:
+    return bool(g.get("console_workspace_saved"))
+
+
+def _refresh_session() -> None:
+    for key in LEGACY_KEYS:
+        session.pop(key, None)
+    hour = int(time.time() // REFRESH_SECONDS)
+    if SESSION_KEY in session and session.get(REFRESHED_KEY) != hour:
+        session[REFRESHED_KEY] = hour
+        session.permanent = True
+
+
+def load_workspace() -> Workspace:
+    """Every console request: the visitor's workspace or the blank one; writes only activity, hourly."""
+    _refresh_session()
+    workspace = current_workspace()
+    if workspace is not None and note_activity(workspace):
+        db.session.commit()
+    return _use(workspace)
+
+
+def ensure_workspace() -> Workspace:
+    """The visitor's workspace, creating (and fully setting up) one on the first action."""
+    workspace = current_workspace()
+    if workspace is None:
+        return start_new_workspace()
+    return _use(workspace)
+
+
+def start_new_workspace() -> Workspace:
+    """Create a visitor workspace with a sandbox key, hold it in the session and register the inbox."""
+    workspace = create_workspace(VISITOR_WORKSPACE_NAME, kept=False)
+    create_key(workspace.id, SANDBOX, "Console")
+    return enter_workspace(workspace)
+
+
+def enter_workspace(workspace: Workspace) -> Workspace:
+    """Hold a new workspace (with its sandbox key) in the session and register the console's inbox."""
+    db.session.commit()
+    # Not session.clear(): the CSRF token the open page holds must stay valid.
+    session[SESSION_KEY] = str(workspace.id)
+    session[REFRESHED_KEY] = int(time.time() // REFRESH_SECONDS)
+    session.permanent = True
+    _use(workspace)
+    g.console_workspace_created = True
+    inbox.register(api_client(workspace), workspace)
+    db.session.commit()
+    return workspace
+
+
+def reset_workspace() -> Workspace:
+    """Start over: delete the visitor's workspace with all it owns (a kept one stays), then a new one."""
+    workspace = current_workspace()
+    if workspace is not None and not workspace.kept:
+        delete_workspace(workspace.id, Workspace.kept.is_(False))
+        db.session.commit()
+    session.pop(SESSION_KEY, None)
+    _use(None)
+    return start_new_workspace()
+
+
+def console_key(workspace: Workspace, mode: str = SANDBOX) -> ApiKey | None:
+    """The key the console calls the API with: the newest active key of the mode."""
+    return db.session.scalars(
+        select(ApiKey)
+        .where(ApiKey.workspace_id == workspace.id, ApiKey.mode == mode, ApiKey.revoked_at.is_(None))
+        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+        .limit(1)
+    ).first()
+
+
+def api_client(workspace: Workspace, mode: str = SANDBOX) -> ApiClient:
+    """An API client for the workspace; without an active key its calls get the API's 401."""
+    return ApiClient(workspace.id, mode, console_key(workspace, mode))

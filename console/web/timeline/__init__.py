@@ -1,0 +1,1 @@
+"""Job timelines per Link token and per account, live."""

@@ -1,0 +1,243 @@
+"""Training mode: the trainer's cohorts and live grid, the join link, and a trainee's exercises.
+
+Trainer access: creating a cohort (or opening its trainer link, `/training/<id>/trainer/<secret>`)
+puts the cohort's id in this browser's signed session cookie; the grid, a trainee's reasons and the CSV
+answer 404 to any session without it. Trainees are ordinary console visitors in a named, kept
+workspace: they see their own exercises at `/training/me`, never the grid or anyone else's data.
+"""
+
+from __future__ import annotations
+
+from flask import Response, abort, g, redirect, render_template, request, session, url_for
+
+from console.core.errors import NotFound, ValidationFailed
+from console.core.routes import Routes
+from console.extensions import db
+from console.training import cohorts, exercises, holds
+from console.web.link import tokens as linktokens
+from console.web.scenarios import gallery as scenarios
+from console.web.shared.apiclient import api_root, response_json
+from console.web.shared.workspace_session import api_client, current_workspace, enter_workspace
+
+routes = Routes()
+
+TRAINER_KEY = "trainer_cohorts"
+# A trainer runs a few classes from one browser; the cookie stays small.
+MAX_TRAINER_COHORTS = 20
+# The headless switch whose webhooks are held back in exercise 5: it succeeds at once.
+MISSED_SCENARIO = "user_good"
+
+
+def _trained() -> list[str]:
+    return list(session.get(TRAINER_KEY) or [])
+
+
+def _unlock(cohort_id) -> None:
+    ids = [i for i in _trained() if i != str(cohort_id)] + [str(cohort_id)]
+    session[TRAINER_KEY] = ids[-MAX_TRAINER_COHORTS:]
+
+
+def _trainer_cohort(cohort_id: str):
+    """The cohort, for a session that trains it; 404 otherwise (whether or not it exists)."""
+    if cohort_id not in _trained():
+        abort(404)
+    try:
+        return cohorts.get_cohort(cohort_id)
+    except NotFound:
+        abort(404)
+
+
+def _links(cohort, secret: str | None = None) -> dict:
+    root = api_root()
+    links = {"join": root + url_for("console.training_join", token=cohort.join_token)}
+    if secret:
+        links["trainer"] = root + url_for("console.training_unlock", cohort_id=cohort.id, secret=secret)
+    return links
+
+
+@routes.get("/training", endpoint="training")
+def training_home():
+    mine = []
+    for ident in _trained():
+        try:
+            mine.append(cohorts.get_cohort(ident))
+        except NotFound:  # deleted since
+            continue
+    return render_template(
+        "console/training/home.html",
+        curriculum=exercises.CURRICULUM,
+        cohorts=mine,
+        errors={},
+        form={},
+        trainee=cohorts.membership(g.console_workspace.id) is not None,
+    )
+
+
+@routes.post("/training/cohorts", endpoint="training_create", no_create=True)
+def training_create():
+    form = {"name": request.form.get("name", ""), "exercises": request.form.getlist("exercises")}
+    try:
+        cohort, secret = cohorts.create_cohort(form["name"], form["exercises"])
+    except ValidationFailed as exc:
+        errors = {f.name: f.message for f in exc.fields}
+        return render_template(
+            "console/training/home.html",
+            curriculum=exercises.CURRICULUM,
+            cohorts=[],
+            errors=errors,
+            form=form,
+            trainee=False,
+        ), 400
+    db.session.commit()
+    _unlock(cohort.id)
+    return render_template("console/training/created.html", cohort=cohort, links=_links(cohort, secret))
+
+
+@routes.get("/training/<cohort_id>/trainer/<secret>", endpoint="training_unlock")
+def training_unlock(cohort_id: str, secret: str):
+    try:
+        cohort = cohorts.get_cohort(cohort_id)
+    except NotFound:
+        abort(404)
+    if not cohorts.trainer_secret_matches(cohort, secret):
+        abort(404)
+    _unlock(cohort.id)
+    return redirect(url_for("console.training_grid", cohort_id=cohort.id))
+
+
+def _grid_context(cohort) -> dict:
+    chosen = [e for e in exercises.CURRICULUM if e.key in cohort.exercises]
+    return {
+        "cohort": cohort,
+        "chosen": chosen,
+        "rows": cohorts.grid(cohort),
+        "pulse": cohorts.cohort_pulse(cohort),
+    }
+
+
+@routes.get("/training/<cohort_id>", endpoint="training_grid")
+def training_grid(cohort_id: str):
+    cohort = _trainer_cohort(cohort_id)
+    return render_template("console/training/grid.html", links=_links(cohort), **_grid_context(cohort))
+
+
+@routes.get("/training/<cohort_id>/grid", endpoint="training_grid_live")
+def training_grid_live(cohort_id: str):
+    """The grid's poll: 204 while no trainee's facts changed, else the grid redrawn."""
+    cohort = _trainer_cohort(cohort_id)
+    seen = request.args.get("pulse")
+    if seen and seen == cohorts.cohort_pulse(cohort):
+        return "", 204
+    return render_template("console/training/_grid.html", **_grid_context(cohort))
+
+
+@routes.get("/training/<cohort_id>/trainees/<member_id>", endpoint="training_trainee")
+def training_trainee(cohort_id: str, member_id: str):
+    cohort = _trainer_cohort(cohort_id)
+    member = cohorts.get_member(cohort, member_id)
+    return render_template(
+        "console/training/trainee.html", cohort=cohort, member=member, results=cohorts.results(cohort, member)
+    )
+
+
+@routes.get("/training/<cohort_id>/export.csv", endpoint="training_export")
+def training_export(cohort_id: str):
+    cohort = _trainer_cohort(cohort_id)
+    filename = cohorts.export_filename(cohort)
+    return Response(
+        cohorts.export_csv(cohort),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"},
+    )
+
+
+@routes.get("/training/join/<token>", endpoint="training_join")
+def training_join(token: str):
+    cohort = cohorts.by_join_token(token)
+    joined = _joined_as(cohort)
+    return render_template(
+        "console/training/join.html", cohort=cohort, token=token, errors={}, form={}, joined=joined
+    )
+
+
+def _joined_as(cohort) -> str | None:
+    """This browser's name in the cohort, if its workspace joined it already."""
+    workspace = current_workspace()  # from the session: the join pages do not load a workspace
+    return cohorts.joined_as(cohort, workspace.id) if workspace is not None else None
+
+
+@routes.post("/training/join/<token>", endpoint="training_join_submit", no_create=True)
+def training_join_submit(token: str):
+    cohort = cohorts.by_join_token(token)
+    if _joined_as(cohort) is not None:
+        return redirect(url_for("console.training_me"))
+    try:
+        _member, workspace = cohorts.join(cohort, request.form.get("name", ""))
+    except ValidationFailed as exc:
+        db.session.rollback()
+        errors = {f.name: f.message for f in exc.fields}
+        form = {"name": request.form.get("name", "")}
+        return render_template(
+            "console/training/join.html", cohort=cohort, token=token, errors=errors, form=form, joined=None
+        ), 400
+    enter_workspace(workspace)
+    return redirect(url_for("console.training_me"))
+
+
+def _me_context() -> dict:
+    workspace = g.console_workspace
+    found = cohorts.membership(workspace.id)
+    if found is None:
+        return {"member": None}
+    member, cohort = found
+    return {
+        "member": member,
+        "cohort": cohort,
+        "results": exercises.progress(workspace, cohort.exercises),
+        "pulse": cohorts.pulse([workspace.id]),
+        "held": workspace.held_link_token_id,
+    }
+
+
+@routes.get("/training/me", endpoint="training_me")
+def training_me():
+    return render_template("console/training/me.html", **_me_context())
+
+
+@routes.get("/training/me/progress", endpoint="training_me_live")
+def training_me_live():
+    """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band)."""
+    context = _me_context()
+    if context["member"] is None:
+        return "", 204
+    seen = request.args.get("pulse")
+    if seen and seen == context["pulse"]:
+        return "", 204
+    return render_template("console/training/_progress.html", oob=True, **context)
+
+
+@routes.post("/training/me/miss-webhook", endpoint="training_miss_webhook", no_create=True)
+def training_miss_webhook():
+    """Exercise 5's setup: run a switch headlessly whose webhooks skip the trainee's own endpoints."""
+    workspace = g.console_workspace
+    if cohorts.membership(workspace.id) is None:
+        abort(404)
+    if holds.recovered(workspace):  # done stays done (the page no longer offers the button)
+        return redirect(url_for("console.training_me") + "#exercise-missed_webhook")
+    scenario = scenarios.get(MISSED_SCENARIO)
+    client = api_client(workspace)
+    created = client.call("POST", "/link_tokens", body=scenario.token_body(), step="training")
+    data = (response_json(created) or {}).get("data") or {}
+    if created.status != 200 or not data.get("id"):
+        return render_template(
+            "console/shared/error.html",
+            title="Could not start the switch",
+            message=f"The API answered {created.status}.",
+        ), 502
+    linktokens.remember(workspace.id, data["id"], data["token"], "training")
+    holds.hold(workspace, data["id"])
+    db.session.commit()
+    client.call(
+        "POST", f"/sandbox/link_tokens/{data['id']}/complete", body=scenario.completion, step="training"
+    )
+    return redirect(url_for("console.training_me") + "#exercise-missed_webhook")

@@ -1,0 +1,1 @@
+"""The simulated world, read-only."""
