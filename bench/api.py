@@ -11,7 +11,7 @@ Rows (each a server started for the row and stopped after it, on 127.0.0.1 and a
 - `run`: the real `console run` command with its defaults (SQLite in a temp CONSOLE_INSTANCE_DIR, in-process
   worker): `POST /sandbox/v1/link_tokens` and `GET /sandbox/v1/jobs?link_token_id=`.
 - `granian`: `granian --interface wsgi --factory --workers 2 --blocking-threads 32 console.serving:serving_app` (the
-  README's scale-out line) on the same SQLite file, with one
+  scale-out line in docs/operations.md) on the same SQLite file, with one
   `console worker` process: the multi-process form on the default database.
 - `scale-out`: the same Granian form on PostgreSQL ($BENCH_DATABASE_URL; its tables are dropped) with the
   rate limiter on Redis ($BENCH_REDIS_URL), and one `console worker`. Skipped when $BENCH_DATABASE_URL is unset.
@@ -263,7 +263,7 @@ def gunicorn(app: str, *, workers: int = 2) -> list[str]:
 
 
 def granian(*, workers: int = 2, threads: int = 32) -> list[str]:
-    """The README's scale-out command (the server `console run` embeds), without a worker of its own."""
+    """The scale-out command of docs/operations.md (the server `console run` embeds), without a worker of its own."""
     return [str(BIN / "granian"), "--interface", "wsgi", "--factory", "--host", "127.0.0.1", "--port", "{port}",
             "--workers", str(workers), "--blocking-threads", str(threads), "--log-level", "warning",
             "console.serving:serving_app"]  # fmt: skip

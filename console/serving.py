@@ -62,7 +62,7 @@ def default_processes() -> int:
 
 
 def serving_app() -> Flask:
-    """The app of one serving process (Granian's factory; the README's scale-out command names it too)."""
+    """The app of one serving process (Granian's factory; the scale-out command in docs/operations.md names it too)."""
     from console import create_app
     from console.requestlog.writer import close_at_process_exit
     from console.runslots import RunSlots, RunSlotsMiddleware

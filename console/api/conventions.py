@@ -1,6 +1,6 @@
 """What every `/v1` request goes through: authentication, version, rate limit, Idempotency-Key, JSON body.
 
-Order (README, "Request checks"): authentication (401) first, then the version
+Order (docs/api.md, "Request checks, in order"): authentication (401) first, then the version
 header (400), then the rate limit (429), then the query and path parameters (400), then a
 POST's Idempotency-Key, then the body. Public endpoints (the OpenAPI document) skip all but the body.
 """
@@ -125,7 +125,7 @@ def current_workspace() -> Workspace:
 
 
 def check_parameters() -> None:
-    """Refuse a NUL in any query or path parameter before a view reads it (README, "Request checks")."""
+    """Refuse a NUL in any query or path parameter before a view reads it (docs/api.md, "Request checks, in order")."""
     errors = nul_fields(request.args, request.view_args)
     if errors:
         raise ValidationFailed(errors)

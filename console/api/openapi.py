@@ -323,7 +323,7 @@ ERRORS = {
     "429": "Rate limit exceeded; see Retry-After.",
     "503": "The database is saturated or did not answer in time (SERVICE_UNAVAILABLE); see Retry-After.",
 }
-# Every POST takes an Idempotency-Key (README, "Safe retries").
+# Every POST takes an Idempotency-Key (docs/api.md, "Safe retries").
 IDEMPOTENT_ERRORS = {
     "409": "Idempotency-Key reused with another request (IDEMPOTENCY_KEY_REUSED), still in use by a running "
     "request (IDEMPOTENCY_KEY_IN_USE; see Retry-After), or its first request's response was lost "

@@ -1,1 +1,1 @@
-"""Safe retries: the `Idempotency-Key` records of `/v1` POSTs (README, "Safe retries")."""
+"""Safe retries: the `Idempotency-Key` records of `/v1` POSTs (docs/api.md, "Safe retries")."""

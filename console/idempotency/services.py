@@ -1,6 +1,6 @@
 """Reserve an Idempotency-Key for one request, store its response, replay it to retries.
 
-The life of a key (README, "Safe retries"):
+The life of a key (docs/api.md, "Safe retries"):
 
 1. `begin` inserts the row as `started` (the request hook commits it before the view runs), so two
    requests with one key cannot both run: the second finds the row and gets 409 `IDEMPOTENCY_KEY_IN_USE`.

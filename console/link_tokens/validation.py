@@ -188,7 +188,7 @@ class LinkTokenRequest(RequestModel):
 
     @property
     def preconfigured_allocation(self) -> dict | None:
-        """`amount` or `allocation.type` + `allocation.value`, as one {type, value} (README decision)."""
+        """`amount` or `allocation.type` + `allocation.value`, as one {type, value} (docs/api.md, "Decisions where the spec says \"not shown\"")."""
         if self.allocation.type is not None:
             return {"type": self.allocation.type, "value": self.allocation.value}
         if self.amount is not None:
