@@ -228,8 +228,16 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
         {
             "status": {"type": ["integer", "null"], "description": "null when no HTTP answer came."},
             "latency_ms": INT,
-            "headers": {"type": "object", "additionalProperties": STR},
-            "body_excerpt": {"type": ["string", "null"], "description": "The first 1 KB of the answer."},
+            "headers": {
+                "type": "object",
+                "additionalProperties": STR,
+                "description": "Only Content-Type, Content-Length, Retry-After, X-Request-Id and Request-Id, "
+                "as received (each value at most 200 characters).",
+            },
+            "body_excerpt": {
+                "type": ["string", "null"],
+                "description": "At most the first 1 KB (UTF-8) of the answer's body.",
+            },
             "error": {
                 "type": ["string", "null"],
                 "description": "The network error, when there was no answer.",

@@ -17,11 +17,10 @@ from typing import Any
 
 from console.modes import SANDBOX
 from console.webhooks import relay, urls
-from console.webhooks.delivery import EXCERPT_BYTES, AddressRefused, Transport, describe_error
+from console.webhooks.delivery import AddressRefused, Transport, describe_error
+from console.webhooks.excerpt import Excerpt, answer_excerpt
 
 CONFORMANCE_HEADER = "x-service-conformance"
-MAX_HEADERS_SHOWN = 50
-MAX_HEADER_CHARS = 500
 
 # In-process inbox calls each take a database connection from the serving process's pool (and on
 # SQLite the write lock); a run's dozen checks share a couple of slots rather than drain the pool.
@@ -58,7 +57,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Received:
-    """The endpoint's answer (status, headers, first 1 KB of the body), or why there was none."""
+    """The endpoint's answer as `answer_excerpt` keeps it (status, allowlisted headers, at most 1 KB of the
+    body, as deliveries keep it), or why there was none."""
 
     status: int | None
     latency_ms: int
@@ -82,14 +82,6 @@ class Received:
             "body_excerpt": self.excerpt,
             "error": self.error,
         }
-
-
-def _shown_headers(headers: list[tuple[str, str]]) -> dict[str, str]:
-    shown: dict[str, str] = {}
-    for name, value in headers[:MAX_HEADERS_SHOWN]:
-        value = value[:MAX_HEADER_CHARS]
-        shown[name] = f"{shown[name]}, {value}" if name in shown else value
-    return shown
 
 
 def send(webhook: Target, request: Request, *, transport: Transport, timeout: float) -> Received:
@@ -116,13 +108,17 @@ def send(webhook: Target, request: Request, *, transport: Transport, timeout: fl
         latency_ms = int((time.perf_counter() - started) * 1000)
         return Received(None, latency_ms, error=describe_error(exc, timeout))
     latency_ms = int((time.perf_counter() - started) * 1000)
-    excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace") if raw else None
-    return Received(status, latency_ms, _shown_headers(headers), excerpt)
+    return _received(answer_excerpt(status, headers, raw), latency_ms)
+
+
+def _received(excerpt: Excerpt, latency_ms: int, error: str | None = None) -> Received:
+    return Received(excerpt.status, latency_ms, excerpt.headers, excerpt.body, error)
 
 
 def _through_listener(webhook: Target, request: Request, transport: Transport, timeout: float) -> Received:
     """A relayed webhook (`console listen`): the listener posts the request to the developer's endpoint."""
     with transport.app.app_context():
         answer = relay.round_trip(webhook.webhook_id, request.method, request.headers, request.body, timeout)
-    excerpt = answer.body[:EXCERPT_BYTES] if answer.body else None
-    return Received(answer.status_code, answer.latency_ms or 0, {}, excerpt, answer.error)
+    return _received(
+        answer_excerpt(answer.status_code, (), answer.body), answer.latency_ms or 0, answer.error
+    )

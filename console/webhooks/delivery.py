@@ -5,7 +5,8 @@ body in one send (half the CPU of `requests` per delivery, which is what bounds 
 throughput), never follows redirects or reads proxy settings, and checks the address of every new
 connection against the URL policy (`urls.peer_refusal`) before a byte goes out. The console's
 built-in inbox is the one target reached without a socket (`own_inbox`). A response excerpt is
-kept only when the answer was HTTP: a port speaking another protocol is recorded as an error.
+kept only when the answer was HTTP (a port speaking another protocol is recorded as an error), and
+only as `excerpt.answer_excerpt` cuts it, as conformance reports show it.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from console.core.timeutil import utcnow
 from console.extensions import db
 from console.modes import SANDBOX
 from console.webhooks import own_inbox, shaping, urls
+from console.webhooks.excerpt import EXCERPT_BYTES, answer_excerpt
 from console.webhooks.models import (
     DELIVERED,
     DELIVERING,
@@ -50,7 +52,6 @@ DEFAULT_TIMEOUT_SECONDS = 15.0
 MAX_ATTEMPTS = 6  # the first and up to 5 further (spec, Events: Delivery)
 RETRY_WINDOW = timedelta(minutes=15)
 RETRY_BASE_SECONDS = 20.0  # 20, 40, 80, 160, 320 s (+/-20% jitter): the last lands by ~12.5 min
-EXCERPT_BYTES = 1024
 DRAIN_BYTES = 64 * 1024  # read this much past the excerpt to keep the connection reusable
 USER_AGENT = "payroll-connectivity-webhooks/1"
 CONNECTIONS_PER_THREAD = 4  # idle keep-alive sockets per sender thread (128 threads: at most 512)
@@ -159,13 +160,6 @@ class Transport:
             conns.popitem(last=False)[1].close()
         return conn, False
 
-    def post(
-        self, url: str, body: bytes, headers: dict[str, str], timeout: float, mode: str
-    ) -> tuple[int, bytes]:
-        """POST and return the status and at most EXCERPT_BYTES + 1 bytes of the answer."""
-        status, _headers, raw = self.exchange(url, body, headers, timeout, mode)
-        return status, raw
-
     def exchange(
         self, url: str, body: bytes, headers: dict[str, str], timeout: float, mode: str
     ) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -207,17 +201,10 @@ class Transport:
         """Whether `url` is the built-in inbox of `workspace_id` on this service (sandbox only)."""
         return mode == SANDBOX and self.inbox.workspace_of(url) == workspace_id
 
-    def post_to_own_inbox(
-        self, url: str, body: bytes, headers: dict[str, str], timeout: float
-    ) -> tuple[int, bytes]:
-        """The inbox view, called through the app in-process: the same answer, no socket, same timeout."""
-        status, _headers, raw = self.exchange_with_own_inbox(url, body, headers, timeout)
-        return status, raw
-
     def exchange_with_own_inbox(
         self, url: str, body: bytes, headers: dict[str, str], timeout: float
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        """`post_to_own_inbox`, with the response headers too."""
+        """The inbox view, called through the app in-process: the same answer, no socket, same timeout."""
         path = self.inbox.app_path(url)
         return own_inbox.exchange(self.app, url, path, body, headers, EXCERPT_BYTES + 1, timeout)
 
@@ -336,11 +323,13 @@ def send(job: Job, transport: Transport, timeout: float = DEFAULT_TIMEOUT_SECOND
     started = time.perf_counter()
     try:
         if transport.is_own_inbox(job):
-            status, raw = transport.post_to_own_inbox(job.url, signed.body, signed.headers, timeout)
+            status, headers, raw = transport.exchange_with_own_inbox(
+                job.url, signed.body, signed.headers, timeout
+            )
         else:
             urls.check_delivery_url(job.url, job.mode, transport.policy)
-            status, raw = transport.post(job.url, signed.body, signed.headers, timeout, job.mode)
-        excerpt = raw[:EXCERPT_BYTES].decode("utf-8", errors="replace") if raw else None
+            status, headers, raw = transport.exchange(job.url, signed.body, signed.headers, timeout, job.mode)
+        excerpt = answer_excerpt(status, headers, raw).body  # attempts keep the status and the body
     except (OSError, http.client.HTTPException, AddressRefused, urls.UrlRefused) as exc:
         error = describe_error(exc, timeout)
     latency_ms = int((time.perf_counter() - started) * 1000)

@@ -38,6 +38,7 @@ from console.modes import SANDBOX
 from console.versions import LATEST_VERSION
 from console.webhooks import delivery, services, urls
 from console.webhooks.delivery_loop import Claimer, settings
+from console.webhooks.excerpt import answer_excerpt
 from console.webhooks.models import (
     ACTIVE,
     DELIVERING,
@@ -261,9 +262,8 @@ class RelayResultRequest(RequestModel):
 
 
 def _excerpt(value: str | None) -> str | None:
-    if not value:
-        return None
-    return value.encode("utf-8")[: delivery.EXCERPT_BYTES].decode("utf-8", errors="ignore")
+    """The listener's excerpt, cut as every answer is (a listener reports no headers)."""
+    return answer_excerpt(None, (), value).body
 
 
 def report(webhook: Webhook, attempt_id: str, body: Any) -> dict[str, Any]:

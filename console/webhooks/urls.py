@@ -9,9 +9,13 @@ IPv4-compatible). The check runs at registration, again before each delivery, an
 actually connected (`peer_refusal`), so a DNS answer that changes in between does not get through.
 
 Loopback is the sandbox's first exception, and the deployment decides it (`Policy`): loopback
-targets are allowed when the server itself listens on loopback (a developer's machine) or the
-operator allows them, and never on the service's own port. On a shared server anyone could
-otherwise register `http://127.0.0.1:<port>` and read what that port answers.
+targets are allowed when the service's public root is itself loopback (`PUBLIC_URL`, or, when that
+is unset, the address it listens on: a developer's machine) or the operator allows them
+(`SANDBOX_ALLOW_LOOPBACK_WEBHOOKS`). How the server listens does not decide it: behind a TLS proxy
+it listens on 127.0.0.1 too, and anyone could then register `http://127.0.0.1:<port>` and read
+what that port answers. The service's own ports (where it listens, and `PUBLIC_URL`'s port, the
+proxy's) are never a target on loopback, whatever the settings: a webhook never calls the service
+itself. Nor is the `PUBLIC_URL` origin itself, anywhere (the built-in inbox is reached in-process).
 
 The second is `SANDBOX_WEBHOOK_NETWORKS` (a training room's LAN): sandbox webhooks may target
 addresses inside those networks directly, over `http://` too. It lifts only the "private address"
@@ -87,22 +91,59 @@ class Policy:
     """What this deployment allows sandbox webhooks to reach beyond the public internet."""
 
     sandbox_loopback: bool = False
-    own_port: int | None = None  # the service's own port: never a target on loopback or this machine
+    # The service's own ports (where it listens, PUBLIC_URL's): never a target on loopback or this machine.
+    own_ports: frozenset[int] = frozenset()
     sandbox_networks: tuple[IPNetwork, ...] = ()  # SANDBOX_WEBHOOK_NETWORKS
+    own_origin: tuple[str, int] | None = None  # PUBLIC_URL's (host, port): the service itself, anywhere
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Policy:
-        """Loopback is allowed when the server listens on loopback itself, or the operator says so."""
-        listen_host = str(config.get("LISTEN_HOST") or DEFAULT_LISTEN_HOST)
+        """Loopback is allowed when the public root is loopback (`public_root_is_loopback`), or the operator
+        says so (`SANDBOX_ALLOW_LOOPBACK_WEBHOOKS`); how the server listens alone does not allow it."""
+        public = public_origin(config.get("PUBLIC_URL"))
+        ports = {int(config.get("LISTEN_PORT") or DEFAULT_LISTEN_PORT)}
+        if public is not None:
+            ports.add(public[1])
         return cls(
-            sandbox_loopback=is_loopback_host(listen_host)
+            sandbox_loopback=public_root_is_loopback(config)
             or bool(config.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS")),
-            own_port=int(config.get("LISTEN_PORT") or DEFAULT_LISTEN_PORT),
+            own_ports=frozenset(ports),
             sandbox_networks=parse_networks(config.get("SANDBOX_WEBHOOK_NETWORKS")),
+            own_origin=public,
         )
 
     def in_sandbox_networks(self, ip: IPAddress) -> bool:
         return any(ip.version == net.version and ip in net for net in self.sandbox_networks)
+
+
+def public_origin(public_url: Any) -> tuple[str, int] | None:
+    """`PUBLIC_URL`'s (host, port), the port defaulting to its scheme's; None when unset or not a URL."""
+    if not public_url or not isinstance(public_url, str):
+        return None
+    try:
+        parts = urlsplit(public_url.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if scheme not in ("http", "https") or not parts.hostname:
+        return None
+    return parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+
+
+def public_root_is_loopback(config: Mapping[str, Any]) -> bool:
+    """Whether the service's public root is this machine only: people reach it on loopback, so it is a
+    developer's machine and its sandbox may call loopback endpoints.
+
+    That root is `PUBLIC_URL` when set (behind a proxy, the proxy's address: not loopback, however the
+    server listens). Unset, it is where the server listens (`LISTEN_HOST`), so `make run` on 127.0.0.1
+    counts and `HOST=0.0.0.0` does not (a wildcard is only *shown* as loopback, it is reached from anywhere).
+    """
+    public_url = config.get("PUBLIC_URL")
+    if public_url:
+        origin = public_origin(public_url)
+        return origin is not None and is_loopback_host(origin[0])
+    return is_loopback_host(str(config.get("LISTEN_HOST") or DEFAULT_LISTEN_HOST))
 
 
 def is_this_machine(ip: IPAddress) -> bool:
@@ -210,7 +251,7 @@ def address_refusal(
 
 def _network_refusal(ip: IPAddress, policy: Policy, port: int | None) -> str | None:
     """An address inside SANDBOX_WEBHOOK_NETWORKS: allowed, except this service itself."""
-    if port is not None and port == policy.own_port and is_this_machine(ip):
+    if port is not None and port in policy.own_ports and is_this_machine(ip):
         return f"is this server's own address on the service's own port ({port})"
     return None
 
@@ -218,13 +259,14 @@ def _network_refusal(ip: IPAddress, policy: Policy, port: int | None) -> str | N
 def _loopback_refusal(mode: str, policy: Policy, port: int | None) -> str | None:
     if mode != SANDBOX:
         return "is a loopback address"
+    if port is not None and port in policy.own_ports:  # first: allowing loopback does not change it
+        return f"is a loopback address on this service's own port ({port})"
     if not policy.sandbox_loopback:
         return (
             "is a loopback address, and this server does not take loopback webhooks "
-            "(it does not listen on loopback; its operator can allow them)"
+            "(its public URL is not a loopback address; its operator can allow them with "
+            "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS)"
         )
-    if port is not None and port == policy.own_port:
-        return f"is a loopback address on this service's own port ({port})"
     return None
 
 
@@ -262,6 +304,11 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) ->
     host = parts.hostname or ""
     scheme = parts.scheme.lower()
     port = port or (443 if scheme == "https" else 80)
+    if policy.own_origin is not None and (host.lower(), port) == policy.own_origin:
+        raise UrlRefused(
+            f"host {host!r} on port {port} is this service's own address (PUBLIC_URL): a webhook never "
+            "calls the service itself"
+        )
     if scheme == "http" and not (mode == SANDBOX and _is_sandbox_local(host)):
         if mode == SANDBOX and policy.sandbox_networks:
             _check_http_in_networks(host, port, policy, check_dns)

@@ -245,6 +245,56 @@ def test_egress_policy_applies(app, api, workspace, monkeypatch):
     assert error.startswith("refused: URL") and "loopback" in error
 
 
+def test_behind_a_tls_proxy_a_loopback_service_is_not_read(app, api, workspace, monkeypatch):
+    """The README's TLS setup: https PUBLIC_URL, the server on 127.0.0.1. Another service on this machine
+    (a webhook registered before, when the server was a developer's) gets no request, and the report
+    shows nothing of it: no status, no headers, no body."""
+    internal = (200, b"internal admin page", {"Server": "internal/1.0", "Content-Type": "text/html"})
+    with Receiver(lambda r: internal) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        monkeypatch.setitem(app.config, "PUBLIC_URL", "https://demo.example.com")
+        assert app.config["LISTEN_HOST"] == "127.0.0.1"
+        report = run_check(api, hook["id"])
+    assert rx.requests == []
+    received = [e["received"] for c in report["checks"] for e in c["exchanges"]]
+    assert received and all(r["status"] is None and r["headers"] == {} for r in received)
+    assert all(r["body_excerpt"] is None for r in received)
+    assert all(
+        r["error"].startswith(
+            "refused: URL host '127.0.0.1' is a loopback address, and this server does not take"
+        )
+        for r in received
+    )
+
+
+def test_the_report_keeps_only_an_excerpt_of_the_answer(app, api, workspace):
+    """The status, the allowlisted headers and at most 1 KB of the body, cut as deliveries cut it."""
+    body = ("a" + "é" * 600).encode()  # 1201 bytes: 1 KB ends inside an "é", which is left out
+    answer_headers = {
+        "Content-Type": "text/plain; charset=utf-8",
+        "Retry-After": "120",
+        "X-Request-Id": "req-42",
+        "Set-Cookie": "session=internal-secret",
+        "X-Internal-Token": "t0ps3cret",
+        "Location": "http://10.0.0.5/admin",
+    }
+    with Receiver(lambda r: (200, body, answer_headers)) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        report = run_check(api, hook["id"])
+    received = [e["received"] for c in report["checks"] for e in c["exchanges"]]
+    assert received
+    for answer in received:
+        assert answer["status"] == 200
+        assert answer["headers"] == {
+            "Content-Type": "text/plain; charset=utf-8",
+            "Retry-After": "120",
+            "X-Request-Id": "req-42",
+            "Content-Length": "1201",
+        }  # not Server, Date, Set-Cookie, X-Internal-Token or Location
+        assert answer["body_excerpt"] == "a" + "é" * 511
+        assert len(answer["body_excerpt"].encode()) <= 1024
+
+
 def test_latest_report_is_kept_and_replaced(app, api, workspace):
     endpoint = Endpoint(workspace.secrets["sandbox"], fail_duplicates=True)
     with Receiver(endpoint) as rx:

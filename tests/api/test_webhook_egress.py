@@ -99,6 +99,64 @@ def test_a_webhook_registered_before_the_policy_changed_is_refused_at_delivery(a
     assert attempt["error"].startswith("refused: URL host '127.0.0.1' is a loopback address")
 
 
+# Behind a TLS proxy (the README's setup): the server listens on 127.0.0.1, people reach PUBLIC_URL ----
+
+BEHIND_PROXY = {"PUBLIC_URL": "https://demo.example.com", "LISTEN_HOST": "127.0.0.1", "LISTEN_PORT": 5000}
+
+
+@pytest.fixture
+def behind_proxy(app, monkeypatch):
+    for name, value in BEHIND_PROXY.items():
+        monkeypatch.setitem(app.config, name, value)
+
+
+def test_behind_a_tls_proxy_loopback_targets_are_refused(app, api, behind_proxy):
+    with Receiver(lambda r: (200, b"internal")) as rx:
+        for url in (rx.url, "http://localhost:6379/", "http://[::1]:8080/x"):
+            message = url_message(register(api, url))
+            assert (
+                "does not take loopback webhooks" in message and "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS" in message
+            )
+    assert rx.requests == []
+
+
+def test_behind_a_tls_proxy_an_older_loopback_webhook_is_refused_at_delivery(app, api, monkeypatch):
+    with Receiver(lambda r: (200, b"internal status page")) as rx:
+        hook = register(api, rx.url).get_json()["data"]  # registered while the server was a developer's
+        for name, value in BEHIND_PROXY.items():
+            monkeypatch.setitem(app.config, name, value)
+        attempt = send_test_event(app, api, hook["id"])
+    assert rx.requests == []
+    assert attempt["status_code"] is None and attempt["response_excerpt"] is None
+    assert attempt["error"].startswith("refused: URL host '127.0.0.1' is a loopback address, and this server")
+
+
+def test_behind_a_tls_proxy_the_operator_can_allow_loopback_but_not_the_services_ports(
+    app, api, monkeypatch, behind_proxy
+):
+    monkeypatch.setitem(app.config, "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", True)
+    with Receiver(lambda r: (200, b"ok")) as rx:
+        response = register(api, rx.url)
+        assert response.status_code == 200, response.get_json()
+        attempt = send_test_event(app, api, response.get_json()["data"]["id"])
+    assert attempt["status_code"] == 200 and len(rx.requests) == 1
+    # Where the server listens, and PUBLIC_URL's port (the proxy on this machine, which forwards to it).
+    for url in ("http://127.0.0.1:5000/sandbox/v1/webhooks", "http://127.0.0.1:443/", "https://localhost/"):
+        assert "this service's own port" in url_message(register(api, url))
+    message = url_message(register(api, "https://demo.example.com/sandbox/v1/webhooks"))
+    assert "this service's own address (PUBLIC_URL)" in message
+
+
+def test_a_loopback_public_url_allows_loopback_targets(app, api, monkeypatch):
+    monkeypatch.setitem(app.config, "LISTEN_HOST", "0.0.0.0")
+    monkeypatch.setitem(app.config, "PUBLIC_URL", "http://localhost:5000")
+    with Receiver(lambda r: (200, b"ok")) as rx:
+        response = register(api, rx.url)
+        assert response.status_code == 200, response.get_json()
+        attempt = send_test_event(app, api, response.get_json()["data"]["id"])
+    assert attempt["status_code"] == 200 and len(rx.requests) == 1
+
+
 # The service's own port ---------------------------------------------------------------------
 
 
@@ -254,3 +312,11 @@ def test_an_http_answer_keeps_its_first_kilobyte(app, api):
         hook = register(api, rx.url).get_json()["data"]
         attempt = send_test_event(app, api, hook["id"])
     assert attempt["status_code"] == 404 and attempt["response_excerpt"] == "n" * 1024
+
+
+def test_a_delivery_keeps_the_excerpt_a_conformance_report_shows(app, api):
+    """One cut for both: at most 1 KB of UTF-8, a character split by the cut left out (not replaced)."""
+    with Receiver(lambda r: (500, ("a" + "é" * 600).encode())) as rx:
+        hook = register(api, rx.url).get_json()["data"]
+        attempt = send_test_event(app, api, hook["id"])
+    assert attempt["status_code"] == 500 and attempt["response_excerpt"] == "a" + "é" * 511

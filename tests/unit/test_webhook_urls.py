@@ -135,7 +135,7 @@ def test_peer_check_uses_the_connected_address():
         assert urls.peer_refusal(client, "sandbox", LOCAL) is None
         assert "loopback" in urls.peer_refusal(client, "development", LOCAL)
         assert "does not take loopback" in urls.peer_refusal(client, "sandbox", SHARED)
-        own = Policy(sandbox_loopback=True, own_port=server.getsockname()[1])
+        own = Policy(sandbox_loopback=True, own_ports=frozenset({server.getsockname()[1]}))
         assert "own port" in urls.peer_refusal(client, "sandbox", own)
         server.accept()[0].close()
 
@@ -252,30 +252,93 @@ def test_a_name_resolving_to_a_transition_address_is_refused(dns):
 # Sandbox loopback: the deployment's policy ----------------------------------------------------
 
 
+# Behind a TLS proxy (the README's setup): the server listens on 127.0.0.1, people reach it at PUBLIC_URL.
+BEHIND_PROXY = {"LISTEN_HOST": "127.0.0.1", "LISTEN_PORT": 5000, "PUBLIC_URL": "https://demo.example.com"}
+
+
 @pytest.mark.parametrize(
     ("config", "allowed"),
     [
-        ({}, True),  # the default: HOST=127.0.0.1
+        ({}, True),  # the default: HOST=127.0.0.1, no PUBLIC_URL (`make run`)
         ({"LISTEN_HOST": "127.0.0.1"}, True),
         ({"LISTEN_HOST": "localhost"}, True),
         ({"LISTEN_HOST": "::1"}, True),
         ({"LISTEN_HOST": "127.0.1.1"}, True),
-        ({"LISTEN_HOST": "0.0.0.0"}, False),
+        ({"LISTEN_HOST": "0.0.0.0"}, False),  # shown as loopback, reached from anywhere
         ({"LISTEN_HOST": "::"}, False),
         ({"LISTEN_HOST": "10.1.2.3"}, False),
         ({"LISTEN_HOST": "0.0.0.0", "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True}, True),
         ({"LISTEN_HOST": "0.0.0.0", "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": False}, False),
+        # PUBLIC_URL decides when set, however the server listens:
+        (BEHIND_PROXY, False),
+        ({**BEHIND_PROXY, "PUBLIC_URL": "https://demo.example.com:8443/console/"}, False),
+        ({**BEHIND_PROXY, "PUBLIC_URL": "http://10.0.0.7:5000"}, False),
+        ({**BEHIND_PROXY, "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True}, True),
+        ({"LISTEN_HOST": "127.0.0.1", "PUBLIC_URL": "http://127.0.0.1:5000/"}, True),
+        ({"LISTEN_HOST": "::1", "PUBLIC_URL": "http://[::1]:5000"}, True),
+        ({"LISTEN_HOST": "0.0.0.0", "PUBLIC_URL": "http://localhost:8080"}, True),
     ],
 )
-def test_loopback_is_allowed_when_the_server_listens_on_loopback_or_the_operator_says_so(config, allowed):
+def test_loopback_is_allowed_when_the_public_url_is_loopback_or_the_operator_says_so(config, allowed):
     policy = Policy.from_config(config)
     assert policy.sandbox_loopback is allowed
     assert (address_refusal("127.0.0.1", "sandbox", policy, 9000) is None) is allowed
 
 
-def test_own_port_comes_from_listen_port():
-    assert Policy.from_config({}).own_port == 5000
-    assert Policy.from_config({"LISTEN_PORT": 8123}).own_port == 8123
+def test_behind_a_proxy_loopback_urls_are_refused_at_every_check(dns):
+    """The issue's case: https PUBLIC_URL, listening on 127.0.0.1; another local port is not reachable."""
+    policy = Policy.from_config(BEHIND_PROXY)
+    dns["local.example.com"] = ["127.0.0.1"]
+    for url in (
+        "http://127.0.0.1:6379/",
+        "http://localhost:9000/x",
+        "http://[::1]:8080/",
+        "https://local.example.com:8443/",
+    ):
+        with pytest.raises(
+            UrlRefused, match=r"does not take loopback webhooks.*SANDBOX_ALLOW_LOOPBACK_WEBHOOKS"
+        ):
+            check_url(url, "sandbox", policy)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    with server, socket.create_connection(server.getsockname()) as client:  # a name that changed its answer
+        assert "does not take loopback webhooks" in urls.peer_refusal(client, "sandbox", policy)
+        server.accept()[0].close()
+
+
+@pytest.mark.parametrize(
+    ("config", "ports"),
+    [
+        ({}, {5000}),
+        ({"LISTEN_PORT": 8123}, {8123}),
+        (BEHIND_PROXY, {5000, 443}),
+        ({"LISTEN_PORT": 8123, "PUBLIC_URL": "http://demo.example.com"}, {8123, 80}),
+        ({"LISTEN_PORT": 8123, "PUBLIC_URL": "https://demo.example.com:8443/console"}, {8123, 8443}),
+        ({"PUBLIC_URL": "not a url"}, {5000}),
+    ],
+)
+def test_own_ports_are_the_listen_port_and_the_public_urls(config, ports):
+    assert Policy.from_config(config).own_ports == ports
+
+
+@pytest.mark.parametrize("port", [5000, 443])
+def test_own_ports_are_refused_on_loopback_even_when_loopback_is_allowed(port):
+    policy = Policy.from_config({**BEHIND_PROXY, "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True})
+    for url in (f"http://127.0.0.1:{port}/", f"http://localhost:{port}/hook", f"https://[::1]:{port}/"):
+        with pytest.raises(UrlRefused, match=rf"own port \({port}\)"):
+            check_url(url, "sandbox", policy)
+    assert check_url("http://127.0.0.1:9000/hook", "sandbox", policy) == "http://127.0.0.1:9000/hook"
+
+
+@pytest.mark.parametrize("mode", ["sandbox", "production"])
+def test_the_public_url_itself_is_never_a_target(dns, mode):
+    dns["demo.example.com"] = ["93.184.216.35"]  # a public address: only the name says it is this service
+    policy = Policy.from_config(BEHIND_PROXY)
+    for url in ("https://demo.example.com/sandbox/v1/webhooks", "https://DEMO.example.com:443/"):
+        with pytest.raises(UrlRefused, match=r"this service's own address \(PUBLIC_URL\)"):
+            check_url(url, mode, policy)
+    assert check_url("https://demo.example.com:8443/", mode, policy) == "https://demo.example.com:8443/"
 
 
 @pytest.mark.parametrize(
@@ -295,7 +358,7 @@ def test_the_services_own_port_is_never_a_target(url):
         check_url(url, "sandbox")
     with pytest.raises(UrlRefused, match="own port"):  # the operator's setting does not change it
         check_url(url, "sandbox", Policy.from_config({"SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True}))
-    assert check_url(url, "sandbox", Policy(sandbox_loopback=True, own_port=8000)) == url
+    assert check_url(url, "sandbox", Policy(sandbox_loopback=True, own_ports=frozenset({8000}))) == url
 
 
 def test_own_port_is_checked_on_names_resolving_to_loopback(dns):
