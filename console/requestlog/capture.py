@@ -30,7 +30,7 @@ from console.config import public_root
 from console.core.ids import uuid7
 from console.core.timeutil import utcnow
 from console.db.rows import session_instance
-from console.requestlog.redact import redact_body
+from console.requestlog.redact import redact_body, redact_pairs
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,7 @@ def collect(response):
 def prepared(raw: dict[str, Any], config) -> dict[str, Any]:
     """The `request_log_entries` row of a captured request: shaped, redacted, the secret header replaced."""
     environ = raw["environ"]
-    query = environ.get("QUERY_STRING", "")
+    query = redact_pairs(environ.get("QUERY_STRING", ""))  # `?token=...` is a credential too
     # As werkzeug's `Request.path` reads it (PATH_INFO is latin-1 text of the raw bytes), without
     # building a Request per row.
     path = clean("/" + environ.get("PATH_INFO", "").encode("latin-1").decode(errors="replace").lstrip("/"))

@@ -1,11 +1,12 @@
-"""Personal data and Link tokens out of logged bodies: SSNs, account numbers, dates of birth, phone
-numbers, emails, and the `token` a Link token's creation answers.
+"""Personal data and credentials out of logged bodies: SSNs, account numbers, dates of birth, phone
+numbers, emails; passwords, MFA codes, secrets, tokens (the `token` a Link token's creation answers) and
+everything under `credentials` or `mfa` (a headless completion's username, password and code).
 
 JSON bodies are masked by field name (the spec's own names, and any name ending in them; `token` by that
-exact name only, since `link_token_id` and the like are ids, not credentials), and every string value,
-and any body that is not JSON, is also scanned for SSN-shaped (123-45-6789) and email-shaped text. Masks:
-`[redacted]`; an account number and a Link token keep their last four (`••••6789`), enough to tell them
-apart in the log, not to use them. The service otherwise keeps a Link token only as a hash.
+exact name or a `_token` suffix, since `link_token_id` and the like are ids, not credentials), and every
+string value, and any body that is not JSON, is also scanned for SSN-shaped (123-45-6789) and email-shaped
+text. Masks: `[redacted]`; an account number and a Link token keep their last four (`••••6789`), enough to
+tell them apart in the log, not to use them. The service otherwise keeps a Link token only as a hash.
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ PERSONAL_FIELDS = (
 ACCOUNT_FIELDS = ("account_number",)
 # Credentials, by their exact name, masked as account numbers are: a Link token opens Link for an hour.
 SECRET_FIELDS = ("token",)
+# Credentials masked whole, matched on the lower-cased name or its `_`-suffix (`api_secret`, `new_password`).
+CREDENTIAL_FIELDS = ("password", "secret", "mfa_code", "token")
+# Everything under these (any depth, any name: username, code, method) is masked whole.
+CREDENTIAL_CONTAINERS = ("credentials", "mfa")
 # Only the dashed form in free text: bare nine digits are as often a routing number or an id.
 SSN_TEXT = re.compile(r"(?<![\w-])\d{3}-\d{2}-\d{4}(?![\w-])")
 EMAIL_TEXT = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}")
@@ -46,6 +51,22 @@ FIELD_TEXT = re.compile(
     re.IGNORECASE,
 )
 SECRET_TEXT = re.compile(r'("(?:' + "|".join(SECRET_FIELDS) + r')"\s*:\s*)("(?:[^"\\]|\\.)*"?)')
+# A credential field inside JSON text that does not parse.
+CREDENTIAL_TEXT = re.compile(
+    r'("(?:[A-Za-z0-9]*_)?(?:' + "|".join(CREDENTIAL_FIELDS) + r')"\s*:\s*)'
+    r'("(?:[^"\\]|\\.)*"?|-?[0-9]+)',
+    re.IGNORECASE,
+)
+# The start of a credential container's value inside JSON text that does not parse.
+CONTAINER_TEXT = re.compile(
+    r'"(?:[A-Za-z0-9]*_)?(?:' + "|".join(CREDENTIAL_CONTAINERS) + r')"\s*:\s*', re.IGNORECASE
+)
+# `name=value` pairs of a query string or a form-encoded body (sent where JSON was expected).
+CREDENTIAL_PAIR = re.compile(
+    r"(?<![A-Za-z0-9])((?:[A-Za-z0-9]*_)?(?:password|secret|mfa_code|token|username|code)"
+    r"|credentials\[[^\]=&]*\]|mfa\[[^\]=&]*\])=([^&\s]*)",
+    re.IGNORECASE,
+)
 
 
 # What could need a mask, as cheap tests: a body without any of it (most responses) is kept without
@@ -55,6 +76,9 @@ SECRET_TEXT = re.compile(r'("(?:' + "|".join(SECRET_FIELDS) + r')"\s*:\s*)("(?:[
 # of names would, in 7 passes over the text instead of 12. An SSN needs "-dd-dddd", a literal dash
 # first, which the regex engine finds fast; the full SSN shape is checked only after it.
 _FIELD_WORDS = ("account_number", "birth", "dob", "email", "phone", "social_security", "ssn")
+# Each credential field and container name contains one of these ("token" only as `_token"`: the bare
+# name is handled without parsing, and `link_token_id` must not send every job list to the parser).
+_CREDENTIAL_WORDS = ("password", "secret", "mfa", "credentials", '_token"')
 _SSN_TAIL = re.compile(r"-\d\d-\d\d\d\d")
 
 
@@ -64,17 +88,21 @@ def _personal_data_possible(text: str) -> bool:
     if _SSN_TAIL.search(text) is not None and SSN_TEXT.search(text) is not None:
         return True
     lowered = text.lower()
-    return any(word in lowered for word in _FIELD_WORDS)
+    return any(word in lowered for word in _FIELD_WORDS) or any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
 @functools.lru_cache(maxsize=1024)
 def _kind(name: str) -> str:
-    """ "account", "personal" or "" for a field name (its lower-cased name, or a `_`-suffix of it; a secret
-    field by its exact name)."""
+    """ "account", "personal", "container" or "" for a field name (its lower-cased name, or a `_`-suffix of
+    it; a secret field by its exact name). Credentials are "personal": masked whole."""
     if name in SECRET_FIELDS:  # by its exact name, as `redact_body` finds it
         return "account"  # masked the same way: its last four kept
     lowered = name.lower()
-    for kind, fields in (("account", ACCOUNT_FIELDS), ("personal", PERSONAL_FIELDS)):
+    for kind, fields in (
+        ("account", ACCOUNT_FIELDS),
+        ("personal", PERSONAL_FIELDS + CREDENTIAL_FIELDS),
+        ("container", CREDENTIAL_CONTAINERS),
+    ):
         if any(lowered == f or lowered.endswith("_" + f) for f in fields):
             return kind
     return ""
@@ -94,9 +122,52 @@ def redact_text(text: str) -> str:
     return text
 
 
+def _value_end(text: str, start: int) -> int:
+    """Where the JSON value starting at `start` ends (the text's end for one cut short)."""
+    depth = 0
+    index = start
+    while index < len(text):
+        char = text[index]
+        if char == '"':
+            index += 1
+            while index < len(text) and text[index] != '"':
+                index += 2 if text[index] == "\\" else 1
+            if depth == 0:
+                return min(index + 1, len(text))
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth <= 0:
+                return index + 1
+        elif depth == 0 and char in ",\n":
+            return index
+        index += 1
+    return len(text)
+
+
+def _mask_containers(text: str) -> str:
+    """Each credential container's whole value replaced by the mask, in JSON text that does not parse."""
+    parts = []
+    position = 0
+    for match in CONTAINER_TEXT.finditer(text):
+        if match.start() < position:  # inside a container already masked
+            continue
+        parts.append(text[position : match.end()] + f'"{MASK}"')
+        position = _value_end(text, match.end())
+    return "".join(parts) + text[position:] if parts else text
+
+
+def redact_pairs(text: str) -> str:
+    """Credentials in `name=value` pairs (a query string, a form-encoded body) masked."""
+    return CREDENTIAL_PAIR.sub(lambda m: f"{m.group(1)}={MASK}", text) if "=" in text else text
+
+
 def _redact_unparsed(text: str) -> str:
+    text = _mask_containers(text)
     text = SECRET_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text)
-    return redact_text(FIELD_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text))
+    text = CREDENTIAL_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text)
+    return redact_pairs(redact_text(FIELD_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text)))
 
 
 def _mask_secret_string(match: re.Match) -> str:
@@ -120,8 +191,10 @@ def _mask_secrets(text: str) -> str:
     return SECRET_TEXT.sub(_mask_secret_string, text)
 
 
-def redact_value(value: Any, name: str = "") -> Any:
+def redact_value(value: Any, name: str = "", hidden: bool = False) -> Any:
     """A parsed JSON value with personal fields masked, recursively; the same object where nothing was.
+
+    `hidden`: the value is under a credential container (`credentials`, `mfa`), so every scalar is masked.
 
     Why the same object: most of a logged body is kept as sent, and rebuilding every dict and list only to
     compare the copy with the original cost half of a Link token request's redaction (the account number
@@ -131,7 +204,7 @@ def redact_value(value: Any, name: str = "") -> Any:
     if cls is dict:
         changed: dict | None = None
         for key, item in value.items():
-            masked = redact_value(item, key)
+            masked = redact_value(item, key, hidden or _kind(key) == "container")
             if masked is not item:
                 if changed is None:
                     changed = dict(value)
@@ -140,7 +213,7 @@ def redact_value(value: Any, name: str = "") -> Any:
     if cls is list:
         changed_items: list | None = None
         for index, item in enumerate(value):
-            masked = redact_value(item, name)
+            masked = redact_value(item, name, hidden)
             if masked is not item:
                 if changed_items is None:
                     changed_items = list(value)
@@ -148,6 +221,8 @@ def redact_value(value: Any, name: str = "") -> Any:
         return value if changed_items is None else changed_items
     if value is None:
         return None
+    if hidden:
+        return MASK
     if name:
         kind = _kind(name)
         if kind == "account":
@@ -170,6 +245,8 @@ def redact_body(text: str) -> str:
     if not text:
         return text
     if not _personal_data_possible(text):
+        if "=" in text and text[:1] not in "{[":  # perhaps form-encoded: `password=...`
+            text = redact_pairs(text)
         return _mask_secrets(text) if '"token"' in text else text  # the one secret field, by its exact name
     try:
         parsed = jsontext.loads(text)

@@ -6,7 +6,16 @@ import json
 
 import pytest
 
-from console.requestlog.redact import ACCOUNT_FIELDS, MASK, PERSONAL_FIELDS, SECRET_FIELDS, redact_body
+from console.requestlog.redact import (
+    ACCOUNT_FIELDS,
+    CREDENTIAL_CONTAINERS,
+    CREDENTIAL_FIELDS,
+    MASK,
+    PERSONAL_FIELDS,
+    SECRET_FIELDS,
+    redact_body,
+    redact_pairs,
+)
 
 MATCHING = {
     "social_security_number": "123456789",
@@ -115,3 +124,53 @@ def test_a_link_token_in_a_body_cut_short_is_still_masked():
     redacted = redact_body(cut)
     assert "pkfNFBHZ" not in redacted and '"id": "a1234567"' in redacted
     assert SECRET_FIELDS == ("token",)
+
+
+@pytest.mark.parametrize(
+    "field",
+    # A bare `token` keeps its last four (above).
+    ("password", "secret", "mfa_code", "Password", "MFA_CODE", *(f"api_{f}" for f in CREDENTIAL_FIELDS)),
+)
+def test_every_credential_field_is_masked_whole(field):
+    """Masked whole, with nothing else in the body that would have sent it to be parsed."""
+    body = json.dumps({"data": {field: "abcdefgh12"}, "other": "kept"})
+    redacted = json.loads(redact_body(body))
+    assert redacted == {"data": {field: MASK}, "other": "kept"}
+
+
+@pytest.mark.parametrize("container", CREDENTIAL_CONTAINERS)
+def test_everything_under_a_credential_container_is_masked(container):
+    body = json.dumps(
+        {container: {"username": "u1", "code": 918273, "nested": [{"x": "y"}], "none": None}, "id": "i"}
+    )
+    assert json.loads(redact_body(body)) == {
+        container: {"username": MASK, "code": MASK, "nested": [{"x": MASK}], "none": None},
+        "id": "i",
+    }
+    assert json.loads(redact_body(json.dumps({container: "user:pw"}))) == {container: MASK}
+
+
+def test_names_that_only_look_like_credentials_are_kept():
+    body = json.dumps(
+        {
+            "link_token_id": "a1234567",
+            "mfa_methods": ["sms", "totp"],
+            "mfa_enabled": True,
+            "error": {"code": "INVALID_MFA_CODE", "fields": [{"name": "credentials.password"}]},
+        }
+    )
+    assert redact_body(body) == body
+
+
+def test_credentials_in_json_that_does_not_parse_are_masked():
+    cut = '{"platform_id": "p", "credentials": {"username": "ada", "password": "s3cr}t\\"x'
+    assert redact_body(cut) == f'{{"platform_id": "p", "credentials": "{MASK}"'
+    trailing = '{"mfa": {"code": "918273"}, "api_secret": "zzz", "id": "kept",}'
+    assert redact_body(trailing) == f'{{"mfa": "{MASK}", "api_secret": "{MASK}", "id": "kept",}}'
+
+
+def test_credentials_in_name_value_pairs_are_masked():
+    assert redact_pairs("a=1&password=pw&token=t&credentials[username]=u&mfa[code]=9&codes=1") == (
+        f"a=1&password={MASK}&token={MASK}&credentials[username]={MASK}&mfa[code]={MASK}&codes=1"
+    )
+    assert redact_body("username=ada&password=pw") == f"username={MASK}&password={MASK}"

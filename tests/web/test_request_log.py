@@ -201,3 +201,16 @@ def test_a_clock_advance_is_logged_at_the_clock_time_it_moved_to(app, visitor):
     ]
     # The request's snapshot of the workspace still says 0: the row follows what the view stored.
     assert timedelta(hours=47) < row.clock_at - row.created_at < timedelta(hours=49)
+
+
+def test_the_consoles_own_headless_completion_is_logged_without_its_credentials(app, visitor):
+    """The console's gallery completes a token through the API too (its row written by `record`)."""
+    assert visitor.post("/scenarios/user_mfa_sms/run", {"via": "headless"}).status_code == 302
+    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.path.endswith("/complete")]
+    assert row.status == 200 and row.step == "scenario"
+    logged = json.loads(row.request_body)
+    assert logged["credentials"] == {"username": "[redacted]", "password": "[redacted]"}
+    assert set(logged["mfa"].values()) == {"[redacted]"}
+    assert "pass_good" not in row.request_body and "123456" not in row.request_body
+    detail = unescape(visitor.get(f"/requests/{row.id}").get_data(as_text=True))
+    assert "pass_good" not in detail

@@ -18,7 +18,7 @@ from console.core.timeutil import utcnow
 from console.extensions import db
 from console.requestlog.capture import stored_headers
 from console.requestlog.models import KeyUsageDay, RequestLogEntry
-from console.requestlog.redact import redact_body
+from console.requestlog.redact import redact_body, redact_pairs
 from console.web.shared import keyset
 from console.workspaces.models import Workspace
 
@@ -31,6 +31,9 @@ def record(*, request_headers: dict[str, str], **fields: Any) -> RequestLogEntry
     """Store one exchange of the console's: the secret header replaced, bodies redacted, clock time set."""
     fields["request_body"] = redact_body(fields.get("request_body") or "")
     fields["response_body"] = redact_body(fields.get("response_body") or "")
+    if "?" in (fields.get("url") or ""):
+        base, query = fields["url"].split("?", 1)
+        fields["url"] = f"{base}?{redact_pairs(query)}"
     if fields.get("id") is None:
         fields.pop("id", None)
     row = RequestLogEntry(request_headers=stored_headers(request_headers), **fields)
