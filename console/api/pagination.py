@@ -87,8 +87,17 @@ def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") 
 
     The one place cursors are read (API lists and console lists alike): everything about a cursor
     is checked (alphabet, length, JSON shape, one tagged short string per column, each value
-    parseable as its column's type) before any of it reaches a query.
+    parseable as its column's type) before any of it reaches a query. An empty one (`?cursor=`) is
+    refused too: no list returns one, and the first page is asked for by leaving the parameter out.
     """
+    if cursor == "":
+        raise ValidationFailed(
+            [
+                FieldError(
+                    name, "is empty: leave it out for the first page, or give the next_cursor a page returned"
+                )
+            ]
+        )
     try:
         if len(cursor) > MAX_CURSOR_LENGTH or not _CURSOR_ALPHABET.fullmatch(cursor):
             raise BadCursor("not a short base64url string")
@@ -174,7 +183,7 @@ def paginate(
     """
     limit = page_limit()
     cursor = request.args.get("cursor")
-    values = decode_cursor(cursor, order_by) if cursor else None
+    values = decode_cursor(cursor, order_by) if cursor is not None else None  # "" is refused
     if params is not None:
         params = {**params, "page_limit": limit + 1}
         for i, value in enumerate(values or ()):

@@ -84,6 +84,16 @@ def test_a_tampered_cursor_is_a_400_naming_it_on_every_list(api, path):
         assert_names(response, "cursor")
 
 
+@pytest.mark.parametrize("path", LISTS)
+def test_an_empty_cursor_is_a_400_naming_it_on_every_list(api, path):
+    """`?cursor=` is not "no cursor": no list returns an empty one, and the document's pattern needs a
+    character. The first page is asked for by leaving the parameter out."""
+    assert api.get(path).status_code == 200
+    for query in ("cursor=", "limit=2&cursor=", "cursor=&limit=2"):
+        error = assert_names(api.get(f"{path}?{query}"), "cursor")
+        assert "empty" in error["fields"][0]["message"], error
+
+
 def test_a_cursor_of_another_lists_shape_is_refused(api, app, workspace):
     """Platforms sort by (name, id), jobs by (created_at, id): one's cursor is not the other's."""
     with app.app_context():
