@@ -59,6 +59,10 @@ def create_app(config: dict | None = None) -> Flask:
     for name in app.blueprints:
         if name.startswith("api_"):
             extensions.csrf.exempt(app.blueprints[name])
+    from console.core.wholebody import bounded
+
+    # Last: after the extensions' own request class. A chunked body over MAX_CONTENT_LENGTH is a 413 too.
+    app.request_class = bounded(app.request_class)
     return app
 
 
