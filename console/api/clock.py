@@ -17,6 +17,8 @@ from console.clock import services as clock
 from console.core.bodies import RequestModel, field_error, guarded, validate
 from console.core.routes import Routes
 from console.core.timeutil import isoformat, parse_datetime
+from console.db.snapshot import read_snapshot
+from console.extensions import db
 from console.scheduler import agenda
 
 routes = Routes()
@@ -124,6 +126,7 @@ class ClockNextRequest(RequestModel):
 @routes.get("/sandbox/clock")
 @sandbox_only
 def get_clock():
+    read_snapshot(db.session)  # the clock's offset and what is due on it, one moment
     items = agenda.upcoming(current_workspace(), limit=10)
     return jsonify(_clock_state(next_due=[item.as_dict() for item in items]))
 
