@@ -52,6 +52,14 @@ class Receiver:
                 # Without it, Nagle and delayed ACKs add 40 ms to every keep-alive response.
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+            def handle(self) -> None:
+                try:
+                    super().handle()
+                except (BrokenPipeError, ConnectionResetError):
+                    # The sender went away first (its timeout ran out while `respond` blocked): the request
+                    # is recorded, and there is nobody left to answer.
+                    self.close_connection = True
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length)

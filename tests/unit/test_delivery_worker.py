@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import struct
 import threading
 import time
 import uuid
@@ -165,3 +167,21 @@ def test_an_idle_loop_slows_its_poll_down_and_speeds_up_with_work(app):
     assert loop._next_wait(4, wait) == 0.0  # a full claim: poll again without waiting
     loop.inflight["w"] = 1
     assert loop._next_wait(0, 0.1) == 0.01  # attempts in flight: their results are collected promptly
+
+
+def test_a_sender_that_gave_up_is_no_traceback_in_the_receiver(capsys):
+    """A sender whose timeout ran out has closed its connection when the answer comes: nothing to answer."""
+    handlers: list[threading.Thread] = []
+    with Receiver(
+        lambda r: (handlers.append(threading.current_thread()), rx.released.wait(), (200, b"ok"))[2]
+    ) as rx:
+        sender = socket.create_connection(("127.0.0.1", rx.server.server_address[1]))
+        sender.sendall(b"POST /hook HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+        wait_for(lambda: handlers)
+        sender.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # gone, with a reset
+        sender.close()
+        rx.release()
+        handlers[0].join(60)
+        assert not handlers[0].is_alive()
+    assert len(rx.requests) == 1
+    assert capsys.readouterr().err == ""
