@@ -55,7 +55,7 @@ def test_supervisor_restarts_a_killed_worker_and_reaps_it():
     first = supervisor.pid
     try:
         os.kill(first, signal.SIGKILL)
-        assert wait_for(lambda: (supervisor.keep_running(), supervisor.pid not in (None, first))[1], 5)
+        assert wait_for(lambda: (supervisor.keep_running(), supervisor.pid not in (None, first))[1], 30)
         assert supervisor.restarts == 1
         with pytest.raises(ChildProcessError):  # the killed one was reaped: no zombie
             os.waitpid(first, os.WNOHANG)
@@ -67,23 +67,28 @@ def test_supervisor_restarts_a_killed_worker_and_reaps_it():
     assert supervisor.pid is None
 
 
-def test_supervisor_backs_off_while_the_worker_keeps_dying():
+def test_supervisor_backs_off_while_the_worker_keeps_dying(caplog):
     supervisor = WorkerSupervisor(
         [sys.executable, "-c", "raise SystemExit(3)"], min_backoff=0.3, max_backoff=1.2
     )
     starts = []
-    deadline = time.monotonic() + 3.2
-    while time.monotonic() < deadline:
+
+    def five_starts():
         before = supervisor.pid
         supervisor.keep_running()
         if supervisor.pid != before and supervisor.pid is not None:
             starts.append(time.monotonic())
-        time.sleep(0.02)
+        return len(starts) >= 5
+
+    with caplog.at_level("WARNING", logger=serving.log.name):
+        assert wait_for(five_starts, 60, 0.02), starts
     supervisor.stop(timeout=5)
+    # The waits it announced: growing, then capped (a start more than `stable_after` apart would reset them).
+    announced = [float(r.getMessage().rsplit(" in ", 1)[1].split()[0]) for r in caplog.records]
+    assert announced[:4] == [0.3, 0.6, 1.2, 1.2], announced
+    # And kept: each restart came no sooner than its wait after the start before it (plus that run's life).
     gaps = [b - a for a, b in itertools.pairwise(starts)]
-    # Waits of 0.3, 0.6, 1.2, 1.2 s (plus the time each start takes to exit): growing, then capped.
-    assert 3 <= len(starts) <= 6, gaps
-    assert gaps[1] > gaps[0] + 0.15, gaps
+    assert all(gap >= wait for gap, wait in zip(gaps, announced, strict=False)), (gaps, announced)
 
 
 def test_supervisor_kills_a_worker_that_ignores_sigterm(tmp_path):
@@ -105,43 +110,71 @@ def test_supervisor_kills_a_worker_that_ignores_sigterm(tmp_path):
     assert ready.exists()
     started = time.monotonic()
     supervisor.stop(timeout=1)
-    assert 0.9 < time.monotonic() - started < 5
+    # At least its timeout; killed, not waited for: left alone, it would sleep its 60 s out.
+    assert 0.9 < time.monotonic() - started < 30
     assert _gone(pid)
 
 
 def test_starting_the_worker_while_the_master_forks_serving_processes_never_hangs():
     """The master forks serving processes while its supervision thread starts the worker (at start-up,
     after a crash): a child forked in the middle of Popen held Popen's pipe open, and Popen waited for
-    the child to exit (a serving process: never). Here each forked child lives 3 s: a start that waited for
-    one takes seconds, a start on a loaded machine well under 1.5 s."""
+    the child to exit (a serving process: never). Here the children forked during a start live until that
+    start has returned and the next one begins: a start that waited for one of them would never return."""
     supervisor = WorkerSupervisor([sys.executable, "-c", "pass"])
     stop = threading.Event()
     children: list[int] = []
+    batch_lock = threading.Lock()
+    batches: list[
+        tuple[int, int]
+    ] = []  # (read, write) ends; a child lives until its batch's write end closes
+
+    def new_batch() -> bool:
+        with batch_lock:
+            if stop.is_set():
+                return False
+            batches.append(os.pipe())
+            if len(batches) > 1:
+                os.close(batches[-2][1])  # the children forked before this start may go
+            return True
 
     def master_forking() -> None:
         while not stop.is_set():
-            pid = os.fork()
-            if pid == 0:  # a "serving process": forked, never exec'd
-                time.sleep(3.0)
-                os._exit(0)
+            with batch_lock:
+                read, write = batches[-1]  # the only write end open (new_batch closes the one before)
+                pid = os.fork()
+                if pid == 0:  # a "serving process": forked, never exec'd; lives until its batch is let go
+                    os.close(write)
+                    os.read(read, 1)
+                    os._exit(0)
             children.append(pid)
             time.sleep(0.002)
 
-    forking = threading.Thread(target=master_forking)
-    forking.start()
-    slowest = 0.0
-    try:
+    def starting() -> None:
         for _ in range(40):
-            started = time.monotonic()
+            if not new_batch():
+                return
             supervisor.start()
-            slowest = max(slowest, time.monotonic() - started)
-            supervisor.process.wait(10)
+            supervisor.process.wait()
+
+    new_batch()
+    forking = threading.Thread(target=master_forking)
+    starter = threading.Thread(target=starting)
+    forking.start()
+    starter.start()
+    try:
+        starter.join(120)  # a backstop: a start that waited for a forked child would wait for good
+        hung = starter.is_alive()
     finally:
         stop.set()
-        forking.join(5)
+        forking.join(60)
+        with batch_lock:
+            os.close(batches[-1][1])  # every child may go now, which also frees a start that waited
+            for read, _write in batches:
+                os.close(read)
+        starter.join(60)
         for pid in children:
             os.waitpid(pid, 0)
-    assert slowest < 1.5, f"a start waited {slowest:.2f} s for a forked child to exit"
+    assert not hung, "a start waited for a forked child to exit"
 
 
 def test_supervision_keeps_the_worker_running_until_the_server_stops():
@@ -150,10 +183,10 @@ def test_supervision_keeps_the_worker_running_until_the_server_stops():
     supervisor = supervision.supervisor
     supervision.start()
     try:
-        first = wait_for(lambda: supervisor.pid, 5)
+        first = wait_for(lambda: supervisor.pid, 30)
         assert first
         os.kill(first, signal.SIGKILL)
-        second = wait_for(lambda: supervisor.pid not in (None, first) and supervisor.pid, 5)
+        second = wait_for(lambda: supervisor.pid not in (None, first) and supervisor.pid, 30)
         assert second and supervisor.restarts == 1
     finally:
         supervision.stop()
@@ -437,7 +470,7 @@ def run_database(request, tmp_path):
             connection.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
-def _serving_pids_seen(console: Console, want: int, seconds: float = 15) -> set[int]:
+def _serving_pids_seen(console: Console, want: int, seconds: float = 60) -> set[int]:
     """Distinct serving pids that answered /healthz, asking many at once until `want` of them did."""
     seen: set[int] = set()
 
@@ -557,19 +590,19 @@ def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
             group = set(_children(process.pid)) | {process.pid}
             started = time.monotonic()
             os.killpg(process.pid, signal.SIGINT)
-            status = process.wait(25)
+            status = process.wait(90)
             took = time.monotonic() - started
         finally:
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
     output = (tmp_path / "console.log").read_text()
-    # Under 10 s is also what shows that no serving process hung: Granian kills one that has not stopped only
-    # once SERVING_STOP_SECONDS (30 s) have passed. Its "Killing worker-N after it refused to gracefully stop"
+    # Under SERVING_STOP_SECONDS (30 s) is what shows that no serving process hung: Granian kills one that has
+    # not stopped only once they have passed (a bound of the server's, not of how busy the machine is). Its "Killing worker-N after it refused to gracefully stop"
     # is not checked: it was once printed within 10 s for a process that had exited, on a loaded machine
     # (probably multiprocessing's is_alive() racing another thread's reap of that child; not reproduced).
     assert serving.SERVING_STOP_SECONDS >= 30
-    assert status == 0 and took < 10, (took, output)
+    assert status == 0 and took < serving.SERVING_STOP_SECONDS, (took, output)
     assert all(_gone(pid) for pid in group), output
 
 
@@ -652,7 +685,12 @@ def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path):
         )
         assert page_statuses and not [s for s in page_statuses if s >= 500], sorted(set(page_statuses))
         assert set(api_statuses) == {200}, api_statuses
-        assert max(api_seconds) < 2.0, sorted(api_seconds)[-5:]
+        # The pages queue for the run slots; the customer's calls are handed one first (RunSlots), so they
+        # do not wait behind the crowd: faster than its pages however busy the machine is.
+        assert _percentile(api_seconds, 0.5) < _percentile(page_seconds, 0.5), (
+            sorted(api_seconds)[-5:],
+            _percentile(page_seconds, 0.5),
+        )
     finally:
         status = console.stop()
     assert status == 0, console.output()
