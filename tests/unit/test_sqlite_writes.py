@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sqlite3
 import threading
 import time
 import uuid
@@ -16,6 +18,7 @@ from console.extensions import db
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.factories import LINK_TOKEN
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -56,12 +59,10 @@ def test_the_checkpoint_loop_copies_the_wal_into_the_database_every_second(sqlit
     loop = threading.Thread(target=CheckpointLoop(sqlite_app).run_forever, args=(stop,))
     loop.start()
     try:
-        deadline = time.monotonic() + 5
-        while os.path.getsize(database) == before and time.monotonic() < deadline:
-            time.sleep(0.1)
+        wait_for(lambda: os.path.getsize(database) != before, 60, 0.1)  # a backstop: it runs every second
     finally:
         stop.set()
-        loop.join(5)
+        loop.join(60)
     assert not loop.is_alive()
     assert os.path.getsize(database) > before  # the pages were copied into the database file
     with sqlite_app.app_context():
@@ -131,14 +132,18 @@ def test_the_gate_is_free_before_the_session_finishes_its_commit(sqlite_app):
 def test_a_second_writer_waits_on_the_gate_and_writes_as_soon_as_the_first_commits(sqlite_app):
     """The second INSERT reaches SQLite only after the first transaction committed (no busy polling)."""
     gate = sqlite_app.extensions["sqlite_write_gate"]
-    committed_at: list[float] = []
-    reached_sqlite: dict[str, float] = {}
+    database = gate.file_lock.path.removesuffix("-writelock")
+    committed_first_when_second_reached: list[int] = []
     first_holds = threading.Event()
+
+    def committed_rows_named(name: str) -> int:
+        with contextlib.closing(sqlite3.connect(database)) as reader:  # sees committed rows only
+            return reader.execute("SELECT count(*) FROM workspaces WHERE name = ?", (name,)).fetchone()[0]
 
     def statement(_conn, _cursor, sql, *_args):
         # Registered after the gate's own listener, so it runs once the gate let the statement through.
-        if sql.startswith("INSERT"):
-            reached_sqlite.setdefault(threading.current_thread().name, time.monotonic())
+        if sql.startswith("INSERT") and threading.current_thread().name == "second":
+            committed_first_when_second_reached.append(committed_rows_named("first"))
 
     with sqlite_app.app_context():
         event.listen(db.engine, "before_cursor_execute", statement)
@@ -148,12 +153,12 @@ def test_a_second_writer_waits_on_the_gate_and_writes_as_soon_as_the_first_commi
             _add_workspace("first")
             db.session.flush()
             first_holds.set()
-            time.sleep(0.3)
+            # Commits only once the second writer waits at the gate (a backstop: the test fails below if not).
+            wait_for(lambda: gate.lock._waiting[False], 60, 0.01)
             db.session.commit()
-            committed_at.append(time.monotonic())
 
     def second() -> None:
-        first_holds.wait(5)
+        first_holds.wait(60)
         with sqlite_app.app_context():
             _add_workspace("second")
             db.session.commit()
@@ -162,11 +167,10 @@ def test_a_second_writer_waits_on_the_gate_and_writes_as_soon_as_the_first_commi
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(10)
-    assert committed_at and set(reached_sqlite) == {"first", "second"}
-    # Without the gate the second INSERT would reach SQLite at once and sleep in its busy handler.
-    assert reached_sqlite["second"] >= committed_at[0] - 0.005
-    assert reached_sqlite["second"] - committed_at[0] < 0.25
+        thread.join(60)
+    # Without the gate the second INSERT would reach SQLite at once, before the first committed, and sleep in
+    # SQLite's busy handler; through the gate it reaches SQLite after the commit, with nothing to wait for.
+    assert committed_first_when_second_reached == [1]
     assert not gate.lock.locked()
 
 
@@ -199,18 +203,16 @@ def test_the_file_lock_passes_between_holders_at_once_and_times_out_cleanly(tmp_
     assert first.acquire(1)
     started = time.monotonic()
     assert not second.acquire(0.2)  # held elsewhere: gives up after its timeout
-    assert 0.15 < time.monotonic() - started < 2
+    assert time.monotonic() - started > 0.15
 
-    released_at: list[float] = []
-
-    def release_later() -> None:
-        time.sleep(0.2)
-        released_at.append(time.monotonic())
-        first.release()
-
-    threading.Thread(target=release_later).start()
-    assert second.acquire(5)  # its helper thread was already waiting in the kernel
-    assert time.monotonic() - released_at[0] < 0.1
+    got = []
+    waiting = threading.Thread(target=lambda: got.append(second.acquire(60)))
+    waiting.start()
+    # Its helper thread waits in the kernel (flock), and is what hands it the lock once released.
+    assert wait_for(lambda: second._wanted.is_set() and second._waiter_busy, 60, 0.01)
+    first.release()
+    waiting.join(60)
+    assert got == [True]
     assert not third.acquire(0.05)
     second.release()
     assert third.acquire(1)  # nobody left holding it: the abandoned wait handed it back
@@ -226,7 +228,7 @@ def test_preferred_writers_go_first_at_the_gate():
     order: list[str] = []
 
     def waiter(name: str, preferred: bool) -> None:
-        assert lock.acquire(5.0, preferred)
+        assert lock.acquire(60.0, preferred)
         order.append(name)
         time.sleep(0.01)
         lock.release()
@@ -234,13 +236,13 @@ def test_preferred_writers_go_first_at_the_gate():
     console_writers = [threading.Thread(target=waiter, args=(f"page{i}", False)) for i in range(3)]
     for thread in console_writers:
         thread.start()
-    time.sleep(0.1)  # the pages are waiting first
+    assert wait_for(lambda: lock._waiting[False] == 3, 60, 0.01)  # the pages are waiting first
     customer = threading.Thread(target=waiter, args=("api", True))
     customer.start()
-    time.sleep(0.1)
+    assert wait_for(lambda: lock._waiting[True] == 1, 60, 0.01)
     lock.release()
     for thread in [*console_writers, customer]:
-        thread.join(5)
+        thread.join(60)
     assert order[0] == "api" and sorted(order[1:]) == ["page0", "page1", "page2"]
 
 
@@ -262,7 +264,7 @@ def test_a_release_wakes_one_waiter_not_all_of_them():
     done = []
 
     def waiter() -> None:
-        assert lock.acquire(5.0)
+        assert lock.acquire(60.0)
         done.append(threading.current_thread().name)
         time.sleep(0.005)
         lock.release()
@@ -270,12 +272,10 @@ def test_a_release_wakes_one_waiter_not_all_of_them():
     threads = [threading.Thread(target=waiter, name=f"w{i}") for i in range(5)]
     for thread in threads:
         thread.start()
-    deadline = time.monotonic() + 5
-    while len(waits) < 5 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_for(lambda: len(waits) >= 5, 60, 0.01)  # all five queued before the first release
     lock.release()
     for thread in threads:
-        thread.join(5)
+        thread.join(60)
     assert sorted(done) == ["w0", "w1", "w2", "w3", "w4"]
     assert len(waits) == 5 and not lock.locked()
 
@@ -289,13 +289,13 @@ def test_a_waiter_that_gave_up_leaves_the_queue_and_the_next_one_is_woken():
     got = []
     quitter = threading.Thread(target=lambda: got.append(("quitter", lock.acquire(0.3))))
     quitter.start()
-    time.sleep(0.05)
-    patient = threading.Thread(target=lambda: got.append(("patient", lock.acquire(5.0))))
+    wait_for(lambda: lock._waiting[False] == 1 or not quitter.is_alive(), 60, 0.001)  # queued first
+    patient = threading.Thread(target=lambda: got.append(("patient", lock.acquire(60.0))))
     patient.start()
-    time.sleep(0.05)
-    quitter.join(2)  # gave up while the lock was still held
+    quitter.join(60)  # gave up while the lock was still held
+    assert wait_for(lambda: lock._waiting[False] == 1, 60, 0.01)  # the patient one queued
     lock.release()  # wakes the patient one (the quitter is gone from the queue)
-    patient.join(2)
+    patient.join(60)
     assert got == [("quitter", False), ("patient", True)]
     lock.release()
 
@@ -308,7 +308,8 @@ def test_a_waiter_gives_up_at_its_timeout_and_the_lock_stays_usable():
     started = time.monotonic()
     assert not lock.acquire(0.2)
     assert not lock.acquire(0.2, preferred=True)
-    assert 0.35 < time.monotonic() - started < 2
+    # Two waits of at least 0.2 s each; far under 30 s: it gave up at its timeout, not later.
+    assert 0.35 < time.monotonic() - started < 30
     lock.release()
     assert lock.acquire(0.1) and lock.locked()
     lock.release()
