@@ -372,13 +372,15 @@ class TableCounters:
             offset, head = self._slot(key, amount, expiry, now)
             ring_at = offset + self.SLOT.size
             ring = list(struct.unpack_from(ring_format, self._map, ring_at))
-            oldest = ring[head] if ring[head] <= now else 0.0
+            # 0.0 is a ring entry never used (not a request at time 0: on a machine up for less than the
+            # window, that denied every first request); a time in the future is from before a reboot.
+            oldest = ring[head] if 0.0 < ring[head] <= now else -math.inf
             allowed = oldest <= now - expiry
             if allowed:
                 ring[head] = now
                 struct.pack_into("<d", self._map, ring_at + 8 * head, now)
                 struct.pack_into("<I", self._map, offset + 8, (head + 1) % amount)
-        window = [t for t in ring if now - expiry < t <= now]
+        window = [t for t in ring if t > 0.0 and now - expiry < t <= now]
         start = min(window) if window else now
         return Verdict(allowed, amount, amount - len(window), _reset_after(start, expiry, now))
 
