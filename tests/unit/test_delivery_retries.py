@@ -85,7 +85,9 @@ def test_headers_and_signature_match_an_independent_hmac(app, ctx):
     with Receiver() as rx:
         hook = make_hook(ctx, rx.url)
         event = emit(ctx, payload={"account_id": "a1", "end_user_id": "u1"})
+        not_before = int(time.time())
         assert deliver_due(app) == 1
+        not_after = time.time()
     (request,) = rx.requests
     headers = {k.lower(): v for k, v in request["headers"].items()}
     body = request["body"]
@@ -98,7 +100,7 @@ def test_headers_and_signature_match_an_independent_hmac(app, ctx):
     assert headers["x-service-webhook-id"] == str(hook.id)
     assert headers["service-version"] == VERSION
     assert headers["content-type"] == "application/json"
-    assert abs(int(headers["x-timestamp"]) - time.time()) < 5
+    assert not_before <= int(headers["x-timestamp"]) <= not_after  # the moment of sending
     assert json.loads(body) == {
         "event": "account.added",
         "event_id": str(event.id),
@@ -190,15 +192,13 @@ def test_a_timeout_is_retried(app, ctx):
     def hang_once(record, calls=[]):  # noqa: B006  (state across calls)
         calls.append(1)
         if len(calls) == 1:
-            rx.released.wait(5)
+            rx.released.wait(60)  # answers only once released, after the attempt timed out
         return 200, b"ok"
 
     with Receiver(hang_once) as rx:
         make_hook(ctx, rx.url)
         event = emit(ctx)
-        started = time.monotonic()
-        deliver_due(app)
-        assert time.monotonic() - started < 3
+        deliver_due(app)  # returns while the endpoint still hangs: the attempt's timeout ended it
         first = the_delivery(event)
         assert first.status == "pending" and "timeout" in first.last_error
         rx.release()

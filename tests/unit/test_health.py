@@ -98,7 +98,7 @@ def test_a_database_that_never_answers_is_a_prompt_503():
     port = server.getsockname()[1]
     # A connect timeout longer than the probe's, so the first probe still hangs when the second check comes.
     config = base_config(f"postgresql+psycopg://nobody:hunter2@127.0.0.1:{port}/console")
-    app = create_app({**config, "DB_CONNECT_TIMEOUT": 30})
+    app = create_app({**config, "DB_CONNECT_TIMEOUT": 60})
     try:
         started = time.monotonic()
         response = app.test_client().get("/healthz")
@@ -107,7 +107,8 @@ def test_a_database_that_never_answers_is_a_prompt_503():
         body = response.get_json()
         assert body["status"] == "down" and body["database"]["ok"] is False
         assert "no answer within" in body["database"]["error"]
-        assert elapsed < health.DATABASE_TIMEOUT_SECONDS + 1.5
+        # The probe's timeout answered, not the connection's (60 s): prompt however busy the machine.
+        assert elapsed < 30
         # A second check while the first probe still hangs waits on it instead of starting another.
         threads = threading.active_count()
         assert app.test_client().get("/healthz").status_code == 503
@@ -139,10 +140,13 @@ def test_redis_unreachable_api_still_serves_and_healthz_says_so(database_url, wo
     app = create_app({**base_config(database_url), "RATELIMIT_STORAGE_URI": f"redis://127.0.0.1:{port}/0"})
     client = app.test_client()
     api = Api(client, workspace.secrets["sandbox"])
-    started = time.monotonic()
+    primary = app.extensions["ratelimiter"].counters.primary
+    tries = []
+    real_hit = primary.hit
+    primary.hit = lambda *args: (tries.append(1), real_hit(*args))[1]
     statuses = [api.post("/link_tokens", json=LINK_TOKEN).status_code for _ in range(12)]
     assert statuses[:10] == [200] * 10 and set(statuses[10:]) == {429}  # limited per process meanwhile
-    assert time.monotonic() - started < 5
+    assert len(tries) == 1  # Redis tried once, not per request (its retry is a minute away): no wait each
     body = client.get("/healthz").get_json()
     assert body["rate_limits"]["fallback"] is True and body["rate_limits"]["storage"] == "redis"
     assert body["status"] == "degraded"
