@@ -216,14 +216,15 @@ def test_a_slow_endpoint_passes_with_a_warning(app, api, workspace):
         elapsed = time.monotonic() - started
     signed_event = by_name(report)["signed_event"]
     assert signed_event["passed"] and "above 1 s" in signed_event["warning"]
-    assert elapsed < 4  # concurrent: not one delay per request (7 requests here)
+    # Concurrent: one after another, the requests could not take less than a delay each (7 here).
+    assert elapsed < len(rx.requests) * 1.1, (elapsed, len(rx.requests))
 
 
 def test_the_run_is_bounded_by_the_timeout(app, api, workspace):
     app.config["WEBHOOK_TIMEOUT_SECONDS"] = 1.0
 
     def hang(record):
-        rx.released.wait(10)
+        rx.released.wait(60)  # answers once released, after the run
         return 200, b"late"
 
     with Receiver(hang) as rx:
@@ -231,7 +232,8 @@ def test_the_run_is_bounded_by_the_timeout(app, api, workspace):
         started = time.monotonic()
         report = run_check(api, hook["id"])
         elapsed = time.monotonic() - started
-    assert elapsed < 3.5
+    # The run's deadline (1 s, plus 1 s of grace) ended it, not the endpoint's answer (60 s).
+    assert elapsed < 30
     assert failed(report) == {*SENDING_CHECKS, "event:account.added"}
     assert "timeout" in by_name(report)["signed_event"]["received"]["error"]
 
@@ -410,8 +412,8 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
     def trickle(conn):
         with conn:
             conn.recv(65536)
-            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok":
-                if stop.wait(0.3):
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n" + b"k" * 100:
+                if stop.wait(0.3):  # the whole answer would take 42 s
                     return
                 try:
                     conn.sendall(bytes([byte]))
@@ -437,7 +439,7 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
     finally:
         stop.set()
         server.close()
-    assert elapsed < 4
+    assert elapsed < 30  # the run's deadline ended it, not the trickle's end (42 s)
     signed_event = by_name(report)["signed_event"]
     assert not signed_event["passed"] and signed_event["detail"].startswith("No complete answer within 1 s")
     assert signed_event["sent"]["headers"]["x-service-conformance"] == "true"

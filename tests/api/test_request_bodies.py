@@ -274,9 +274,9 @@ def test_json_depth_counts_brackets_outside_strings(raw, depth):
 def test_100000_bad_required_jobs_give_a_small_fast_answer(api):
     raw = json.dumps({**LINK_TOKEN, "required_jobs": [{}] * 100_000})
     assert len(raw) > 200_000
-    started = time.monotonic()
+    started = time.thread_time()  # the request runs on this thread: its CPU time, whatever else runs
     response = api.post("/link_tokens", data=raw, headers={"Content-Type": "application/json"})
-    elapsed = time.monotonic() - started
+    elapsed = time.thread_time() - started
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
     assert error["fields"] == [{"name": "required_jobs", "message": "must have at most 10 items"}]
     assert len(response.get_data()) < 2_000
@@ -297,9 +297,9 @@ def test_an_error_lists_at_most_50_fields_and_counts_the_rest(api):
     body = {**LINK_TOKEN, **{base36(i): 1 for i in range(100_000)}}
     raw = json.dumps(body, separators=(",", ":"))
     assert len(raw) < 1024 * 1024
-    started = time.monotonic()
+    started = time.thread_time()  # the request runs on this thread: its CPU time, whatever else runs
     response = api.post("/link_tokens", data=raw, headers={"Content-Type": "application/json"})
-    elapsed = time.monotonic() - started
+    elapsed = time.thread_time() - started
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
     assert len(error["fields"]) == 50
     assert error["fields"][0] == {"name": "0", "message": "is not a known field"}
