@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from datetime import timedelta
 
@@ -21,6 +20,7 @@ from console.keys.secrets import unseal
 from console.link_tokens import services as link_token_services
 from console.link_tokens.models import LinkToken
 from tests.conftest import VERSION, Api, assert_error
+from tests.waiting import wait_for
 
 VALID = {
     "org_name": "Acme",
@@ -359,7 +359,7 @@ def test_a_key_in_use_is_409_with_retry_after_then_replays(app, api, monkeypatch
 
     def slow(*args, **kwargs):
         entered.set()
-        assert release.wait(10)
+        assert release.wait(60)
         return original(*args, **kwargs)
 
     monkeypatch.setattr(link_token_services, "create_link_token", slow)
@@ -373,7 +373,7 @@ def test_a_key_in_use_is_409_with_retry_after_then_replays(app, api, monkeypatch
     )
     thread.start()
     try:
-        assert entered.wait(10)
+        assert entered.wait(60)
         busy = api.post("/link_tokens", json=VALID, headers=headers)
         assert_error(busy, 409, "INVALID_REQUEST_PARAMETERS", "IDEMPOTENCY_KEY_IN_USE")
         assert busy.headers["Retry-After"] == "1"
@@ -392,7 +392,11 @@ def test_concurrent_requests_on_a_real_server_run_once(app, workspace, monkeypat
     original = link_token_services.create_link_token
 
     def slowish(*args, **kwargs):
-        time.sleep(0.2)  # long enough that every other request arrives while this one runs
+        # Runs until another request was refused for the key in use, or all the others were answered (a
+        # backstop): every other request arrives while this one runs, however the threads are scheduled.
+        wait_for(
+            lambda: any(r.status_code == 409 for r in responses) or len(responses) >= count - 1, 60, 0.01
+        )
         return original(*args, **kwargs)
 
     monkeypatch.setattr(link_token_services, "create_link_token", slowish)
@@ -407,14 +411,14 @@ def test_concurrent_requests_on_a_real_server_run_once(app, workspace, monkeypat
 
     def send():
         barrier.wait()
-        responses.append(requests.post(url, json=VALID, headers=headers, timeout=20))
+        responses.append(requests.post(url, json=VALID, headers=headers, timeout=120))
 
     threads = [threading.Thread(target=send) for _ in range(count)]
     try:
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(30)
+            thread.join(120)
     finally:
         server.shutdown()
         server.server_close()
