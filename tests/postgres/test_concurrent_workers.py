@@ -19,6 +19,7 @@ from console.scheduler import services as scheduler
 from console.scheduler.models import ScheduledTask
 from console.workspaces.models import Workspace
 from tests.conftest import base_config
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.postgres
 TASKS = 60
@@ -31,7 +32,9 @@ def _count(task, workspace):
     with LOCK:
         RUNS[task.payload["n"]] += 1
         RUNNERS.setdefault(threading.current_thread().name, set()).add(task.payload["n"])
-    time.sleep(0.01)  # long enough that the workers overlap
+    # Each task holds its row until two workers have run one (a 60 s backstop): the others must take tasks
+    # beside it (SKIP LOCKED) rather than wait for it, however the threads are scheduled.
+    wait_for(lambda: len(RUNNERS) >= 2, 60, 0.005)
     return "counted"
 
 
@@ -76,7 +79,7 @@ def _run_in_threads(database_url, target, count: int) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(60)
+        thread.join(180)
 
 
 def test_two_workers_never_run_the_same_task(pg_app, workspace, database_url):
@@ -96,13 +99,19 @@ def test_an_advance_beside_workers_runs_each_task_once_and_reports_all(pg_app, w
             scheduler.schedule(ws, "test.count", clock.now(ws) + timedelta(minutes=n + 1), {"n": n})
         db.session.commit()
     reports: list[list[dict]] = []
+    advanced = threading.Event()
 
     def advance_or_poll():
         if threading.current_thread().name == "worker-0":
-            reports.append(moves.advance(db.session.get(Workspace, uuid.UUID(workspace.id)), seconds=7200))
+            try:
+                reports.append(
+                    moves.advance(db.session.get(Workspace, uuid.UUID(workspace.id)), seconds=7200)
+                )
+            finally:
+                advanced.set()
         else:
-            deadline = time.monotonic() + 3
-            while time.monotonic() < deadline:
+            deadline = time.monotonic() + 120  # a backstop: they poll while the advance runs
+            while not advanced.is_set() and time.monotonic() < deadline:
                 scheduler.run_due(limit=5)
 
     _run_in_threads(database_url, advance_or_poll, 3)
