@@ -65,12 +65,12 @@ def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp
                         workspace_id=ws.id, mode="sandbox", type="account.added", payload={}, at=now(ws)
                     )
                 db.session.commit()
-            assert wait_for(lambda: len(rx.requests) >= 2 * EVENTS, 40)
+            assert wait_for(lambda: len(rx.requests) >= 2 * EVENTS, 120)
             time.sleep(0.5)  # anything sent twice would arrive now
         finally:
             for worker in workers:
                 worker.send_signal(signal.SIGTERM)
-            assert [worker.wait(15) for worker in workers] == [0, 0, 0]
+            assert [worker.wait(60) for worker in workers] == [0, 0, 0]
     pairs = Counter(
         (r["headers"]["x-service-webhook-id"], json.loads(r["body"])["event_id"]) for r in rx.requests
     )

@@ -56,7 +56,7 @@ def test_the_scheduler_loop_runs_due_tasks_in_the_background(app, workspace):
     worker = start_in_process(app, SCHEDULER_ONLY)
     try:
         task_id = _schedule_due(app, workspace.id, "test.slow")
-        assert wait_for(lambda: _status(app, task_id) == "done")
+        assert wait_for(lambda: _status(app, task_id) == "done", 60)
     finally:
         worker.stop()
     assert not any(t.is_alive() for t in worker.threads)
@@ -67,7 +67,7 @@ def test_stopping_lets_the_task_in_flight_finish(app, workspace):
     SLOW_STARTED.clear()
     task_id = _schedule_due(app, workspace.id, "test.slow")
     worker = start_in_process(app, SCHEDULER_ONLY)
-    assert SLOW_STARTED.wait(10)
+    assert SLOW_STARTED.wait(60)
     worker.stop()
     assert _status(app, task_id) == "done"
     with app.app_context():
