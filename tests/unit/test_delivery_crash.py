@@ -29,15 +29,19 @@ EVENTS = 1000
 LEASE_SECONDS = 2
 
 
-def start_worker(app, tmp_path) -> subprocess.Popen:
+def start_worker(
+    app, tmp_path, *, timeout: float = 2, lease: float | None = LEASE_SECONDS
+) -> subprocess.Popen:
+    """A worker process; `lease` None keeps the worker's own (longer than an attempt can last)."""
     env = {
         **os.environ,
         "DATABASE_URL": app.config["SQLALCHEMY_DATABASE_URI"],
         "SECRET_KEY": app.config["SECRET_KEY"],
         "CONSOLE_INSTANCE_DIR": str(tmp_path),
-        "WEBHOOK_TIMEOUT_SECONDS": "2",
-        "WEBHOOK_LEASE_SECONDS": str(LEASE_SECONDS),
+        "WEBHOOK_TIMEOUT_SECONDS": str(timeout),
     }
+    if lease is not None:
+        env["WEBHOOK_LEASE_SECONDS"] = str(lease)
     return subprocess.Popen([sys.executable, "-m", "console.webhooks.delivery_loop"], cwd=ROOT, env=env)
 
 
