@@ -379,7 +379,7 @@ def test_a_key_in_use_is_409_with_retry_after_then_replays(app, api, monkeypatch
         assert busy.headers["Retry-After"] == "1"
     finally:
         release.set()
-        thread.join(10)
+        thread.join(60)
     assert first["response"].status_code == 200
     retry = api.post("/link_tokens", json=VALID, headers=headers)
     assert retry.headers["Idempotent-Replayed"] == "true"

@@ -37,7 +37,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for(check: Callable, seconds: float = 20):
+def wait_for(check: Callable, seconds: float = 60):
     """tests.waiting.wait_for with this file's longer default: `console listen` processes start and reconnect."""
     return waiting.wait_for(check, seconds, interval=0.1)
 
@@ -128,7 +128,7 @@ class Listen:
     def output(self) -> str:
         return "\n".join(self.lines)
 
-    def wait_for_line(self, text: str, seconds: float = 30) -> str:
+    def wait_for_line(self, text: str, seconds: float = 60) -> str:
         found = wait_for(lambda: next((line for line in self.lines if text in line), None), seconds)
         assert found, f"no line with {text!r} in:\n{self.output()}"
         return found
@@ -366,10 +366,10 @@ def test_stop_signals_set_the_event_outside_the_handler_even_inside_set():
         "            self._cond.notify_all()\n"
         "stop = stop_on_signals(SignalInsideSet())\n"
         "os.kill(os.getpid(), signal.SIGINT)\n"
-        "print(stop.wait(10))\n"
+        "print(stop.wait(60))\n"
         "for _ in range(100_000):\n"
         "    pass  # the main thread goes on running bytecodes (and handlers) meanwhile\n"
         "print('alive')\n"
     )
-    result = run_python(code, timeout=30)
+    result = run_python(code, timeout=120)
     assert result.stdout.split() == ["True", "alive"], result.stderr

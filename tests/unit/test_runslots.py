@@ -29,12 +29,18 @@ class Recorder:
             self.running += 1
             self.most = max(self.most, self.running)
             self.started.append(environ["PATH_INFO"])
-        self.gate.wait(5)
+        self.gate.wait(60)
         time.sleep(self.hold)
         with self.lock:
             self.running -= 1
         start_response("200 OK", [])
         return [b"ok"]
+
+
+def _queued(slots: RunSlots) -> int:
+    """How many threads wait for a slot."""
+    with slots._mutex:
+        return len(slots._waiting[True]) + len(slots._waiting[False])
 
 
 def _call(app, path: str) -> threading.Thread:
@@ -48,7 +54,7 @@ def test_at_most_the_given_number_of_requests_run_at_once():
     app = RunSlotsMiddleware(inner, RunSlots(2))
     threads = [_call(app, f"/page{i}") for i in range(12)]
     for thread in threads:
-        thread.join(10)
+        thread.join(60)
     assert len(inner.started) == 12
     assert inner.most == 2
 
@@ -62,10 +68,10 @@ def test_waiting_requests_get_their_turn_in_order_of_arrival():
     waiters = []
     for i in range(5):
         waiters.append(_call(app, f"/w{i}"))
-        time.sleep(0.02)  # arrive one after another
+        assert wait_for(lambda n=i + 1: _queued(app.slots) == n, 60, 0.005)  # arrive one after another
     inner.gate.set()
     for thread in [first, *waiters]:
-        thread.join(10)
+        thread.join(60)
     assert inner.started == ["/first", "/w0", "/w1", "/w2", "/w3", "/w4"]
 
 
@@ -77,12 +83,12 @@ def test_api_calls_and_health_checks_are_handed_a_slot_before_waiting_pages():
     assert wait_for(lambda: inner.started == ["/"])
     order = ["/timeline", "/events", "/sandbox/v1/link_tokens", "/healthz"]
     waiters = []
-    for path in order:
+    for n, path in enumerate(order, 1):
         waiters.append(_call(app, path))
-        time.sleep(0.02)
+        assert wait_for(lambda n=n: _queued(app.slots) == n, 60, 0.005)  # queued in this order
     inner.gate.set()
     for thread in [first, *waiters]:
-        thread.join(10)
+        thread.join(60)
     assert inner.started == ["/", "/sandbox/v1/link_tokens", "/healthz", "/timeline", "/events"]
 
 
@@ -94,7 +100,7 @@ def test_a_request_waiting_on_something_outside_gives_its_slot_back_meanwhile():
     def waiting_app(environ, start_response):
         with runslots.released():
             seen_in_use.append(slots.in_use())
-            assert other_ran.wait(5)  # another request ran on the slot meanwhile
+            assert other_ran.wait(60)  # another request ran on the slot meanwhile
         seen_in_use.append(slots.in_use())  # its own again
         start_response("200 OK", [])
         return [b""]
@@ -108,7 +114,7 @@ def test_a_request_waiting_on_something_outside_gives_its_slot_back_meanwhile():
     time.sleep(0.05)
     quick = _call(RunSlotsMiddleware(quick_app, slots), "/sandbox/v1/jobs")
     for thread in (waiting, quick):
-        thread.join(10)
+        thread.join(60)
     assert not waiting.is_alive() and other_ran.is_set()
     assert seen_in_use == [0, 1]
     assert slots.in_use() == 0
@@ -131,7 +137,7 @@ def test_a_request_made_from_inside_a_running_one_runs_on_its_slot():
         return [b"page"]
 
     thread = _call(RunSlotsMiddleware(page, slots), "/")
-    thread.join(5)
+    thread.join(60)
     assert not thread.is_alive() and answers == [b"api"] and slots.in_use() == 0
 
 
