@@ -66,6 +66,8 @@ def _schedule_many(app, workspace_id, count: int) -> None:
 def _run_in_threads(database_url, target, count: int) -> None:
     """Run `target()` in `count` threads, each with its own app (its own engine and connections)."""
     apps = [create_app(base_config(database_url)) for _ in range(count)]
+    for worker_app in apps:  # each worker's app knows this module's task kind, as the test's app does
+        scheduler.register_tasks(worker_app, (scheduler.TaskKind("test.count", _count),))
     barrier = threading.Barrier(count)
 
     def work(worker_app):
