@@ -5,6 +5,10 @@ A claim sets `delivering` with a lease; a worker that dies leaves the lease to e
 delivery is sent again with the same `event_id` (at least once). On PostgreSQL the claim takes
 `FOR UPDATE SKIP LOCKED`, so several workers share the work without sending a delivery twice
 at once; on SQLite the claim is a single guarded UPDATE, which the database serializes.
+
+Senders are shared fairly (`fairness`): caps per workspace, destination and webhook, a reserve for
+quiet workspaces, and claims round-robin across workspaces; the ledger of what is in flight is the
+worker process's one (`ledger_for`), which the conformance loop takes its senders from too.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import queue
 import threading
 import time
 import uuid
-from collections import Counter
+from collections.abc import Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 
@@ -30,11 +34,15 @@ from console.keys.models import ApiKey
 from console.keys.secrets import unseal
 from console.webhooks import delivery
 from console.webhooks.delivery import Job, Result, Transport
+from console.webhooks.fairness import Caps, Ledger, Round, Slot, destination, round_robin
 from console.webhooks.models import DELIVERING, PENDING, Webhook, WebhookDelivery
+from console.webhooks.own_inbox import OwnInbox
 from console.workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
 D = WebhookDelivery
+# A claim polls again without the workspaces (and destinations) its candidates filled, at most this often.
+MAX_POLLS_PER_CLAIM = 8
 SECRET_CACHE_SECONDS = 60.0  # a key's secret never changes (rolling makes a new key); this bounds memory only
 
 
@@ -48,8 +56,6 @@ def settings(app: Flask) -> dict[str, float]:
         "lease": float(cfg.get("WEBHOOK_LEASE_SECONDS", 2 * timeout + 30)),
         # Sender threads mostly wait on sockets; many of them cost memory, not CPU.
         "threads": int(cfg.get("WEBHOOK_THREADS", 128)),
-        # One slow endpoint holds at most this many threads, the rest keep serving other webhooks.
-        "per_webhook": int(cfg.get("WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK", 64)),
         "poll_interval": float(cfg.get("WEBHOOK_POLL_INTERVAL_SECONDS", 0.01)),
         # With nothing due and nothing in flight, the poll slows down (doubling) to this: an idle worker
         # polling every 10 ms cost ~9% of a core, taken from the serving processes on a small machine.
@@ -67,34 +73,60 @@ class Claimer:
         self._next_lease_check = 0.0
         self._secrets: dict[uuid.UUID, tuple[str, float]] = {}
 
-    def claim(
-        self, limit: int, *, inflight: Counter | None = None, per_webhook: int = 1_000_000
-    ) -> list[Job]:
-        """Claim up to `limit` due deliveries, at most `per_webhook` in flight per webhook; the caller commits."""
-        return self.take(self.find(limit, inflight=inflight, per_webhook=per_webhook))
+    def claim(self, limit: int, *, fair: Round | None = None, inbox: OwnInbox | None = None) -> list[Job]:
+        """Claim up to `limit` due deliveries within the caps of `fair` (none: no caps); the caller commits."""
+        return self.take(self.find(limit, fair=fair, inbox=inbox))
 
-    def find(self, limit: int, *, inflight: Counter | None = None, per_webhook: int = 1_000_000) -> list[Job]:
-        """Due deliveries to claim, read without writing (on SQLite no lock is held yet)."""
-        inflight = inflight or Counter()
-        saturated = [w for w, n in inflight.items() if n >= per_webhook]
+    def find(self, limit: int, *, fair: Round | None = None, inbox: OwnInbox | None = None) -> list[Job]:
+        """Due deliveries to claim, read without writing (on SQLite no lock is held yet).
+
+        Round-robin across workspaces, within the caps of `fair` (which counts what it chose). The poll
+        leaves out workspaces and webhooks already at a cap; when a poll's candidates fill a workspace's
+        (or destination's) share, the poll is repeated without it, so one workspace's backlog never hides
+        another's due work from this claim: a workspace with room has its due delivery claimed in this
+        very round, as long as a sender is free for it.
+        """
+        fair = fair or Ledger(Caps(limit, limit, limit, limit, reserve=0)).round()  # no caps
         postgres = db.session.get_bind().dialect.name == "postgresql"
         polls = ["due"]
         if time.monotonic() >= self._next_lease_check:  # rare: once a second is plenty
             self._next_lease_check = time.monotonic() + self.lease_check
             polls.insert(0, "expired")
         connection = db.session.connection()
-        candidates = []
+        hosts: dict[uuid.UUID, Hashable] = {}  # webhook -> destination, as seen in this claim
+        chosen: list[uuid.UUID] = []
+        seen: set[uuid.UUID] = set()
         for poll in polls:
-            params = {"now": utcnow(), "saturated": saturated, "limit": limit - len(candidates)}
-            candidates += connection.execute(_poll_statement(poll, postgres), params).all()
-            if len(candidates) >= limit:
-                break
-        taken: Counter = Counter()
-        chosen = []
-        for delivery_id, webhook_id in candidates:
-            if inflight[webhook_id] + taken[webhook_id] < per_webhook:
-                taken[webhook_id] += 1
-                chosen.append(delivery_id)
+            for _ in range(MAX_POLLS_PER_CLAIM):
+                room = min(limit - len(chosen), fair.free)
+                if room <= 0:
+                    break
+                full_hosts = fair.full_hosts()
+                params = {
+                    "now": utcnow(),
+                    "workspaces": fair.blocked_workspaces(),
+                    "webhooks": list(fair.full_webhooks() | {w for w, h in hosts.items() if h in full_hosts}),
+                    "limit": limit,
+                }
+                rows = connection.execute(_poll_statement(poll, postgres), params).all()
+                excluded_before = (len(params["workspaces"]), len(params["webhooks"]))
+                for delivery_id, webhook_id, workspace_id, url in fair_order(rows):
+                    if delivery_id in seen:
+                        continue
+                    if webhook_id not in hosts:
+                        own = inbox is not None and inbox.workspace_of(url) == workspace_id
+                        hosts[webhook_id] = destination(url, workspace_id, own_inbox=own)
+                    if len(chosen) < limit and fair.take(Slot(workspace_id, hosts[webhook_id], webhook_id)):
+                        seen.add(delivery_id)
+                        chosen.append(delivery_id)
+                full_hosts = fair.full_hosts()
+                excluded_after = (
+                    len(fair.blocked_workspaces()),
+                    len(fair.full_webhooks() | {w for w, h in hosts.items() if h in full_hosts}),
+                )
+                # Nothing more due, or nothing newly at a cap (polling again would read the same rows).
+                if len(rows) < limit or excluded_after == excluded_before:
+                    break
         return self.jobs(chosen) if chosen else []
 
     def take(self, jobs: list[Job]) -> list[Job]:
@@ -193,14 +225,36 @@ _DETAILS = (
 def _poll_statement(kind: str, postgres: bool):
     condition, order = (_DUE, T.c.run_after) if kind == "due" else (_EXPIRED, T.c.claimed_until)
     query = (
-        select(T.c.id, T.c.webhook_id)
-        .where(condition, T.c.webhook_id.not_in(bindparam("saturated", expanding=True)))
+        select(T.c.id, T.c.webhook_id, T.c.workspace_id, Webhook.url)
+        .join(Webhook, Webhook.id == T.c.webhook_id)
+        .where(
+            condition,
+            T.c.workspace_id.not_in(bindparam("workspaces", expanding=True)),
+            T.c.webhook_id.not_in(bindparam("webhooks", expanding=True)),
+        )
         .order_by(order)
         .limit(bindparam("limit"))
     )
-    if postgres:  # locked until commit; other workers skip these rows
-        query = query.with_for_update(skip_locked=True)
+    if postgres:  # locked until commit; other workers skip these rows (the webhook rows stay unlocked)
+        query = query.with_for_update(skip_locked=True, of=T)
     return query
+
+
+def fair_order(rows):
+    """Candidates (id, webhook, workspace, url) round-robin across workspaces, each in due order."""
+    return round_robin(rows, key=lambda row: row[2])
+
+
+def ledger_for(app: Flask) -> Ledger:
+    """The worker process's one sender ledger (made with the first loop that needs it, never at import)."""
+    with _LEDGER_LOCK:
+        ledger = app.extensions.get("webhook_senders")
+        if ledger is None:
+            ledger = app.extensions["webhook_senders"] = Ledger(Caps.from_config(app.config))
+        return ledger
+
+
+_LEDGER_LOCK = threading.Lock()
 
 
 def release(jobs: list[Job]) -> None:
@@ -252,12 +306,22 @@ class DeliveryLoop:
         self.app = app
         self.cfg = settings(app)
         self.threads = int(self.cfg["threads"])
+        self.inbox = OwnInbox.from_config(app.config)
         self.results: queue.Queue[Result] = queue.Queue()
-        self.inflight: Counter = Counter()
+        # Shared with the conformance loop of this process: both take senders under the same caps.
+        self.inflight = ledger_for(app)
         self.futures: dict[Future, Job] = {}
 
-    def _send(self, job: Job, transport: Transport) -> None:
-        self.results.put(_safe_send(job, transport, self.cfg["timeout"]))
+    def _send(self, job: Job, slot: Slot, transport: Transport) -> None:
+        try:
+            result = _safe_send(job, transport, self.cfg["timeout"])
+        finally:
+            self.inflight.release(slot)  # the sender is free the moment the answer (or timeout) is in
+        self.results.put(result)
+
+    def _slot(self, job: Job) -> Slot:
+        own = self.inbox.workspace_of(job.url) == job.workspace_id
+        return Slot(job.workspace_id, destination(job.url, job.workspace_id, own_inbox=own), job.webhook_id)
 
     def _collect(self, wait: float) -> list[Result]:
         """The results ready now, waiting up to `wait` for the first; they pile up while we write."""
@@ -268,10 +332,6 @@ class DeliveryLoop:
                 batch.append(self.results.get_nowait())
         except queue.Empty:
             pass
-        for r in batch:
-            self.inflight[r.job.webhook_id] -= 1
-            if self.inflight[r.job.webhook_id] <= 0:
-                del self.inflight[r.job.webhook_id]
         if batch:
             self.futures = {f: j for f, j in self.futures.items() if not f.done()}
         return batch
@@ -281,22 +341,23 @@ class DeliveryLoop:
 
         Reads come first and writes last, so on SQLite the write lock is held as briefly as possible.
         """
-        capacity = min(self.threads - sum(self.inflight.values()), int(self.cfg["batch"]))
-        jobs: list[Job] = []
-        try:
-            if claim and capacity > 0:
-                jobs = claimer.find(
-                    capacity, inflight=self.inflight, per_webhook=int(self.cfg["per_webhook"])
-                )
-            if batch:
-                delivery.record(batch, self.cfg["timeout"])
-            jobs = claimer.take(jobs)
-            db.session.commit()
-        except Exception:
-            # Unrecorded attempts keep their lease: they are sent again when it expires (at least once).
-            log.exception("webhook delivery bookkeeping failed (%d results)", len(batch))
-            db.session.rollback()
-            return []
+        with self.inflight.claiming:  # the conformance loop takes senders from the same ledger
+            fair = self.inflight.round()
+            capacity = min(fair.free, int(self.cfg["batch"]))
+            jobs: list[Job] = []
+            try:
+                if claim and capacity > 0:
+                    jobs = claimer.find(capacity, fair=fair, inbox=self.inbox)
+                if batch:
+                    delivery.record(batch, self.cfg["timeout"])
+                jobs = claimer.take(jobs)
+                db.session.commit()
+            except Exception:
+                # Unrecorded attempts keep their lease: they are sent again when it expires (at least once).
+                log.exception("webhook delivery bookkeeping failed (%d results)", len(batch))
+                db.session.rollback()
+                return []
+            self.inflight.acquire([self._slot(job) for job in jobs])
         return jobs
 
     def run_forever(self, stop: threading.Event) -> None:
@@ -309,8 +370,7 @@ class DeliveryLoop:
                 while not stop.is_set():
                     jobs = self._step(self._collect(wait), claimer, claim=True)
                     for job in jobs:
-                        self.inflight[job.webhook_id] += 1
-                        self.futures[pool.submit(self._send, job, transport)] = job
+                        self.futures[pool.submit(self._send, job, self._slot(job), transport)] = job
                     wait = self._next_wait(len(jobs), wait)
                 self._shutdown(claimer)
             finally:
@@ -336,13 +396,13 @@ class DeliveryLoop:
         """Stop: unsent jobs go back at once, attempts in flight finish and are recorded."""
         unsent = [job for future, job in self.futures.items() if future.cancel()]
         for job in unsent:
-            self.inflight[job.webhook_id] -= 1
+            self.inflight.release(self._slot(job))
         try:
             release(unsent)
         except Exception:
             log.exception("releasing %d unsent webhook deliveries failed", len(unsent))
             db.session.rollback()
-        while +self.inflight:
+        while any(not f.done() for f in self.futures) or not self.results.empty():
             self._step(self._collect(self.cfg["poll_interval"]), claimer, claim=False)
 
 
@@ -357,6 +417,11 @@ def main() -> None:
         "WEBHOOK_THREADS",
         "WEBHOOK_POLL_INTERVAL_SECONDS",
         "WEBHOOK_IDLE_POLL_SECONDS",
+        "WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE",
+        "WEBHOOK_MAX_IN_FLIGHT_PER_HOST",
+        "WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK",
+        "WEBHOOK_RESERVED_SENDERS",
+        "WEBHOOK_RESERVED_SHARE",
     ):
         if os.environ.get(name):
             app.config[name] = float(os.environ[name])

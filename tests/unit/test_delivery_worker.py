@@ -19,6 +19,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.webhooks import services
 from console.webhooks.delivery_loop import Claimer, DeliveryLoop, deliver_due
+from console.webhooks.fairness import Slot
 from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
 
@@ -104,17 +105,17 @@ def test_a_hanging_endpoint_does_not_delay_the_others(app, ctx):
             try:
                 for _ in range(80):  # more hanging deliveries than one webhook may hold threads
                     emit(ws, "income.added")
-                wait_for(lambda: len(hang.requests) >= 64)
+                wait_for(lambda: len(hang.requests) >= 24)
                 written = [emit(ws) for _ in range(30)]
                 wait_for(lambda: len(fine.requests) >= 30)
-                # Counted while all 64 still hang: none can end before the release, so no 65th can be sent.
+                # Counted while all 24 still hang: none can end before the release, so no 25th can be sent.
                 held = len(hang.requests)
             finally:
                 hang.release()  # before the loop stops: it waits for the attempts in flight
             wait_for(lambda: len(hang.requests) >= 80)  # once released, the queued ones follow
-        # Every one of the 30 arrived while the hanging webhook held its 64 threads: none waited for them.
+        # Every one of the 30 arrived while the hanging webhook held its 24 threads: none waited for them.
         assert sorted(fine.event_ids()) == sorted(written)
-        assert held == 64  # capped per webhook: half of the 128 sender threads
+        assert held == 24  # capped per destination and webhook: 24 of the 128 senders (the workspace: 32)
         assert len(hang.requests) == 80 and len(set(hang.event_ids())) == 80
 
 
@@ -165,7 +166,7 @@ def test_an_idle_loop_slows_its_poll_down_and_speeds_up_with_work(app):
     assert waits == [0.01, 0.02, 0.04, 0.08, 0.1, 0.1]
     assert loop._next_wait(1, wait) == 0.01  # work found: back to the normal poll at once
     assert loop._next_wait(4, wait) == 0.0  # a full claim: poll again without waiting
-    loop.inflight["w"] = 1
+    loop.inflight.acquire([Slot(uuid.uuid4(), ("http", "h", 80), uuid.uuid4())])
     assert loop._next_wait(0, 0.1) == 0.01  # attempts in flight: their results are collected promptly
 
 
