@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 LOOPS = (
     "console.scheduler.loop.SchedulerLoop",
     "console.webhooks.delivery_loop.DeliveryLoop",
+    "console.conformance.runs.RunLoop",
     "console.idempotency.sweep_loop.SweepLoop",
     "console.workspaces.collection.CollectionLoop",
     "console.db.sqlite.CheckpointLoop",

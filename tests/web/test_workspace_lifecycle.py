@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select, text, update
 
-from console.conformance.models import ConformanceReport
+from console.conformance.models import ConformanceReport, ConformanceRun
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.idempotency.models import IdempotencyKey
@@ -28,6 +28,7 @@ from tests.web.helpers import deliver_workspace_events, run_headless
 # (test_every_scoped_table_is_listed fails until it is), so the collection test covers it.
 OWNED = {
     "api_keys": "workspace_id",
+    "conformance_runs": "workspace_id",
     "link_tokens": "workspace_id",
     "link_sessions": "workspace_id",
     "accounts": "workspace_id",
@@ -170,6 +171,15 @@ def _fill(app, client, visitor) -> None:
                 webhook_id=delivery.webhook_id,
                 passed=True,
                 ran_at=utcnow(),
+            )
+        )
+        db.session.add(
+            ConformanceRun(
+                workspace_id=workspace.id,
+                mode="sandbox",
+                webhook_id=delivery.webhook_id,
+                status="done",
+                created_at=utcnow(),
             )
         )
         db.session.add(
