@@ -285,16 +285,27 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "sandbox": True,
     },
     ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): {
-        "summary": "Run the endpoint conformance check against a webhook (at most ~16 s)",
+        "summary": "Start an endpoint conformance run against a webhook; answers at once with the queued run",
         "tag": "Sandbox",
         "body": ConformanceRequest,
-        "response": "single:ConformanceReport",
+        "response": "single:ConformanceRun",
+        "status": "202",
         "sandbox": True,
+        "errors": {
+            "409": "A run of this webhook is already queued or running (CONFLICT); poll it, see Retry-After.",
+            "429": "Too many runs of this workspace at a time (RATE_LIMIT_EXCEEDED); see Retry-After.",
+        },
     },
     ("GET", "/sandbox/webhooks/{webhook_id}/conformance"): {
-        "summary": "The webhook's latest conformance report (404 before the first run)",
+        "summary": "The webhook's latest conformance run, with its report once done (404 before the first run)",
         "tag": "Sandbox",
-        "response": "single:ConformanceReport",
+        "response": "single:ConformanceRun",
+        "sandbox": True,
+    },
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance/{run_id}"): {
+        "summary": "One conformance run of the webhook, with its report once done",
+        "tag": "Sandbox",
+        "response": "single:ConformanceRun",
         "sandbox": True,
     },
     ("GET", "/openapi.json"): {
@@ -366,14 +377,15 @@ def route_operations() -> set[tuple[str, str]]:
     return found
 
 
-def _response(kind: str) -> dict:
+def _response(kind: str, status: str = "200") -> dict:
     if kind == "empty":
         return {"204": {"description": "Deleted; no body."}}
     if kind == "object":
         return {"200": {"description": "OK", "content": {"application/json": {"schema": {"type": "object"}}}}}
     shape, name = kind.split(":")
     schema = single(name) if shape == "single" else collection(name)
-    return {"200": {"description": "OK", "content": {"application/json": {"schema": schema}}}}
+    description = "Accepted: queued, to be polled" if status == "202" else "OK"
+    return {status: {"description": description, "content": {"application/json": {"schema": schema}}}}
 
 
 def _operation(method: str, path: str, details: dict) -> dict:
@@ -387,7 +399,8 @@ def _operation(method: str, path: str, details: dict) -> dict:
     if idempotent:
         params.append({"$ref": "#/components/parameters/IdempotencyKey"})
     params += details.get("params", [])
-    responses = _response(details["response"])
+    success = details.get("status", "200")
+    responses = _response(details["response"], success)
     if not details.get("public"):
         errors = dict({**ERRORS, **IDEMPOTENT_ERRORS} if idempotent else ERRORS)
         for status, text in details.get("errors", {}).items():  # this operation's own reasons
@@ -399,7 +412,7 @@ def _operation(method: str, path: str, details: dict) -> dict:
             }
         )
     if idempotent:
-        responses["200"]["headers"] = REPLAY_HEADERS
+        responses[success]["headers"] = REPLAY_HEADERS
     operation = {
         "summary": details["summary"],
         "tags": [details["tag"]],

@@ -291,4 +291,24 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
         },
         ["webhook_id", "url", "version", "enabled_events", "passed", "ran_at", "duration_ms", "checks"],
     ),
+    "ConformanceRun": obj(
+        {
+            "id": UUID,
+            "webhook_id": UUID,
+            "status": {
+                "type": "string",
+                "enum": ["queued", "running", "done"],
+                "description": "queued until the worker takes it, running while it sends, done with a report.",
+            },
+            "created_at": DATETIME,
+            "started_at": {**DATETIME, "type": ["string", "null"]},
+            "finished_at": {**DATETIME, "type": ["string", "null"]},
+            "passed": {"type": ["boolean", "null"], "description": "The report's `passed`; null until done."},
+            "report": {
+                "oneOf": [ref("ConformanceReport"), {"type": "null"}],
+                "description": "null until done (and for a run whose webhook was deleted before it ran).",
+            },
+        },
+        ["id", "webhook_id", "status", "created_at", "started_at", "finished_at", "passed", "report"],
+    ),
 }

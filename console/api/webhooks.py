@@ -7,7 +7,7 @@ from flask import current_app, g, jsonify
 
 from console.api.conventions import current_key, current_workspace, json_body, no_content, sandbox_only
 from console.api.pagination import paginate
-from console.conformance import services as conformance
+from console.conformance import runs
 from console.core.bodies import RequestModel, moment, one_of, validate
 from console.core.errors import FieldError
 from console.core.routes import Routes
@@ -88,20 +88,27 @@ class ConformanceRequest(RequestModel):
 @routes.post("/sandbox/webhooks/<webhook_id>/conformance")
 @sandbox_only
 def run_conformance(webhook_id: str):
-    """Run the endpoint conformance suite against the webhook (even a paused one) and keep the report."""
+    """Queue a conformance run of the webhook (even a paused one); the worker executes it. Answers at once:
+    202 with the run (poll GET .../conformance/{run_id}), 409 / 429 with Retry-After past the limits."""
     validate(ConformanceRequest, json_body())
-    report = conformance.check_webhook(
-        current_app._get_current_object(), _webhook(webhook_id), current_workspace()
-    )
+    run = runs.start(current_app._get_current_object(), _webhook(webhook_id))
+    response = {"data": runs.serialize(run)}  # before the commit expires (and would reload) it
     db.session.commit()
-    return jsonify({"data": report})
+    return jsonify(response), 202
 
 
 @routes.get("/sandbox/webhooks/<webhook_id>/conformance")
 @sandbox_only
 def latest_conformance(webhook_id: str):
-    """The webhook's latest conformance report (404 before the first run)."""
-    return jsonify({"data": conformance.latest(_webhook(webhook_id))})
+    """The webhook's latest conformance run, with its report once done (404 before the first run)."""
+    return jsonify({"data": runs.serialize(runs.get(_webhook(webhook_id)))})
+
+
+@routes.get("/sandbox/webhooks/<webhook_id>/conformance/<run_id>")
+@sandbox_only
+def conformance_run(webhook_id: str, run_id: str):
+    """One conformance run of the webhook (404 for an unknown run or another webhook's)."""
+    return jsonify({"data": runs.serialize(runs.get(_webhook(webhook_id), run_id))})
 
 
 class ReplayRequest(RequestModel):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -208,11 +208,11 @@ class RunLoop:
             with self._lock:
                 self._running.discard(run_id)
 
-    def step(self, pool: ThreadPoolExecutor) -> bool:
-        """Claim and start one run if there is room; whether one started."""
+    def step(self, pool: ThreadPoolExecutor) -> Future | None:
+        """Claim and start one run on `pool` if there is room; its future, or None when none started."""
         with self._lock:
             if len(self._running) >= self.limits["worker_runs"]:
-                return False
+                return None
             running = set(self._running)
         with self.app.app_context():
             try:
@@ -224,17 +224,31 @@ class RunLoop:
             finally:
                 db.session.remove()
         if claimed is None:
-            return False
+            return None
         with self._lock:
             self._running.add(claimed[0])
-        pool.submit(self._execute, *claimed)
-        return True
+        return pool.submit(self._execute, *claimed)
 
     def run_forever(self, stop: threading.Event) -> None:
         pool = ThreadPoolExecutor(self.limits["worker_runs"], thread_name_prefix="conformance-run")
         try:
             while not stop.is_set():
-                if not self.step(pool):
+                if self.step(pool) is None:
                     stop.wait(POLL_SECONDS)
         finally:
             pool.shutdown(wait=True)  # a run in flight lasts at most the timeout plus a second
+
+
+def run_due(app: Flask, *, max_runs: int = 100) -> int:
+    """Execute the claimable runs one after another, each on a worker thread, as the RunLoop would; returns
+    how many ran. For tests, where no worker runs (`RUN_WORKER` off), as `deliver_due` is for deliveries."""
+    loop = RunLoop(app)
+    ran = 0
+    with ThreadPoolExecutor(1, thread_name_prefix="conformance-run") as pool:
+        while ran < max_runs:
+            future = loop.step(pool)
+            if future is None:
+                break
+            future.result()
+            ran += 1
+    return ran

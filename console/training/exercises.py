@@ -2,7 +2,7 @@
 
 A check reads database facts only, never a click in the console: a Link token the workspace's key
 created from outside the console (`LinkToken.created_by_console`), a Link session whose parent page
-was another origin (`LinkSession.embedding_origin`), the webhooks, the conformance reports, a jobs
+was another origin (`LinkSession.embedding_origin`), the webhooks, the finished conformance runs, a jobs
 search by a backend (`LinkToken.outside_lookup_at`) and the jobs' transitions. Each answers a
 `Result`: done, and a reason a trainee (or their trainer) can act on.
 """
@@ -16,7 +16,8 @@ from pathlib import Path
 from flask import current_app
 from sqlalchemy import select
 
-from console.conformance.models import ConformanceReport
+from console.conformance.models import ACTIVE as RUN_ACTIVE
+from console.conformance.models import DONE, ConformanceRun
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
 from console.jobs.plans import PENDING, SENT, SUCCESS
@@ -112,18 +113,25 @@ def check_own_endpoint(workspace: Workspace) -> Result:
 
 
 def check_conformance(workspace: Workspace) -> Result:
+    """Ticks on a passed report among the finished conformance runs of the trainee's own endpoints."""
     hooks = {h.id: h for h in _own_webhooks(workspace)}
     if not hooks:
         return Result(False, "Register your own endpoint first (exercise 3).")
+    mine = (ConformanceRun.workspace_id == workspace.id, ConformanceRun.webhook_id.in_(list(hooks)))
     reports = db.session.scalars(
-        select(ConformanceReport)
-        .where(ConformanceReport.workspace_id == workspace.id, ConformanceReport.webhook_id.in_(list(hooks)))
-        .order_by(ConformanceReport.ran_at.desc())
+        select(ConformanceRun)
+        .where(*mine, ConformanceRun.status == DONE, ConformanceRun.passed.is_not(None))
+        .order_by(ConformanceRun.finished_at.desc())
     ).all()
     passed = next((r for r in reports if r.passed), None)
     if passed is not None:
         return Result(True, f"{hooks[passed.webhook_id].url} passed the conformance check.")
     if not reports:
+        active = db.session.scalars(
+            select(ConformanceRun.id).where(*mine, ConformanceRun.status.in_(RUN_ACTIVE))
+        )
+        if active.first() is not None:
+            return Result(False, "The conformance check is running: its report counts once it is done.")
         return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
     failed = [c.get("name", "?") for c in (reports[0].report or {}).get("checks", []) if not c.get("passed")]
     names = ", ".join(str(name) for name in failed) or "see the report"

@@ -12,6 +12,7 @@ from sqlalchemy import func, select
 
 from bench.webhooks import Receiver
 from console.api.ratelimit import RateLimiter
+from console.conformance import runs
 from console.events.models import Event
 from console.extensions import db
 from console.webhooks import WebhookVerificationError, urls, verify
@@ -69,10 +70,22 @@ def create_webhook(api, url, events=None, version="2023-11-22"):
     return response.get_json()["data"]
 
 
-def run_check(api, hook_id):
+def start_run(api, hook_id):
+    """POST .../conformance: 202 and the queued run, at once."""
     response = api.post(f"/sandbox/webhooks/{hook_id}/conformance")
-    assert response.status_code == 200, response.get_json()
-    return response.get_json()["data"]
+    assert response.status_code == 202, response.get_json()
+    run = response.get_json()["data"]
+    assert run["status"] == "queued" and run["report"] is None
+    return run
+
+
+def run_check(api, hook_id):
+    """Start a run, let the worker execute it (runs.run_due, as the worker's RunLoop), return its report."""
+    run = start_run(api, hook_id)
+    assert runs.run_due(api.client.application) == 1
+    done = api.get(f"/sandbox/webhooks/{hook_id}/conformance/{run['id']}").get_json()["data"]
+    assert done["status"] == "done" and done["passed"] == done["report"]["passed"]
+    return done["report"]
 
 
 def failed(report) -> set[str]:
@@ -301,13 +314,109 @@ def test_latest_report_is_kept_and_replaced(app, api, workspace):
     endpoint = Endpoint(workspace.secrets["sandbox"], fail_duplicates=True)
     with Receiver(endpoint) as rx:
         hook = create_webhook(api, rx.url, events=["account.added"])
-        assert_error(api.get(f"/sandbox/webhooks/{hook['id']}/conformance"), 404, "RECORD_NOT_FOUND")
+        path = f"/sandbox/webhooks/{hook['id']}/conformance"
+        assert_error(api.get(path), 404, "RECORD_NOT_FOUND")
         first = run_check(api, hook["id"])
-        assert api.get(f"/sandbox/webhooks/{hook['id']}/conformance").get_json()["data"] == first
+        assert api.get(path).get_json()["data"]["report"] == first
         endpoint.fail_duplicates = False  # the developer fixes the receiver and runs it again
         second = run_check(api, hook["id"])
     assert first["passed"] is False and second["passed"] is True
-    assert api.get(f"/sandbox/webhooks/{hook['id']}/conformance").get_json()["data"] == second
+    latest = api.get(path).get_json()["data"]
+    assert latest["status"] == "done" and latest["report"] == second
+
+
+def test_a_run_is_queued_then_done_and_each_run_stays_readable(app, api, workspace):
+    with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        path = f"/sandbox/webhooks/{hook['id']}/conformance"
+        first = start_run(api, hook["id"])
+        assert set(first) == {
+            "id",
+            "webhook_id",
+            "status",
+            "created_at",
+            "started_at",
+            "finished_at",
+            "passed",
+            "report",
+        }
+        assert first["webhook_id"] == hook["id"] and first["started_at"] is None and first["passed"] is None
+        assert api.get(path).get_json()["data"] == first  # the latest run, still queued
+        assert api.get(f"{path}/{first['id']}").get_json()["data"] == first
+        assert not rx.requests  # nothing is sent until the worker takes it
+        runs.run_due(app)
+        second_report = run_check(api, hook["id"])
+        done = api.get(f"{path}/{first['id']}").get_json()["data"]
+    assert done["status"] == "done" and done["started_at"] and done["finished_at"]
+    assert done["report"]["passed"] is True and done["report"] != second_report  # each run keeps its own
+    assert api.get(path).get_json()["data"]["report"] == second_report
+
+
+def test_one_run_per_webhook_and_a_few_per_workspace_in_the_error_shape(app, api, workspace):
+    app.config.update(WEBHOOK_TIMEOUT_SECONDS=3, CONFORMANCE_RUNS_PER_WORKSPACE=2)
+    hooks = [create_webhook(api, f"http://127.0.0.1:9/hook{i}", events=["account.added"]) for i in range(3)]
+    start_run(api, hooks[0]["id"])
+    again = api.post(f"/sandbox/webhooks/{hooks[0]['id']}/conformance")
+    assert_error(again, 409, "INVALID_REQUEST_PARAMETERS", "CONFLICT")
+    assert again.headers["Retry-After"] == "5"  # the 3 s timeout, the 1 s grace, one more
+    start_run(api, hooks[1]["id"])
+    third = api.post(f"/sandbox/webhooks/{hooks[2]['id']}/conformance")
+    assert_error(third, 429, "RATE_LIMIT_EXCEEDED", "RATE_LIMIT_EXCEEDED")
+    assert (
+        third.headers["Retry-After"] == "5" and "2 conformance runs" in third.get_json()["error"]["message"]
+    )
+    assert runs.run_due(app) == 2  # once they are done, the third webhook may run
+    start_run(api, hooks[2]["id"])
+
+
+def test_a_serving_thread_is_never_held_by_a_conformance_run(app, api, workspace, monkeypatch):
+    """The endpoint accepts and never answers: the POST still answers, before anything reaches it, and every
+    request of the run is sent from a worker thread, never from the thread that served the POST."""
+    import select as select_module
+    import socket
+
+    from console.conformance import sender
+
+    app.config["WEBHOOK_TIMEOUT_SECONDS"] = 1.0
+    senders: list[threading.Thread] = []
+    real_send = sender.send
+
+    def recording_send(*args, **kwargs):
+        senders.append(threading.current_thread())
+        return real_send(*args, **kwargs)
+
+    monkeypatch.setattr(sender, "send", recording_send)
+    server = socket.create_server(("127.0.0.1", 0), backlog=64)  # never accepts: connections wait unanswered
+    try:
+        hook = create_webhook(
+            api, f"http://127.0.0.1:{server.getsockname()[1]}/hook", events=["account.added"]
+        )
+        run = start_run(api, hook["id"])  # status queued, no report
+        # Nothing has connected to the endpoint and nothing was sent while the POST was served.
+        assert select_module.select([server], [], [], 0)[0] == [] and senders == []
+        with app.app_context():
+            from console.conformance.models import ConformanceRun
+
+            assert db.session.get(ConformanceRun, uuid.UUID(run["id"])).attempts == 0  # not even claimed
+        assert runs.run_due(app) == 1
+        assert select_module.select([server], [], [], 0)[0] == [server]  # the worker's requests reached it
+    finally:
+        server.close()
+    assert senders and threading.main_thread() not in senders and threading.current_thread() not in senders
+    report = api.get(f"/sandbox/webhooks/{hook['id']}/conformance/{run['id']}").get_json()["data"]["report"]
+    assert not by_name(report)["signed_event"]["passed"]
+    assert "timeout" in by_name(report)["signed_event"]["received"]["error"]
+
+
+def test_a_run_of_another_webhook_or_unknown_is_not_found(app, api, workspace):
+    hooks = [create_webhook(api, f"http://127.0.0.1:9/hook{i}", events=["account.added"]) for i in range(2)]
+    run = start_run(api, hooks[0]["id"])
+    for run_id in (str(uuid.uuid4()), "not-a-uuid"):
+        response = api.get(f"/sandbox/webhooks/{hooks[0]['id']}/conformance/{run_id}")
+        assert_error(response, 404, "RECORD_NOT_FOUND")
+    assert_error(
+        api.get(f"/sandbox/webhooks/{hooks[1]['id']}/conformance/{run['id']}"), 404, "RECORD_NOT_FOUND"
+    )
 
 
 def test_sandbox_only(api_for, monkeypatch):
@@ -332,6 +441,11 @@ def test_another_workspaces_webhook_is_not_found(app, client, api, workspace):
         response = getattr(api, method)(f"/sandbox/webhooks/{hook['id']}/conformance")
         assert_error(response, 404, "RECORD_NOT_FOUND")
     assert_error(api.post(f"/sandbox/webhooks/{uuid.uuid4()}/conformance"), 404, "RECORD_NOT_FOUND")
+    # Its runs too: another workspace's run is not found, by webhook or by run id.
+    other = Api(client, other_secret)
+    run = other.post(f"/sandbox/webhooks/{hook['id']}/conformance").get_json()["data"]
+    response = api.get(f"/sandbox/webhooks/{hook['id']}/conformance/{run['id']}")
+    assert_error(response, 404, "RECORD_NOT_FOUND")
 
 
 def test_unknown_fields_are_refused(api):
@@ -364,15 +478,16 @@ def test_a_paused_webhook_is_checked_too(app, api, workspace):
         assert run_check(api, hook["id"])["passed"] is True
 
 
-def test_with_an_idempotency_key_a_retry_replays_the_report(app, api, workspace):
+def test_with_an_idempotency_key_a_retry_replays_the_run(app, api, workspace):
     with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
         hook = create_webhook(api, rx.url, events=["account.added"])
         path = f"/sandbox/webhooks/{hook['id']}/conformance"
         first = api.post(path, headers={"Idempotency-Key": "conformance-1"})
         again = api.post(path, headers={"Idempotency-Key": "conformance-1"})
-    assert first.status_code == again.status_code == 200
+        assert runs.run_due(app) == 1
+    assert first.status_code == again.status_code == 202
     assert again.headers["Idempotent-Replayed"] == "true" and again.get_json() == first.get_json()
-    assert len(rx.requests) == 7  # the retry did not run the suite again
+    assert len(rx.requests) == 7  # the retry did not queue a second run
 
 
 def test_the_built_in_inbox_passes_even_on_an_advanced_clock(app, api, workspace):

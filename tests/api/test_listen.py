@@ -9,6 +9,7 @@ import uuid
 import pytest
 
 from console.api.ratelimit import RateLimiter
+from console.conformance import runs
 from console.extensions import db
 from console.webhooks import relay, signing
 from console.webhooks.delivery_loop import deliver_due
@@ -316,12 +317,15 @@ def test_the_conformance_check_of_a_relayed_webhook_goes_through_its_listener(ap
         target=_conforming_listener, args=(api, hook["id"], workspace.secrets["sandbox"], stop, answered)
     )
     helper.start()
+    path = f"/sandbox/webhooks/{hook['id']}/conformance"
     try:
-        response = api.post(f"/sandbox/webhooks/{hook['id']}/conformance", json={})
+        started = api.post(path, json={})
+        assert started.status_code == 202 and started.get_json()["data"]["status"] == "queued"
+        assert runs.run_due(api.client.application) == 1  # what the worker does, on a thread of its own
     finally:
         stop.set()
         helper.join()
-    report_data = response.get_json()["data"]
+    report_data = api.get(path).get_json()["data"]["report"]
     failed = [(c["name"], c["detail"]) for c in report_data["checks"] if not c["passed"]]
     assert report_data["passed"], failed
     assert 200 in answered and 400 in answered  # the forged, altered and stale requests reached it too

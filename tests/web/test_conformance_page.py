@@ -1,4 +1,4 @@
-"""The webhooks page runs the endpoint conformance check through the API and shows the report."""
+"""The webhooks page starts the endpoint conformance check through the API, polls the run, shows the report."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import re
 
 from sqlalchemy import func, select
 
+from console.conformance import runs
 from console.conformance.models import ConformanceReport
 from console.events.models import Event
 from console.extensions import db
@@ -31,10 +32,23 @@ def test_the_built_in_inbox_passes_the_check(app, visitor):
         and "not checked" in page
     )
 
+    # The API queues a run and answers at once: the section says it is running and polls.
     response = visitor.post(f"/webhooks/{hook_id}/conformance", htmx=True)
     assert response.status_code == 200
+    started = response.get_data(as_text=True)
+    assert "running…" in started and "Waiting for the worker" in started and "✓ passed" not in started
+    poll = (
+        re.search(r'hx-get="(/webhooks/[^"]+/conformance/poll\?[^"]+)"', started)
+        .group(1)
+        .replace("&amp;", "&")
+    )
+    assert "status=queued" in poll and 'hx-trigger="every 2s, live-refresh"' in started
+    assert visitor.get(poll, htmx=True).status_code == 204  # nothing changed yet: nothing to redraw
+    assert runs.run_due(app) == 1  # what the worker does
+    response = visitor.get(poll, htmx=True)
+    assert response.status_code == 200
     html = response.get_data(as_text=True)
-    assert "✓ passed" in html and "✗ fail" not in html
+    assert "running…" not in html and "/conformance/poll" not in html  # done: the polling stops
     # 5 checks of the signature and delivery rules, 5 event shapes (4 types, a switch twice), 1 of ours.
     assert "11 of 11 checks passed" in html
     assert f'id="conformance-badge-{hook_id}" hx-swap-oob="true"' in html and "✓ conformant" in html
@@ -46,7 +60,7 @@ def test_the_built_in_inbox_passes_the_check(app, visitor):
         # The call went through the API and shows in the request log; nothing entered the event log.
         row = requestlog.latest(visitor.workspace_id, "conformance")
         assert row.method == "POST" and row.path == f"/sandbox/v1/sandbox/webhooks/{hook_id}/conformance"
-        assert row.status == 200
+        assert row.status == 202
         assert db.session.scalar(select(func.count()).select_from(Event)) == 0
         assert db.session.scalar(select(func.count()).select_from(WebhookDelivery)) == 0
         report = db.session.scalars(select(ConformanceReport)).one()
@@ -96,10 +110,22 @@ def test_another_visitors_webhook_is_not_checked(app, visitor, other_visitor):
     assert re.search(r"✓ passed", html) is None
 
 
+def test_a_second_run_while_one_is_active_shows_the_apis_409(app, visitor):
+    hook_id = inbox_webhook_id(app, visitor)
+    visitor.post(f"/webhooks/{hook_id}/conformance", htmx=True)
+    page = visitor.get(f"/webhooks/{hook_id}/conformance").get_data(as_text=True)
+    assert "running…" in page and re.search(r"<button type=\"submit\" disabled>", page)
+    html = visitor.post(f"/webhooks/{hook_id}/conformance", htmx=True).get_data(as_text=True)
+    assert "already queued or running" in html and "running…" in html
+    runs.run_due(app)
+    assert "✓ passed" in visitor.get(f"/webhooks/{hook_id}/conformance").get_data(as_text=True)
+
+
 def test_conformance_traffic_does_not_tick_the_walkthroughs_inbox_step(app, visitor):
     from tests.web.test_walkthrough import done_steps
 
     visitor.post(f"/webhooks/{inbox_webhook_id(app, visitor)}/conformance", htmx=True)
+    runs.run_due(app)
     assert done_steps(visitor.get("/").get_data(as_text=True)) == ["key", "webhook"]
     with app.app_context():
         messages = db.session.scalars(select(InboxMessage)).all()

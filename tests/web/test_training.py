@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 
 from bench.webhooks import Receiver
 from console.api.ratelimit import RateLimiter
+from console.conformance import runs
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.link_tokens.models import LinkToken
@@ -276,25 +277,36 @@ def test_exercise_3_needs_an_own_active_endpoint_on_2023_11_22(app, trainee):
     assert result(app, trainee, "own_endpoint").done is True
 
 
+def check_now(app, api, hook_id) -> dict:
+    """Start a conformance run (202, queued) and let the worker execute it; the finished run."""
+    path = f"/sandbox/webhooks/{hook_id}/conformance"
+    assert api.post(path).status_code == 202
+    assert runs.run_due(app) == 1
+    return api.get(path).get_json()["data"]
+
+
 def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, trainee):
     api = backend(app, trainee)
     secret = sandbox_secret(app, trainee.workspace_id)
     assert "Register your own endpoint" in result(app, trainee, "conformance").reason
     with Receiver(Endpoint(secret, fail_duplicates=True)) as broken:
         hook = register(api, broken.url)
-        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").status_code == 200
+        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").status_code == 202
+        # Queued, not finished: it does not count yet, and the trainee is told it is running.
+        assert "is running" in result(app, trainee, "conformance").reason
+        assert runs.run_due(app) == 1
     failed = result(app, trainee, "conformance")
     assert failed.done is False and "duplicate_event" in failed.reason
     with Receiver(Endpoint(secret)) as good:
         hook = register(api, good.url)
-        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").get_json()["data"]["passed"] is True
+        assert check_now(app, api, hook["id"])["report"]["passed"] is True
     assert result(app, trainee, "conformance").done is True
 
 
 def test_exercise_4_ignores_the_inbox_passing(app, trainee):
     with app.app_context():
         hook = db.session.scalars(select(Webhook).where(Webhook.workspace_id == trainee.workspace_id)).one()
-    assert backend(app, trainee).post(f"/sandbox/webhooks/{hook.id}/conformance").get_json()["data"]["passed"]
+    assert check_now(app, backend(app, trainee), hook.id)["report"]["passed"]
     assert result(app, trainee, "conformance").done is False
 
 

@@ -9,7 +9,10 @@ import uuid
 from flask import abort, g, jsonify, redirect, render_template, request, url_for
 from sqlalchemy import select
 
+from console.conformance import runs
 from console.conformance import services as conformance
+from console.conformance.models import ACTIVE
+from console.core.errors import NotFound
 from console.core.routes import Routes
 from console.events.models import EVENT_TYPES
 from console.extensions import db
@@ -132,20 +135,33 @@ def set_webhook_status(webhook_id: str):
     return _after_change()
 
 
+def _latest_run(webhook: Webhook | None) -> dict | None:
+    """The webhook's latest conformance run (as the API shows it), or None before the first."""
+    if webhook is None:
+        return None
+    with contextlib.suppress(NotFound):
+        return runs.serialize(runs.get(webhook))
+    return None
+
+
 def _conformance_context(webhook_id: str, exchange_row=None) -> dict:
-    """The conformance section: the webhook (None once deleted), its latest report, the API call just made."""
+    """The conformance section: the webhook (None once deleted), its latest run and latest finished report,
+    the API call just made."""
     workspace = g.console_workspace
     ident = uuid.UUID(webhook_id)
     webhook = next((w for w in webhooklist.list_webhooks(workspace.id, SANDBOX) if w.id == ident), None)
     report = conformance.latest_by_webhook(workspace.id, SANDBOX).get(ident) if webhook else None
+    run = _latest_run(webhook)
     error = None
-    if exchange_row is not None and exchange_row.status != 200:
+    if exchange_row is not None and exchange_row.status not in (200, 202):
         body = response_json(exchange_row) or {}
         error = (body.get("error") or {}).get("message") or f"The API answered {exchange_row.status}."
     return {
         "webhook": webhook,
         "webhook_id": webhook_id,
         "report": report,
+        "run": run,
+        "active": run is not None and run["status"] in ACTIVE,
         "error": error,
         "is_inbox_url": lambda url: inbox.is_inbox_url(workspace, url),
         "exchange": exchange_view(exchange_row, console_key(workspace)) if exchange_row is not None else None,
@@ -163,7 +179,8 @@ def conformance_report(webhook_id: str):
 
 @routes.post("/webhooks/<webhook_id>/conformance")
 def run_conformance(webhook_id: str):
-    """POST /v1/sandbox/webhooks/{id}/conformance through the API (it shows in the request log)."""
+    """POST /v1/sandbox/webhooks/{id}/conformance through the API (it shows in the request log): the API
+    queues a run and answers at once; the section then shows it running and polls until its report is there."""
     webhook_id = _webhook_id(webhook_id)
     path = f"/sandbox/webhooks/{webhook_id}/conformance"
     row = api_client(g.console_workspace).call("POST", path, step="conformance")
@@ -173,6 +190,23 @@ def run_conformance(webhook_id: str):
             "console/webhooks/_conformance.html", oob=True, **_conformance_context(webhook_id, row)
         )
     return redirect(url_for("console.conformance_report", webhook_id=webhook_id))
+
+
+@routes.get("/webhooks/<webhook_id>/conformance/poll")
+def conformance_poll(webhook_id: str):
+    """The section's poll while a run is queued or running: 204 while the latest run is still the one
+    (`run`) in the state (`status`) the section was drawn with, the section redrawn once it changed."""
+    context = _conformance_context(_webhook_id(webhook_id))
+    if context["webhook"] is None:
+        abort(404)
+    run = context["run"]
+    if (
+        run is not None
+        and run["id"] == request.args.get("run")
+        and run["status"] == request.args.get("status")
+    ):
+        return "", 204
+    return render_template("console/webhooks/_conformance.html", oob=True, **context)
 
 
 @routes.get("/inbox/rows")
