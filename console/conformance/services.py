@@ -165,14 +165,3 @@ def latest_by_webhook(workspace_id: uuid.UUID, mode: str) -> dict[uuid.UUID, dic
         )
     )
     return {row.webhook_id: row.report for row in rows}
-
-
-def check_webhook(app: Flask, webhook: Webhook, workspace: Workspace) -> dict[str, Any]:
-    """The whole run: plan, end the transaction, send, then save the report (the caller commits)."""
-    the_plan = plan(app, webhook, workspace)
-    # Nothing is written before the run: end the transaction, so no connection waits on the network with
-    # us (a rollback rather than a commit, so an Idempotency-Key is marked applied only with the report).
-    db.session.rollback()
-    report = run(app, the_plan)
-    save(the_plan, report)
-    return report
