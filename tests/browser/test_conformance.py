@@ -1,9 +1,20 @@
-"""The conformance check in a real browser: the htmx form (with its CSRF header) runs it and the report shows."""
+"""The conformance check in a real browser: the htmx form (with its CSRF header) starts a run, the section
+polls it while the worker runs it, and the report shows."""
 
 from __future__ import annotations
 
+import pytest
 
-def test_run_the_check_on_the_built_in_inbox(page, live_server):
+from tests.browser.test_console_walkthrough import with_worker
+
+
+@pytest.fixture
+def live_server_with_worker(live_server):
+    yield from with_worker(live_server)
+
+
+def test_run_the_check_on_the_built_in_inbox(page, live_server_with_worker):
+    live_server = live_server_with_worker
     page.goto(live_server.url + "/webhooks")
     # A fresh visitor has no workspace until a first action: this one registers the inbox.
     page.get_by_role("button", name="Register the built-in inbox").click()
@@ -24,6 +35,7 @@ def test_run_the_check_on_the_built_in_inbox(page, live_server):
     with page.expect_response(is_run, timeout=20_000) as answer:
         report.get_by_role("button", name="Run again").click()
     assert answer.value.status == 200
+    page.locator("#conformance .conformance-progress").wait_for(state="detached", timeout=20_000)
     page.locator("#conformance .conformance-summary").get_by_text("✓ passed").wait_for()
     assert not [m for m in page.console_messages if m.startswith(("error", "pageerror"))], (
         page.console_messages
