@@ -207,7 +207,10 @@ def keys_create(mode: str, workspace_id: str | None, label: str, as_json: bool) 
             workspace = get_workspace(workspace_id) if workspace_id else demo_workspace()
         except ServiceError as exc:
             raise click.ClickException(exc.message) from exc
-        created = create_key(workspace.id, mode, label)
+        try:
+            created = create_key(workspace.id, mode, label)
+        except ServiceError as exc:  # API_KEYS_PER_MODE reached
+            raise click.ClickException(exc.message) from exc
         _commit()
         if as_json:
             click.echo(

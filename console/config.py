@@ -117,6 +117,26 @@ def from_environment() -> dict:
         "PRESENTER_MAX_PROFILES": _number(
             os.environ.get("PRESENTER_MAX_PROFILES"), DEFAULTS["PRESENTER_MAX_PROFILES"]
         ),
+        # Quotas per owner (see the README's "Running a shared server").
+        "PRESENTER_PROFILES_PER_BROWSER": _number(
+            os.environ.get("PRESENTER_PROFILES_PER_BROWSER"), DEFAULTS["PRESENTER_PROFILES_PER_BROWSER"]
+        ),
+        "TRAINING_COHORTS_PER_TRAINER": _number(
+            os.environ.get("TRAINING_COHORTS_PER_TRAINER"), DEFAULTS["TRAINING_COHORTS_PER_TRAINER"]
+        ),
+        "TRAINING_TRAINEES_PER_COHORT": _number(
+            os.environ.get("TRAINING_TRAINEES_PER_COHORT"), DEFAULTS["TRAINING_TRAINEES_PER_COHORT"]
+        ),
+        "TRAINING_JOINS_PER_MINUTE": _number(
+            os.environ.get("TRAINING_JOINS_PER_MINUTE"), DEFAULTS["TRAINING_JOINS_PER_MINUTE"]
+        ),
+        "CONSOLE_CREATES_PER_MINUTE": _number(
+            os.environ.get("CONSOLE_CREATES_PER_MINUTE"), DEFAULTS["CONSOLE_CREATES_PER_MINUTE"]
+        ),
+        "API_KEYS_PER_MODE": _number(os.environ.get("API_KEYS_PER_MODE"), DEFAULTS["API_KEYS_PER_MODE"]),
+        "WEBHOOKS_PER_KEY": _number(os.environ.get("WEBHOOKS_PER_KEY"), DEFAULTS["WEBHOOKS_PER_KEY"]),
+        # Comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client; empty: none.
+        "TRUSTED_PROXIES": os.environ.get("TRUSTED_PROXIES", ""),
     }
 
 
@@ -222,6 +242,19 @@ DEFAULTS = {
     "CONSOLE_PAGE_CONCURRENCY": 2,
     # Requests running at once per serving process (console.runslots); 0 lets every thread run.
     "RUN_CONCURRENCY": 2,
-    # Saved presenter profiles on this server (each logo at most 256 KB): anyone may save one, so they are capped.
+    # Saved presenter profiles on this server (each logo at most 256 KB): at the cap, a new one evicts the
+    # least recently used profile (never a refusal); and how many one browser may keep.
     "PRESENTER_MAX_PROFILES": 500,
+    "PRESENTER_PROFILES_PER_BROWSER": 20,
+    # Training: cohorts one browser (trainer) may keep, trainees per cohort, joins per cohort per minute.
+    "TRAINING_COHORTS_PER_TRAINER": 20,
+    "TRAINING_TRAINEES_PER_COHORT": 60,
+    "TRAINING_JOINS_PER_MINUTE": 30,
+    # The console's creating POSTs (workspaces, profiles, cohorts, joins) per client address per minute; 0: off.
+    "CONSOLE_CREATES_PER_MINUTE": 60,
+    # Active API keys per workspace and mode; live webhooks per API key.
+    "API_KEYS_PER_MODE": 10,
+    "WEBHOOKS_PER_KEY": 10,
+    # Proxies whose X-Forwarded-For is believed for the client's address (console.web.shared.throttle).
+    "TRUSTED_PROXIES": "",
 }

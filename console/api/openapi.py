@@ -154,7 +154,9 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "tag": "Webhooks",
         "body": WebhookRequest,
         "response": "single:Webhook",
-        "errors": {"403": "This API key already has 10 webhooks (WEBHOOK_LIMIT_REACHED)."},
+        "errors": {
+            "403": "This API key already has its limit of webhooks, 10 unless the server sets WEBHOOKS_PER_KEY (WEBHOOK_LIMIT_REACHED)."
+        },
     },
     ("GET", "/webhooks"): {
         "summary": "List webhooks",

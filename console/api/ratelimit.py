@@ -424,13 +424,17 @@ class RateLimiter:
         return self.counters.health()
 
 
-def counters_for(storage_uri: str, capacity: int) -> FallbackCounters | TableCounters:
+def counters_for(storage_uri: str, capacity: int, *, table: str = "") -> FallbackCounters | TableCounters:
+    """Counters where `storage_uri` says. `table` names another set of counters of another capacity (the
+    console's per-address limits): for `mmap://` its own file beside the API's (`ratelimits.mmap.<table>`),
+    since a table's file has one shape; other storages keep every set apart by its keys."""
     scheme = storage_uri.partition("://")[0]
     if scheme == "mmap":
         from console.config import INSTANCE_DIR
 
         path = storage_uri[len("mmap://") :]
-        return TableCounters(Path(path) if path else INSTANCE_DIR / SHARED_FILE_NAME, capacity)
+        file = Path(path) if path else INSTANCE_DIR / SHARED_FILE_NAME
+        return TableCounters(file.with_name(f"{file.name}.{table}") if table else file, capacity)
     if scheme == "memory":
         return TableCounters(None, capacity)
     options: dict[str, Any] = {}

@@ -8,9 +8,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import Select, bindparam, inspect, select
+from flask import current_app
+from sqlalchemy import Select, bindparam, func, inspect, select
 
-from console.core.errors import FieldError, NotFound, Unauthorized, ValidationFailed
+from console.core.errors import FieldError, Forbidden, NotFound, Unauthorized, ValidationFailed
 from console.core.timeutil import utcnow
 from console.db.direct import Direct
 from console.db.rows import Snapshot
@@ -29,6 +30,30 @@ GRACE_PERIODS = {
 }
 
 
+DEFAULT_KEYS_PER_MODE = 10
+
+
+def keys_per_mode() -> int:
+    """`API_KEYS_PER_MODE`: the active keys a workspace may hold in each mode."""
+    return int(current_app.config.get("API_KEYS_PER_MODE", DEFAULT_KEYS_PER_MODE))
+
+
+def active_count(workspace_id: uuid.UUID, mode: str) -> int:
+    """Keys of the workspace and mode that are neither revoked nor rolled (a rolled key in its grace period
+    is on its way out and does not count)."""
+    return (
+        db.session.scalar(
+            select(func.count()).where(
+                ApiKey.workspace_id == workspace_id,
+                ApiKey.mode == mode,
+                ApiKey.revoked_at.is_(None),
+                ApiKey.expires_at.is_(None),
+            )
+        )
+        or 0
+    )
+
+
 @dataclass(frozen=True)
 class CreatedKey:
     """A new key and its secret: the only time the secret is available in clear."""
@@ -38,8 +63,23 @@ class CreatedKey:
 
 
 def create_key(workspace_id: uuid.UUID, mode: str, label: str = "") -> CreatedKey:
+    """A new key; refused (403 KEY_LIMIT_REACHED) when the workspace already has `API_KEYS_PER_MODE`
+    active keys in this mode."""
     if mode not in MODES:
         raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
+    # Lock the workspace row (PostgreSQL) so two concurrent creates cannot both pass the quota.
+    db.session.execute(select(Workspace.id).where(Workspace.id == workspace_id).with_for_update())
+    limit = keys_per_mode()
+    if active_count(workspace_id, mode) >= limit:
+        raise Forbidden(
+            f"This workspace already has {limit} active {mode} keys, the limit per mode. "
+            "Revoke one you no longer use before creating another.",
+            code="KEY_LIMIT_REACHED",
+        )
+    return _insert_key(workspace_id, mode, label)
+
+
+def _insert_key(workspace_id: uuid.UUID, mode: str, label: str) -> CreatedKey:
     secret = key_secrets.new_secret(mode)
     key = ApiKey(
         workspace_id=workspace_id,
@@ -170,7 +210,8 @@ def roll_key(key: ApiKey, grace: timedelta = timedelta(0)) -> CreatedKey:
     elif key.revoked_at is None:
         deadline = utcnow() + grace
         key.expires_at = min(key.expires_at, deadline) if key.expires_at is not None else deadline
-    created = create_key(key.workspace_id, key.mode, key.label)
+    # A replacement, not one more: the rolled key stops counting (revoked, or expiring), so never refused.
+    created = _insert_key(key.workspace_id, key.mode, key.label)
     reassign_owner(key, created.key)
     return created
 

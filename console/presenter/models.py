@@ -37,5 +37,11 @@ class PresenterProfile(IdMixin, db.Model):
     logo: Mapped[bytes | None] = deferred(mapped_column(LargeBinary))
     logo_type: Mapped[str | None] = mapped_column(String(16))
     logo_digest: Mapped[str | None] = mapped_column(String(16))  # names the logo's version in its URL
+    # sha256 of the creating browser's id (console.web.shared.workspace_session.browser_id): the
+    # per-browser cap counts these. None for profiles saved before the cap (and by the CLI or tests).
+    created_by: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    # Real time the profile was last saved or opened (short link, start page, stage, edit page), at hour
+    # resolution: at the server-wide cap the least recently used profile makes room for a new one.
+    last_used_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)

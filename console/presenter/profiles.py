@@ -4,8 +4,13 @@
 Anyone with the short link may present a profile; only a holder of its edit secret may change or delete it.
 The secret is returned once, by `create`, and only its hash is kept: the console keeps the profile in the
 creating browser's signed session and shows the private edit link (`/p/<slug>/edit/<secret>`) that lets
-another browser in. The number of profiles is capped (`PRESENTER_MAX_PROFILES`) and a logo is at most
-256 KB, so an anonymous visitor (or a bot) cannot fill the database.
+another browser in.
+
+Limits, so an anonymous visitor (or a bot) cannot fill the database, and never a lockout of the next
+visitor: a browser may save at most `PRESENTER_PROFILES_PER_BROWSER` profiles (409 PROFILE_LIMIT after
+that), and when the server keeps `PRESENTER_MAX_PROFILES` a new profile evicts the one nobody has opened
+for the longest time (`last_used_at`, written at most once an hour per profile) instead of being refused.
+A logo is at most 256 KB.
 """
 
 from __future__ import annotations
@@ -13,11 +18,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import logging
 import secrets
 from collections.abc import Iterable, Mapping
+from datetime import timedelta
 
 from flask import current_app
-from sqlalchemy import func, select
+from sqlalchemy import delete as delete_rows
+from sqlalchemy import func, or_, select
+from sqlalchemy import update as update_rows
+from sqlalchemy.orm.attributes import set_committed_value
 
 from console.core.errors import FieldError, ServiceError, ValidationFailed
 from console.core.params import NUL
@@ -27,8 +37,13 @@ from console.presenter import brand as brands
 from console.presenter.models import PresenterProfile
 from console.presenter.stories import MAX_CAPTION, Story
 
+log = logging.getLogger(__name__)
+
 SLUG_BYTES = 5  # 8 base32 characters: short to type, 2^40 to guess
 DEFAULT_MAX_PROFILES = 500
+DEFAULT_PROFILES_PER_BROWSER = 20
+# last_used_at is written at most this often per profile: a stage view is not a write.
+USE_RESOLUTION = timedelta(hours=1)
 LOGO_MAX_BYTES = 256 * 1024
 LOGO_MAX_SIDE = 2048  # pixels, either side: a small file cannot unpack into a huge image
 PNG, JPEG = "image/png", "image/jpeg"
@@ -50,20 +65,42 @@ def max_profiles() -> int:
     return int(current_app.config.get("PRESENTER_MAX_PROFILES", DEFAULT_MAX_PROFILES))
 
 
-def create(mark: brands.Brand, story_keys: Iterable[str]) -> tuple[PresenterProfile, str]:
+def profiles_per_browser() -> int:
+    return int(current_app.config.get("PRESENTER_PROFILES_PER_BROWSER", DEFAULT_PROFILES_PER_BROWSER))
+
+
+def owner_hash(owner: str) -> str:
+    """How a creating browser's id is stored: hashed, so the table never holds a live session value."""
+    return _hash(f"browser:{owner}")
+
+
+def owned_count(owner: str) -> int:
+    """Profiles saved by this browser that still exist."""
+    query = select(func.count()).where(PresenterProfile.created_by == owner_hash(owner))
+    return db.session.scalar(query) or 0
+
+
+def create(
+    mark: brands.Brand, story_keys: Iterable[str], *, owner: str | None = None
+) -> tuple[PresenterProfile, str]:
     """Save a profile and return it with its edit secret (returned only here). The caller commits.
 
-    Refused (409 PROFILE_LIMIT) once the server keeps `PRESENTER_MAX_PROFILES` profiles.
+    `owner`: the creating browser's id. A browser that already saved `PRESENTER_PROFILES_PER_BROWSER`
+    profiles (that still exist) is refused (409 PROFILE_LIMIT). The server-wide cap never refuses: at
+    `PRESENTER_MAX_PROFILES` the least recently used profiles are evicted to make room (see `evict_for_one`).
     """
-    limit = max_profiles()
-    if (db.session.scalar(select(func.count()).select_from(PresenterProfile)) or 0) >= limit:
-        raise ServiceError(
-            f"This server already keeps {limit:,} demo profiles, its limit. Delete profiles you no longer "
-            "need (from their edit page), or ask its operator to raise PRESENTER_MAX_PROFILES.",
-            code="PROFILE_LIMIT",
-            status_code=409,
-        )
+    if owner is not None:
+        limit = profiles_per_browser()
+        if owned_count(owner) >= limit:
+            raise ServiceError(
+                f"This browser has already saved {limit:,} demo profiles, the most one browser may keep. "
+                "Delete one you no longer need (Your profiles, on the presenter page) and save again.",
+                code="PROFILE_LIMIT",
+                status_code=409,
+            )
+    evict_for_one()
     secret = secrets.token_urlsafe(24)
+    at = utcnow()
     profile = PresenterProfile(
         slug=_new_slug(),
         name=mark.name,
@@ -73,10 +110,68 @@ def create(mark: brands.Brand, story_keys: Iterable[str]) -> tuple[PresenterProf
         stories=list(dict.fromkeys(story_keys)),
         captions={},
         edit_secret_hash=_hash(secret),
+        created_by=owner_hash(owner) if owner is not None else None,
+        created_at=at,
+        updated_at=at,
+        last_used_at=at,
     )
     db.session.add(profile)
     db.session.flush()
     return profile, secret
+
+
+def evict_for_one() -> list[str]:
+    """Make room for one more profile under `PRESENTER_MAX_PROFILES`: delete the least recently used ones
+    (oldest `last_used_at`, i.e. nobody has opened them for the longest time). Returns their slugs.
+
+    The next visitor is never refused: an idle profile goes instead. Profiles saved at the very same
+    instant may pass the cap by a few; the next save brings the count back under it.
+    """
+    total = db.session.scalar(select(func.count()).select_from(PresenterProfile)) or 0
+    excess = total - max(max_profiles(), 1) + 1
+    if excess <= 0:
+        return []
+    victims = db.session.execute(
+        select(PresenterProfile.id, PresenterProfile.slug, PresenterProfile.last_used_at)
+        .order_by(PresenterProfile.last_used_at, PresenterProfile.id)
+        .limit(excess)
+    ).all()
+    db.session.execute(
+        delete_rows(PresenterProfile)
+        .where(PresenterProfile.id.in_([v.id for v in victims]))
+        .execution_options(synchronize_session=False)
+    )
+    for victim in victims:
+        log.info(
+            "Presenter profile %s evicted to stay within PRESENTER_MAX_PROFILES (last used %s)",
+            victim.slug,
+            victim.last_used_at.isoformat() if victim.last_used_at else "never",
+        )
+    return [v.slug for v in victims]
+
+
+def note_use(profile: PresenterProfile) -> bool:
+    """Move `last_used_at` to now when it is older than USE_RESOLUTION (the caller commits).
+
+    Returns whether a write was needed: a profile shown all day costs one UPDATE an hour, not one per view.
+    """
+    now = utcnow()
+    last = profile.last_used_at
+    if last is not None and now - last < USE_RESOLUTION:
+        return False
+    db.session.execute(
+        update_rows(PresenterProfile)
+        .where(
+            PresenterProfile.id == profile.id,
+            or_(
+                PresenterProfile.last_used_at.is_(None), PresenterProfile.last_used_at < now - USE_RESOLUTION
+            ),
+        )
+        .values(last_used_at=now)
+        .execution_options(synchronize_session=False)
+    )
+    set_committed_value(profile, "last_used_at", now)  # known now, without a second UPDATE at commit
+    return True
 
 
 def get(slug: str) -> PresenterProfile | None:

@@ -4,6 +4,13 @@ The join token is shared with the room and kept as is; the trainer's secret is r
 its hash is kept (the console holds the cohorts a trainer unlocked in their session, see
 console/web/training/views.py). Progress is never stored: it is read from the workspaces each time,
 and `pulse` tells a polling page cheaply whether anything it shows could have changed.
+
+Limits, so that no anonymous visitor fills the database: a browser may have created at most
+`TRAINING_COHORTS_PER_TRAINER` cohorts that still exist (409 COHORT_LIMIT), and a cohort takes at most
+`TRAINING_TRAINEES_PER_COHORT` trainees (409 COHORT_FULL). A trainer archives a class when it is over
+(the join link stops, 409 COHORT_ARCHIVED, and the trainees' workspaces are no longer kept: the idle
+collector deletes each after `WORKSPACE_IDLE_DAYS` without use) or deletes it at once with every
+trainee's workspace.
 """
 
 from __future__ import annotations
@@ -18,10 +25,11 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 
-from sqlalchemy import func, select
+from flask import current_app
+from sqlalchemy import func, select, update
 
 from console.conformance.models import ConformanceReport
-from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.jobs.models import Job
@@ -33,7 +41,10 @@ from console.training import exercises
 from console.training.models import Cohort, CohortMember
 from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
-from console.workspaces.services import clean_name, create_workspace
+from console.workspaces.services import clean_name, create_workspace, delete_workspace
+
+DEFAULT_COHORTS_PER_TRAINER = 20
+DEFAULT_TRAINEES_PER_COHORT = 60
 
 
 @dataclass(frozen=True)
@@ -50,8 +61,39 @@ def _hash(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def create_cohort(name: str, keys: list[str]) -> tuple[Cohort, str]:
-    """A new cohort and its trainer secret (returned only here). The caller commits."""
+def cohorts_per_trainer() -> int:
+    return int(current_app.config.get("TRAINING_COHORTS_PER_TRAINER", DEFAULT_COHORTS_PER_TRAINER))
+
+
+def trainees_per_cohort() -> int:
+    return int(current_app.config.get("TRAINING_TRAINEES_PER_COHORT", DEFAULT_TRAINEES_PER_COHORT))
+
+
+def owner_hash(owner: str) -> str:
+    """How a creating browser's id is stored: hashed, so the table never holds a live session value."""
+    return _hash(f"browser:{owner}")
+
+
+def owned_count(owner: str) -> int:
+    """Cohorts this browser created that still exist (archived ones included: delete them to free a place)."""
+    return db.session.scalar(select(func.count()).where(Cohort.created_by == owner_hash(owner))) or 0
+
+
+def create_cohort(name: str, keys: list[str], *, owner: str | None = None) -> tuple[Cohort, str]:
+    """A new cohort and its trainer secret (returned only here). The caller commits.
+
+    `owner`: the creating browser's id; one that already has `TRAINING_COHORTS_PER_TRAINER` cohorts is
+    refused (409 COHORT_LIMIT).
+    """
+    if owner is not None:
+        limit = cohorts_per_trainer()
+        if owned_count(owner) >= limit:
+            raise ServiceError(
+                f"This browser already has {limit:,} cohorts, the most one trainer may keep on this server. "
+                "Delete a class that is over (Delete on its grid) and create the new one again.",
+                code="COHORT_LIMIT",
+                status_code=409,
+            )
     errors = []
     try:
         cleaned = clean_name(name, what="the cohort")
@@ -69,6 +111,7 @@ def create_cohort(name: str, keys: list[str]) -> tuple[Cohort, str]:
         exercises=chosen,
         join_token=secrets.token_urlsafe(18),
         trainer_secret_hash=_hash(secret),
+        created_by=owner_hash(owner) if owner is not None else None,
     )
     db.session.add(cohort)
     db.session.flush()
@@ -99,7 +142,23 @@ def trainer_secret_matches(cohort: Cohort, secret: str) -> bool:
 def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
     (and registers the console's inbox, as for every console workspace)."""
+    if cohort.archived_at is not None:
+        raise ServiceError(
+            f"{cohort.name} is over: its trainer archived it, so it takes no new trainees.",
+            code="COHORT_ARCHIVED",
+            status_code=409,
+        )
     cleaned = clean_name(name, what="yourself")
+    # Lock the cohort row (PostgreSQL) so two joins at the same moment cannot both take the last place.
+    db.session.execute(select(Cohort.id).where(Cohort.id == cohort.id).with_for_update())
+    limit = trainees_per_cohort()
+    if member_count(cohort) >= limit:
+        raise ServiceError(
+            f"{cohort.name} is full: it has {limit:,} trainees, the most a class may have on this server. "
+            "Ask your trainer.",
+            code="COHORT_FULL",
+            status_code=409,
+        )
     taken = _same_name(cohort, cleaned)
     # Two identical rows on the grid and in the export: the trainer could not tell them apart.
     if taken is not None:
@@ -118,6 +177,39 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     db.session.add(member)
     db.session.flush()
     return member, workspace
+
+
+def member_count(cohort: Cohort) -> int:
+    return db.session.scalar(select(func.count()).where(CohortMember.cohort_id == cohort.id)) or 0
+
+
+def archive(cohort: Cohort) -> None:
+    """End the class (the caller commits): the join link stops working and the trainees' workspaces are no
+    longer kept, so the idle collector deletes each after WORKSPACE_IDLE_DAYS without a visit or API call.
+    The grid, the trainees' pages and the export keep working until then."""
+    if cohort.archived_at is not None:
+        return
+    cohort.archived_at = utcnow()
+    members_of = select(CohortMember.workspace_id).where(CohortMember.cohort_id == cohort.id)
+    db.session.execute(
+        update(Workspace)
+        .where(Workspace.id.in_(members_of), Workspace.is_demo.is_(False))
+        .values(kept=False)
+        .execution_options(synchronize_session=False)
+    )
+
+
+def delete_cohort(cohort: Cohort) -> int:
+    """Delete the cohort, its memberships and every trainee's workspace with all it owns, in the current
+    transaction (the caller commits). Returns how many workspaces went."""
+    workspace_ids = list(
+        db.session.scalars(select(CohortMember.workspace_id).where(CohortMember.cohort_id == cohort.id))
+    )
+    deleted = sum(1 for ident in workspace_ids if delete_workspace(ident, Workspace.is_demo.is_(False)))
+    db.session.execute(CohortMember.__table__.delete().where(CohortMember.cohort_id == cohort.id))
+    db.session.delete(cohort)
+    db.session.flush()
+    return deleted
 
 
 def _same_name(cohort: Cohort, name: str) -> str | None:

@@ -23,6 +23,12 @@ class Cohort(IdMixin, CreatedAtMixin, db.Model):
     join_token: Mapped[str] = mapped_column(String(64), unique=True)
     # Only a hash of the trainer's secret: the trainer link is shown once, at creation.
     trainer_secret_hash: Mapped[str] = mapped_column(String(64))
+    # sha256 of the creating browser's id: the per-trainer cap counts these (None: made before the cap, or
+    # by the CLI or a test).
+    created_by: Mapped[str | None] = mapped_column(String(64), index=True)
+    # Real time the trainer archived the class: the join link stops working and the trainees' workspaces
+    # are no longer kept (collected after WORKSPACE_IDLE_DAYS without use, like a visitor's).
+    archived_at: Mapped[datetime | None]
 
 
 class CohortMember(IdMixin, db.Model):

@@ -23,7 +23,7 @@ def init_app(app: Flask) -> None:
     from console.web.reference import views as reference
     from console.web.requests import views as requests
     from console.web.scenarios import views as scenarios
-    from console.web.shared import headers
+    from console.web.shared import headers, throttle
     from console.web.shared.blueprint import make_blueprint, no_workspace_views
     from console.web.timeline import views as timeline
     from console.web.training import views as training
@@ -36,6 +36,9 @@ def init_app(app: Flask) -> None:
     features += (world, reference, training)
     if "htmx" not in app.extensions:
         Htmx(app)
+    throttle.init_app(
+        app
+    )  # the per-address and per-cohort limits; a malformed TRUSTED_PROXIES stops the start
     app.register_blueprint(make_blueprint(feature.routes for feature in features))
     for view in no_workspace_views(app):
         csrf.exempt(view)

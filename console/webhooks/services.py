@@ -34,7 +34,7 @@ from console.webhooks.models import (
 )
 from console.workspaces.models import Workspace
 
-MAX_WEBHOOKS_PER_KEY = 10
+MAX_WEBHOOKS_PER_KEY = 10  # the default of WEBHOOKS_PER_KEY
 PAUSE_AFTER = timedelta(days=30)
 PAUSE_CHECK_TASK = "webhook.pause_check"
 FIELDS = ("url", "status", "enabled_events", "version")
@@ -153,6 +153,11 @@ def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str)
     return webhook
 
 
+def webhooks_per_key() -> int:
+    """`WEBHOOKS_PER_KEY`: the live webhooks one API key may own."""
+    return int(current_app.config.get("WEBHOOKS_PER_KEY", MAX_WEBHOOKS_PER_KEY))
+
+
 def create_webhook(key: ApiKey, body: Any) -> Webhook:
     """Register a webhook owned by `key`; the 11th live one of a key is refused."""
     cleaned = _validate(body, key.mode, key.workspace_id, WebhookRequest)
@@ -163,9 +168,10 @@ def add_webhook(key: ApiKey, url: str, enabled_events: list[str], version: str, 
     """Insert a webhook whose fields are valid, within the key's quota."""
     # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
     db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
-    if owned_count(key.id) >= MAX_WEBHOOKS_PER_KEY:
+    limit = webhooks_per_key()
+    if owned_count(key.id) >= limit:
         raise Forbidden(
-            f"This API key already has {MAX_WEBHOOKS_PER_KEY} webhooks, the limit per key. "
+            f"This API key already has {limit} webhooks, the limit per key. "
             "Delete one (DELETE /v1/webhooks/{id}) before creating another.",
             code="WEBHOOK_LIMIT_REACHED",
         )

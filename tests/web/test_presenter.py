@@ -9,13 +9,12 @@ import re
 import uuid
 
 import pytest
-from sqlalchemy import event, func, select
+from sqlalchemy import event, select
 
 from console.extensions import db
 from console.jobs.models import Job
 from console.presenter import profiles, stories
 from console.presenter.brand import DEFAULT_COLOR, from_args
-from console.presenter.models import PresenterProfile
 from console.requestlog.models import RequestLogEntry
 from console.web.link import tokens as linktokens
 from console.web.present import actions, drive
@@ -637,17 +636,6 @@ def test_a_deleted_profile_is_gone_with_its_short_link_and_logo(app, visitor):
     assert visitor.get(f"/p/{slug}").status_code == 404
     assert visitor.get(f"/p/{slug}/logo").status_code == 404
     assert visitor.get(f"/present/profiles/{slug}/edit").status_code == 404
-
-
-def test_the_number_of_profiles_is_capped(app, visitor):
-    app.config["PRESENTER_MAX_PROFILES"] = 2
-    save_profile(visitor)
-    save_profile(visitor)
-    response = visitor.post("/present/profiles", {"brand": "Third"})
-    assert response.status_code == 409
-    assert "already keeps 2 demo profiles, its limit" in response.get_data(as_text=True)
-    with app.app_context():
-        assert db.session.scalar(select(func.count()).select_from(PresenterProfile)) == 2
 
 
 def test_the_stage_hands_the_next_complete_link_step_its_scenario_answers(app, visitor):

@@ -145,7 +145,7 @@ def keep_workspace():
     return redirect(_back())
 
 
-@routes.post("/workspace/reset", no_create=True)
+@routes.post("/workspace/reset", no_create=True, creates=True)
 def reset_workspace():
     """Start over in a brand-new workspace; the old one is deleted with everything it owns (unless kept)."""
     start_over()

@@ -28,7 +28,7 @@ from console.web.present import actions, drive
 from console.web.requests import queries as requestlog
 from console.web.shared import live
 from console.web.shared.apiclient import api_root
-from console.web.shared.workspace_session import has_workspace, reset_workspace
+from console.web.shared.workspace_session import browser_id, has_workspace, reset_workspace
 from console.web.timeline import queries as timeline
 from console.web.webhooks import inbox
 
@@ -78,6 +78,12 @@ def _my_profiles() -> list:
     return [p for p in found if p is not None]
 
 
+def _used(profile) -> None:
+    """Note that the profile was opened (a write at most once an hour per profile)."""
+    if profile is not None and profiles.note_use(profile):
+        db.session.commit()
+
+
 def _caption(story: stories.Story, number: int, mark: brand.Brand, profile=None) -> str:
     """Step `number`'s caption on this stage (the profile's edit, if any), the prospect's name filled in."""
     text = profiles.caption(profile, story, number) if number else story.summary
@@ -122,6 +128,7 @@ def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
 def _stage(story: stories.Story, number: int, *, failure: dict | None = None, status: int = 200):
     workspace = g.console_workspace
     profile = _profile()
+    _used(profile)
     mark = _brand(profile)
     number = max(0, min(number, len(story.steps)))
     step = story.steps[number - 1] if number else None
@@ -157,6 +164,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
 def present_index():
     good, broken = stories.all_stories()
     profile = _profile()
+    _used(profile)
     mark = _brand(profile)
     return render_template(
         "console/present/present_index.html",
@@ -171,12 +179,12 @@ def present_index():
     )
 
 
-@routes.post("/present/profiles", no_create=True)
+@routes.post("/present/profiles", no_create=True, creates=True)
 def save_profile():
     """Save the brand and chosen stories as a profile: its short URL, and the private edit link once."""
     known = {s.key for s in stories.all_stories()[0]}
     chosen = [k for k in request.form.getlist("stories") if k in known]
-    profile, secret = profiles.create(brand.from_args(request.form), chosen)
+    profile, secret = profiles.create(brand.from_args(request.form), chosen, owner=browser_id())
     db.session.commit()
     _unlock(profile.slug)
     root = api_root()
@@ -231,7 +239,9 @@ def _edit_page(profile, *, errors: dict[str, str] | None = None, form=None, stat
 
 @routes.get("/present/profiles/<slug>/edit")
 def edit_profile(slug: str):
-    return _edit_page(_editable_or_404(slug))
+    profile = _editable_or_404(slug)
+    _used(profile)
+    return _edit_page(profile)
 
 
 @routes.post("/present/profiles/<slug>", no_create=True, form_checked_by_view=True)
@@ -325,6 +335,7 @@ def present_profile(slug: str):
     profile = profiles.get(slug)
     if profile is None:
         abort(404)
+    _used(profile)
     return redirect(url_for("console.present", profile=profile.slug))
 
 
@@ -377,7 +388,7 @@ def present_step(key: str, number: int):
     return _stage(story, number - 1, failure=failure, status=422)
 
 
-@routes.post("/present/<key>/restart", no_create=True)
+@routes.post("/present/<key>/restart", no_create=True, creates=True)
 def present_restart(key: str):
     """Start the story again on fresh data: a new workspace (key, inbox webhook, clock at real time)."""
     _story_or_404(key)

@@ -10,10 +10,11 @@ from flask import Blueprint, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
 
 from console.api.errors import NOT_FOUND_PAGE_MESSAGE
-from console.core.errors import ServiceError, ValidationFailed
+from console.core.errors import RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.core.routes import Route, Routes
 from console.core.timeutil import parse_datetime, utcnow
+from console.web.shared import throttle
 from console.web.shared.apiclient import api_root
 from console.web.shared.exchanges import pretty
 from console.web.shared.workspace_session import ensure_workspace, has_workspace, load_workspace
@@ -58,12 +59,22 @@ def _refuse_nul_parameters() -> None:
 
 
 def _load_workspace() -> None:
-    """Pages read the visitor's workspace (or a blank one); only an action creates it."""
+    """Pages read the visitor's workspace (or a blank one); only an action creates it.
+
+    A POST that creates something (the workspace, on a visitor's first action; or a route flagged
+    `creates`: a profile, a cohort, a join, a fresh workspace) counts against the client address's limit
+    first (console.web.shared.throttle)."""
     route = _route()
     if route is not None and "no_workspace" in route.flags:
         return
     load_workspace()
-    if request.method not in SAFE_METHODS and not (route is not None and "no_create" in route.flags):
+    if request.method in SAFE_METHODS:
+        return
+    flags = route.flags if route is not None else frozenset()
+    makes_workspace = "no_create" not in flags and not has_workspace()
+    if makes_workspace or "creates" in flags:
+        throttle.check_address()
+    if makes_workspace:
         ensure_workspace()
 
 
@@ -100,7 +111,10 @@ def _refused(error: ServiceError):
     """A bad parameter (a damaged cursor, a NUL) is a message on the page, never a bare 500."""
     message = "; ".join(f"{f.name} {f.message}" for f in error.fields) or error.message
     title = "Not found" if error.status_code == 404 else "Request refused"
-    return render_template("console/shared/error.html", title=title, message=message), error.status_code
+    code = None if error.status_code == 404 else error.code  # the code the README names (PROFILE_LIMIT, …)
+    headers = {"Retry-After": str(error.retry_after)} if isinstance(error, RateLimited) else {}
+    page = render_template("console/shared/error.html", title=title, message=message, code=code)
+    return page, error.status_code, headers
 
 
 def _too_large(error):
@@ -159,7 +173,8 @@ def _route() -> Route | None:
     """The declared route of this request (None for a URL no feature declares: a 404).
 
     Its flags: `no_create` (the view handles a missing workspace itself), `no_workspace` (neither loads
-    nor creates one, and takes no CSRF token: the inbox, called by the webhook worker),
+    nor creates one, and takes no CSRF token: the inbox, called by the webhook worker), `creates` (a POST
+    that creates something: counted by the per-address limit even when the workspace exists),
     `form_checked_by_view` (the view checks its own form fields for NUL and names them on the page)."""
     return current_app.extensions["console_routes"].get(request.endpoint)
 

@@ -5,7 +5,9 @@ empty state, rendered against an unsaved blank workspace that owns nothing. The 
 console POST) creates the workspace with a sandbox key and the built-in inbox registered as its
 webhook, so there is still nothing to configure.
 
-The cookie holds the workspace id, the CSRF token and the hour it was last refreshed, nothing more:
+The cookie holds the workspace id, the CSRF token, the hour it was last refreshed and, once this browser
+has created a presenter profile or a cohort, a random browser id (the owner the per-browser caps count;
+`browser_id`), nothing more:
 Link token strings live sealed in the database (`console.web.link.tokens`). It is re-signed at most
 once an hour, which is what moves its idle expiry (`CONSOLE_SESSION_IDLE_DAYS`, checked by Flask on
 the signature's age) without a Set-Cookie on every poll that could overwrite a newer cookie.
@@ -13,6 +15,7 @@ the signature's age) without a Set-Cookie on every poll that could overwrite a n
 
 from __future__ import annotations
 
+import secrets
 import time
 import uuid
 
@@ -29,6 +32,7 @@ from console.workspaces.models import Workspace
 from console.workspaces.services import create_workspace, delete_workspace, note_activity
 
 SESSION_KEY = "workspace_id"
+BROWSER_KEY = "browser_id"
 REFRESHED_KEY = "refreshed_hour"
 # Keys older versions kept in the cookie (Link token strings): dropped from any cookie still carrying them.
 LEGACY_KEYS = ("link_tokens",)
@@ -47,6 +51,18 @@ def current_workspace() -> Workspace | None:
     except ValueError:
         return None
     return db.session.get(Workspace, ident)
+
+
+def browser_id() -> str:
+    """This browser's random id, made on first need and kept in its signed session: the owner that
+    per-browser caps count (presenter profiles, cohorts). A bot that drops its cookie gets a new one, and
+    meets the per-address limit on creating requests instead (console.web.shared.throttle)."""
+    value = session.get(BROWSER_KEY)
+    if not isinstance(value, str) or len(value) < 16:
+        value = secrets.token_urlsafe(16)
+        session[BROWSER_KEY] = value
+        session.permanent = True
+    return value
 
 
 def blank_workspace() -> Workspace:

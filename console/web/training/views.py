@@ -8,16 +8,17 @@ workspace: they see their own exercises at `/training/me`, never the grid or any
 
 from __future__ import annotations
 
-from flask import Response, abort, g, redirect, render_template, request, session, url_for
+from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
 
-from console.core.errors import NotFound, ValidationFailed
+from console.core.errors import NotFound, RateLimited, ServiceError, ValidationFailed
 from console.core.routes import Routes
 from console.extensions import db
 from console.training import cohorts, exercises, holds
 from console.web.link import tokens as linktokens
 from console.web.scenarios import gallery as scenarios
+from console.web.shared import throttle
 from console.web.shared.apiclient import api_root, response_json
-from console.web.shared.workspace_session import api_client, current_workspace, enter_workspace
+from console.web.shared.workspace_session import api_client, browser_id, current_workspace, enter_workspace
 
 routes = Routes()
 
@@ -35,6 +36,10 @@ def _trained() -> list[str]:
 def _unlock(cohort_id) -> None:
     ids = [i for i in _trained() if i != str(cohort_id)] + [str(cohort_id)]
     session[TRAINER_KEY] = ids[-MAX_TRAINER_COHORTS:]
+
+
+def _forget(cohort_id) -> None:
+    session[TRAINER_KEY] = [i for i in _trained() if i != str(cohort_id)]
 
 
 def _trainer_cohort(cohort_id: str):
@@ -73,11 +78,11 @@ def training_home():
     )
 
 
-@routes.post("/training/cohorts", endpoint="training_create", no_create=True)
+@routes.post("/training/cohorts", endpoint="training_create", no_create=True, creates=True)
 def training_create():
     form = {"name": request.form.get("name", ""), "exercises": request.form.getlist("exercises")}
     try:
-        cohort, secret = cohorts.create_cohort(form["name"], form["exercises"])
+        cohort, secret = cohorts.create_cohort(form["name"], form["exercises"], owner=browser_id())
     except ValidationFailed as exc:
         errors = {f.name: f.message for f in exc.fields}
         return render_template(
@@ -131,6 +136,32 @@ def training_grid_live(cohort_id: str):
     return render_template("console/training/_grid.html", **_grid_context(cohort))
 
 
+@routes.post("/training/<cohort_id>/archive", endpoint="training_archive", no_create=True)
+def training_archive(cohort_id: str):
+    """End the class: no more joins; the trainees' workspaces are collected once idle (trainer only)."""
+    cohort = _trainer_cohort(cohort_id)
+    cohorts.archive(cohort)
+    db.session.commit()
+    flash(
+        f"{cohort.name} is archived: its join link no longer works, and each trainee's workspace is deleted "
+        "after it has been unused for the server's idle period.",
+        "ok",
+    )
+    return redirect(url_for("console.training_grid", cohort_id=cohort.id), code=303)
+
+
+@routes.post("/training/<cohort_id>/delete", endpoint="training_delete", no_create=True)
+def training_delete(cohort_id: str):
+    """Delete the class with its memberships and every trainee's workspace, now (trainer only)."""
+    cohort = _trainer_cohort(cohort_id)
+    name = cohort.name
+    gone = cohorts.delete_cohort(cohort)
+    db.session.commit()
+    _forget(cohort_id)
+    flash(f"{name} is deleted, with its {gone} trainee workspace{'' if gone == 1 else 's'}.", "ok")
+    return redirect(url_for("console.training"), code=303)
+
+
 @routes.get("/training/<cohort_id>/trainees/<member_id>", endpoint="training_trainee")
 def training_trainee(cohort_id: str, member_id: str):
     cohort = _trainer_cohort(cohort_id)
@@ -166,20 +197,36 @@ def _joined_as(cohort) -> str | None:
     return cohorts.joined_as(cohort, workspace.id) if workspace is not None else None
 
 
-@routes.post("/training/join/<token>", endpoint="training_join_submit", no_create=True)
+@routes.post("/training/join/<token>", endpoint="training_join_submit", no_create=True, creates=True)
 def training_join_submit(token: str):
     cohort = cohorts.by_join_token(token)
     if _joined_as(cohort) is not None:
         return redirect(url_for("console.training_me"))
+    form = {"name": request.form.get("name", "")}
     try:
-        _member, workspace = cohorts.join(cohort, request.form.get("name", ""))
+        throttle.check_joins(cohort.id)
+        _member, workspace = cohorts.join(cohort, form["name"])
     except ValidationFailed as exc:
         db.session.rollback()
         errors = {f.name: f.message for f in exc.fields}
-        form = {"name": request.form.get("name", "")}
         return render_template(
             "console/training/join.html", cohort=cohort, token=token, errors=errors, form=form, joined=None
         ), 400
+    except ServiceError as exc:  # full, archived, or too many joins this minute: said on the page
+        db.session.rollback()
+        return (
+            render_template(
+                "console/training/join.html",
+                cohort=cohort,
+                token=token,
+                errors={},
+                form=form,
+                joined=None,
+                refused=exc,
+            ),
+            exc.status_code,
+            {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {},
+        )
     enter_workspace(workspace)
     return redirect(url_for("console.training_me"))
 

@@ -16,7 +16,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.versions import LATEST_VERSION, PRIME_MIN_VERSION
 from console.webhooks.models import DELIVERED, Webhook, WebhookAttempt, WebhookDelivery
-from console.webhooks.services import MAX_WEBHOOKS_PER_KEY, owned_count
+from console.webhooks.services import MAX_WEBHOOKS_PER_KEY, owned_count, webhooks_per_key
 
 RECENT_ATTEMPTS = 50
 WINDOWS = (("Last 24 hours", timedelta(hours=24)), ("Last 7 days", timedelta(days=7)))
@@ -120,7 +120,7 @@ def owner_key(webhook: Webhook) -> ApiKey | None:
 
 
 def quota(key: ApiKey) -> Quota:
-    return Quota(key, owned_count(key.id))
+    return Quota(key, owned_count(key.id), webhooks_per_key())
 
 
 def quotas(workspace_id: uuid.UUID, mode: str, console_key: ApiKey | None) -> list[Quota]:

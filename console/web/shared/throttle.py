@@ -1,0 +1,141 @@
+"""Rate limits on the console's creating requests: per client address, and joins per cohort.
+
+Everything an anonymous visitor can create has a per-owner cap in its service (profiles per browser,
+cohorts per trainer, trainees per cohort, keys per workspace and mode, webhooks per key); a bot that drops
+its cookie between requests is a new owner each time, so the console also limits how fast one client
+address may create:
+
+- `CONSOLE_CREATES_PER_MINUTE` (default 60; 0: off): the POSTs that create something (a workspace, on
+  the first action, Reset or a presenter restart; a presenter profile; a cohort; a join) per client
+  address per minute. Beyond it the page says when to try again (429 `RATE_LIMIT_EXCEEDED`, `Retry-After`).
+- `TRAINING_JOINS_PER_MINUTE` (default 30; 0: off): joins per cohort per minute, whoever sends them.
+
+The client address is the connection's peer, unless that peer is one of `TRUSTED_PROXIES` (comma-separated
+addresses or CIDRs, empty by default): then it is the nearest address in `X-Forwarded-For` that is not a
+trusted proxy. A header from anyone else is ignored, so a client cannot choose its own address.
+
+Counted by the API's rate-limit machinery (console.api.ratelimit: a moving window, in the storage
+`RATELIMIT_STORAGE_URI` names, shared by processes and, on Redis, by machines), in a table of its own.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+
+from flask import Flask, current_app, request
+from limits import RateLimitItemPerMinute
+
+from console.api.ratelimit import counters_for
+from console.core.errors import RateLimited
+
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+DEFAULT_CREATES_PER_MINUTE = 60
+DEFAULT_JOINS_PER_MINUTE = 30
+# The most either setting may be: each counter keeps one time per allowed request.
+MAX_PER_MINUTE = 10_000
+
+
+def parse_proxies(value: str | list | tuple | None) -> tuple[IPNetwork, ...]:
+    """`TRUSTED_PROXIES`: comma-separated addresses or CIDRs; a malformed entry stops the start, named."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    networks = []
+    for item in (str(i).strip() for i in items):
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(
+                f"TRUSTED_PROXIES: {item!r} is not an address or network (write e.g. 127.0.0.1 or 10.0.0.0/8)"
+            ) from None
+    return tuple(networks)
+
+
+def _per_minute(app: Flask, name: str, default: int) -> int:
+    value = int(app.config.get(name, default) or 0)
+    if not 0 <= value <= MAX_PER_MINUTE:
+        raise ValueError(f"{name} must be between 0 (off) and {MAX_PER_MINUTE:,}, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class Throttle:
+    creates_per_minute: int
+    joins_per_minute: int
+    proxies: tuple[IPNetwork, ...]
+    counters: object | None  # console.api.ratelimit counters; None when both limits are off
+
+    def hit(self, amount: int, key: str, message: str) -> None:
+        if not amount or self.counters is None:
+            return
+        verdict = self.counters.hit(RateLimitItemPerMinute(amount), key)
+        if not verdict.allowed:
+            wait = verdict.reset_after
+            raise RateLimited(
+                f"{message} Try again in {wait} second{'' if wait == 1 else 's'}.", retry_after=wait
+            )
+
+
+def init_app(app: Flask) -> None:
+    """Read and check the settings (a malformed one stops the start) and open the counters."""
+    creates = _per_minute(app, "CONSOLE_CREATES_PER_MINUTE", DEFAULT_CREATES_PER_MINUTE)
+    joins = _per_minute(app, "TRAINING_JOINS_PER_MINUTE", DEFAULT_JOINS_PER_MINUTE)
+    proxies = parse_proxies(app.config.get("TRUSTED_PROXIES"))
+    capacity = max(creates, joins)
+    counters = (
+        counters_for(app.config["RATELIMIT_STORAGE_URI"], capacity, table="console") if capacity else None
+    )
+    app.extensions["console_throttle"] = Throttle(creates, joins, proxies, counters)
+
+
+def _throttle() -> Throttle:
+    return current_app.extensions["console_throttle"]
+
+
+def _trusted(address: str, proxies: tuple[IPNetwork, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in network for network in proxies)
+
+
+def client_address() -> str:
+    """Who sent this request: the peer, or behind `TRUSTED_PROXIES` the nearest untrusted forwarded address."""
+    peer = request.remote_addr or ""
+    proxies = _throttle().proxies
+    if not proxies or not _trusted(peer, proxies):
+        return peer
+    forwarded = [
+        part.strip()
+        for header in request.headers.getlist("X-Forwarded-For")
+        for part in header.split(",")
+        if part.strip()
+    ]
+    # Right to left: each trusted proxy appended the address it heard from; the first one not ours is the client.
+    for address in reversed(forwarded):
+        if not _trusted(address, proxies):
+            return address
+    return forwarded[0] if forwarded else peer
+
+
+def check_address() -> None:
+    """One creating request from this client address; RateLimited past CONSOLE_CREATES_PER_MINUTE."""
+    throttle = _throttle()
+    throttle.hit(
+        throttle.creates_per_minute,
+        f"console-address/{client_address()}",
+        f"Too many new workspaces, profiles, cohorts or joins from your address: at most "
+        f"{throttle.creates_per_minute} a minute.",
+    )
+
+
+def check_joins(cohort_id: object) -> None:
+    """One join of this cohort; RateLimited past TRAINING_JOINS_PER_MINUTE."""
+    throttle = _throttle()
+    throttle.hit(
+        throttle.joins_per_minute,
+        f"cohort-join/{cohort_id}",
+        f"This class is taking many joins at once (at most {throttle.joins_per_minute} a minute).",
+    )

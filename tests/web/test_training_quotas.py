@@ -1,0 +1,148 @@
+"""Training: cohorts per trainer, trainees per cohort, joins per minute, and a class's end (archive, delete)."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from console.api.ratelimit import TableCounters
+from console.core.timeutil import utcnow
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.training.models import Cohort, CohortMember
+from console.web.shared import throttle
+from console.workspaces.collection import collect_idle
+from console.workspaces.models import Workspace
+from tests.web.conftest import Visitor
+from tests.web.test_training import create_cohort, join
+
+
+def join_path(cohort: dict) -> str:
+    return "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+
+
+def try_join(app, cohort: dict, name: str):
+    trainee = Visitor(app.test_client())
+    trainee.get(join_path(cohort))
+    return trainee.post(join_path(cohort), {"name": name})
+
+
+def members(app, cohort_id: str) -> int:
+    with app.app_context():
+        query = select(func.count()).where(CohortMember.cohort_id == uuid.UUID(cohort_id))
+        return db.session.scalar(query)
+
+
+def rows(app, model, *where) -> int:
+    with app.app_context():
+        return db.session.scalar(select(func.count()).select_from(model).where(*where))
+
+
+@pytest.fixture
+def trainer(app) -> Visitor:
+    return Visitor(app.test_client())
+
+
+def test_a_trainer_may_keep_its_cap_of_cohorts(app, trainer):
+    app.config["TRAINING_COHORTS_PER_TRAINER"] = 2
+    first = create_cohort(trainer, name="One")
+    create_cohort(trainer, name="Two")
+    refused = trainer.post("/training/cohorts", {"name": "Three", "exercises": ["link_token"]})
+    page = refused.get_data(as_text=True)
+    assert refused.status_code == 409
+    assert (
+        "This browser already has 2 cohorts" in page and '<code id="error-code">COHORT_LIMIT</code>' in page
+    )
+    assert rows(app, Cohort) == 2
+    # Another trainer is not affected; deleting a class frees a place.
+    create_cohort(Visitor(app.test_client()), name="Elsewhere")
+    assert trainer.post(f"/training/{first['id']}/delete").status_code == 303
+    create_cohort(trainer, name="Three")
+    assert rows(app, Cohort) == 3
+
+
+def test_a_cohort_takes_at_most_its_cap_of_trainees(app, trainer):
+    app.config["TRAINING_TRAINEES_PER_COHORT"] = 2
+    cohort = create_cohort(trainer)
+    join(app, cohort, "Ada")
+    join(app, cohort, "Grace")
+    workspaces = rows(app, Workspace)
+    refused = try_join(app, cohort, "Linus")
+    page = refused.get_data(as_text=True)
+    assert refused.status_code == 409
+    assert 'id="join-refused" data-code="COHORT_FULL"' in page and "is full: it has 2 trainees" in page
+    assert members(app, cohort["id"]) == 2
+    assert rows(app, Workspace) == workspaces  # nothing was created for the refused trainee
+
+
+def test_joins_per_cohort_per_minute_are_limited(app, trainer):
+    # TRAINING_JOINS_PER_MINUTE = 2 (creating requests per address off), on counters whose clock stands
+    # still: no real time passes between the joins, whatever the machine's speed.
+    frozen = TableCounters(None, 2, clock=lambda: 1000.0)
+    app.extensions["console_throttle"] = throttle.Throttle(0, 2, (), frozen)
+    cohort = create_cohort(trainer)
+    other = create_cohort(trainer, name="Other class")
+    join(app, cohort, "Ada")
+    join(app, cohort, "Grace")
+    refused = try_join(app, cohort, "Linus")
+    assert refused.status_code == 429
+    assert refused.headers["Retry-After"] == "60"
+    assert "at most 2 a minute" in refused.get_data(as_text=True)
+    assert members(app, cohort["id"]) == 2
+    join(app, other, "Linus")  # per cohort: another class is not held up
+
+
+def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces(app, trainer):
+    cohort = create_cohort(trainer)
+    ada = join(app, cohort, "Ada")
+    assert 'action="/training/' + cohort["id"] + '/archive"' in trainer.get(
+        f"/training/{cohort['id']}"
+    ).get_data(as_text=True)
+    # Only the trainer: a trainee (or anyone else) gets 404, and a forged form without the token is refused.
+    assert ada.post(f"/training/{cohort['id']}/archive").status_code == 404
+    assert trainer.client.post(f"/training/{cohort['id']}/archive").status_code == 400
+    with app.app_context():
+        assert db.session.get(Cohort, uuid.UUID(cohort["id"])).archived_at is None
+    response = trainer.post(f"/training/{cohort['id']}/archive")
+    assert response.status_code == 303
+    grid = trainer.get(response.headers["Location"]).get_data(as_text=True)
+    assert "is archived" in grid and 'id="cohort-archived"' in grid
+    refused = try_join(app, cohort, "Grace")
+    assert refused.status_code == 409 and 'data-code="COHORT_ARCHIVED"' in refused.get_data(as_text=True)
+    # The trainee's workspace is no longer kept: collected once idle for WORKSPACE_IDLE_DAYS, like a visitor's.
+    with app.app_context():
+        assert db.session.get(Workspace, ada.workspace_id).kept is False
+        assert collect_idle(utcnow() + timedelta(days=1)) == []
+        assert collect_idle(utcnow() + timedelta(days=31)) == [ada.workspace_id]
+    assert members(app, cohort["id"]) == 0
+    assert rows(app, Cohort) == 1  # the class itself stays until deleted
+
+
+def test_deleting_a_cohort_removes_it_its_memberships_and_trainees_workspaces(app, trainer):
+    cohort = create_cohort(trainer)
+    keep = create_cohort(trainer, name="Another class")
+    trainees = [join(app, cohort, name) for name in ("Ada", "Grace")]
+    bystander = join(app, keep, "Linus")
+    ids = [t.workspace_id for t in trainees]
+    page = trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    assert re.search(r'action="/training/' + cohort["id"] + '/delete"', page)
+    # Nobody but the trainer.
+    outsider = Visitor(app.test_client()).start()
+    assert outsider.post(f"/training/{cohort['id']}/delete").status_code == 404
+    assert trainees[0].post(f"/training/{cohort['id']}/delete").status_code == 404
+    assert rows(app, Cohort) == 2
+    response = trainer.post(f"/training/{cohort['id']}/delete")
+    assert response.status_code == 303 and response.headers["Location"] == "/training"
+    assert "deleted, with its 2 trainee workspaces" in trainer.get("/training").get_data(as_text=True)
+    assert trainer.get(f"/training/{cohort['id']}").status_code == 404
+    assert rows(app, Cohort, Cohort.id == uuid.UUID(cohort["id"])) == 0
+    assert members(app, cohort["id"]) == 0
+    assert rows(app, Workspace, Workspace.id.in_(ids)) == 0
+    assert rows(app, ApiKey, ApiKey.workspace_id.in_(ids)) == 0
+    # The other class and its trainee are untouched.
+    assert members(app, keep["id"]) == 1
+    assert rows(app, Workspace, Workspace.id == bystander.workspace_id) == 1
