@@ -153,3 +153,19 @@ def test_webhooks_per_key_is_a_setting_refused_in_the_apis_shape(app, api):
     assert api.post("/webhooks", json=BODY).status_code == 200
     error = assert_error(api.post("/webhooks", json=BODY), 403, "FORBIDDEN", "WEBHOOK_LIMIT_REACHED")
     assert "already has 1 webhooks" in error["message"]
+
+
+def test_the_console_counters_keep_a_file_of_their_own_beside_the_apis(tmp_path):
+    from limits import RateLimitItemPerMinute, parse
+
+    from console.api.ratelimit import counters_for
+
+    uri = f"mmap://{tmp_path / 'limits.mmap'}"
+    api_counters = counters_for(uri, 10)
+    console_counters = counters_for(uri, 60, table="console")
+    assert api_counters.path == tmp_path / "limits.mmap"
+    assert console_counters.path == tmp_path / "limits.mmap.console"
+    # Two shapes, two files: neither replaces the other's table under it.
+    assert api_counters.hit(parse("10/second"), "k").allowed
+    assert console_counters.hit(RateLimitItemPerMinute(60), "k").allowed
+    assert api_counters.hit(parse("10/second"), "k").remaining == 8
