@@ -1,7 +1,7 @@
 """quotas: profiles and cohorts know their creating browser; profiles their last use; cohorts can be archived
 
 Revision ID: b2f6c8d1e4a7
-Revises: d4f1a9b2c6e3
+Revises: 9c31f0e2a7d4
 Create Date: 2026-11-29 10:00:00
 
 """
@@ -13,7 +13,7 @@ import console.db.base
 
 # revision identifiers, used by Alembic.
 revision = 'b2f6c8d1e4a7'
-down_revision = 'd4f1a9b2c6e3'
+down_revision = '9c31f0e2a7d4'
 branch_labels = None
 depends_on = None
 
