@@ -389,6 +389,9 @@ class Console:
         )
         self.session = requests.Session()
         self.session.trust_env = False
+        # As many kept connections as _serving_pids_seen's 16 threads use: urllib3's default 10 logged
+        # "Connection pool is full, discarding connection" for the others.
+        self.session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=16))
         self.request_ids: dict[str, str] = {}  # of every API call made with `api`: its method and path
 
     def output(self) -> str:
