@@ -90,11 +90,11 @@ def test_loop_delivers_what_is_written(app, ctx):
 
 
 def test_a_hanging_endpoint_does_not_delay_the_others(app, ctx):
-    """The cap is on attempts in flight: a webhook holds at most 64 of the 128 sender threads at once.
+    """The caps are on attempts in flight: a webhook (and its destination) holds at most 24 senders at once.
 
     The hanging attempts must not end by themselves before the release, or each that times out frees its
-    slot for one of the 16 queued deliveries (a loaded machine reached 80 requests that way, 64 at a time,
-    with the 3 s timeout): so the timeout here is longer than any wait of the test.
+    slot for one of the queued deliveries (before the fair-delivery caps, a loaded machine reached 80
+    requests that way, 64 at a time, with the 3 s timeout): so the timeout here outlasts any wait of the test.
     """
     ws, key = ctx
     app.config.update(WEBHOOK_TIMEOUT_SECONDS=120)
