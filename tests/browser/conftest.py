@@ -1,15 +1,25 @@
 """Browser tests: the real server on a free port, driven by Playwright with Debian's Chromium.
 
+One live server per test module (`live_server`, module-scoped): the app, its schema and seeded world on the
+module's own SQLite file, served by werkzeug in a thread of the test process. `console_live` is the same
+server with the in-process worker loops running (started once per module, on the first test that asks).
+
+Tests in a module share that server the way visitors share a deployed console: each test gets a fresh
+browser context (`context` / `page`, or contexts of its own from `browser`), so it starts with no console
+cookie and the console gives it a workspace of its own at its first action. What a test may change on the
+shared app itself, its `app.config`, is put back after the test (`_config_restored`). A test that needs a
+server of its own (test_console_run.py, `console run` in a subprocess) makes it itself.
+
 Skipped (with the reason) when Chromium or Playwright is missing; `make test` installs both.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -32,12 +42,20 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
+# Link's "Finding your payroll account" state with the worker running: short, still a visible state.
+LINK_MATCHING_DELAY_MS = 300
 
 
-def pytest_collection_modifyitems(items):
+def pytest_collection_modifyitems(config, items):
+    # Under pytest-xdist with `--dist loadgroup`, a module's tests stay on one worker, so its live server is
+    # made once, not once on each worker its tests were spread over.
+    grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
-        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
+        path = str(item.fspath).replace(os.sep, "/")
+        if "tests/browser/" in path:
             item.add_marker(pytest.mark.browser)
+            if grouped:
+                item.add_marker(pytest.mark.xdist_group(f"browser:{path.rsplit('/', 1)[-1]}"))
 
 
 def _free_port() -> int:
@@ -50,18 +68,24 @@ def _free_port() -> int:
 class LiveServer:
     url: str
     app: object
+    secret: str | None = None  # a sandbox API secret, for tests that call the API as a customer would
 
     def api_url(self, mode: str, path: str) -> str:
         from console.modes import URL_PREFIXES
 
         return f"{self.url}{URL_PREFIXES[mode]}/v1{path}"
 
+    def with_secret(self, secret: str) -> LiveServer:
+        """This server, seen by one test with its own API secret (the module's server is not changed)."""
+        return dataclasses.replace(self, secret=secret)
 
-@pytest.fixture
-def live_server(tmp_path) -> Iterator[LiveServer]:
-    """The whole app (with its in-process worker when the test asks for it) on 127.0.0.1."""
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory) -> Iterator[LiveServer]:
+    """The whole app on 127.0.0.1, one per test module, committing for real to the module's SQLite file."""
     port = _free_port()
-    config = base_config(f"sqlite:///{tmp_path / 'browser.db'}")
+    database = tmp_path_factory.mktemp("live") / "browser.db"
+    config = base_config(f"sqlite:///{database}")
     config.update({"PUBLIC_URL": f"http://127.0.0.1:{port}", "TESTING": False})
     app = create_app(config)
     with app.app_context():
@@ -70,27 +94,57 @@ def live_server(tmp_path) -> Iterator[LiveServer]:
         db.create_all()
         seed_world(db.session)
         db.session.commit()
+    # make_server binds and listens before it returns: a connection made from now on waits in the
+    # listen backlog until serve_forever takes it, so there is nothing to poll for.
     server = make_server("127.0.0.1", port, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline:
-        try:
-            # The first request builds the OpenAPI document: on a busy machine it took over 1 s (a read
-            # timeout, not a refused connection), so wait for either.
-            requests.get(url + "/v1/openapi.json", timeout=5)
-            break
-        except requests.RequestException:
-            time.sleep(0.05)
+    # The first request builds the OpenAPI document (over 1 s on a busy machine): once, here, not in a test.
+    requests.get(url + "/v1/openapi.json", timeout=60).raise_for_status()
     try:
         yield LiveServer(url, app)
     finally:
         server.shutdown()
         thread.join(timeout=5)
+        server.server_close()
         writer_for(app).close()  # the request log's writer writes what it holds before the engine goes
         with app.app_context():
             db.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def _module_worker(live_server):
+    """The worker loops (scheduler, deliveries, ...) as threads, for the rest of the module's tests."""
+    from console.worker import start_in_process
+
+    worker = start_in_process(live_server.app)
+    yield worker
+    worker.stop(timeout=10)
+
+
+@pytest.fixture
+def console_live(live_server, _module_worker) -> LiveServer:
+    """The module's live server with its worker running, and a short Link matching state."""
+    live_server.app.config["LINK_MATCHING_DELAY_MS"] = LINK_MATCHING_DELAY_MS
+    return live_server
+
+
+@pytest.fixture(autouse=True)
+def _config_restored(request):
+    """Whatever a test sets in the shared app's config is put back after it, key by key (the worker's
+    threads may be reading the config meanwhile, so it is never emptied and refilled)."""
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    config = request.getfixturevalue("live_server").app.config
+    before = dict(config)
+    yield
+    for key in [k for k in config if k not in before]:
+        config.pop(key, None)
+    for key, value in before.items():
+        if key not in config or config[key] is not value:
+            config[key] = value
 
 
 @pytest.fixture(scope="session")
@@ -120,9 +174,11 @@ def csp_violations(messages: list[str]) -> list[str]:
 
 @pytest.fixture
 def context(browser):
+    """A fresh browser context for each test: no cookies, so the console gives the test its own workspace."""
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     context.set_default_timeout(10_000)
     context.add_init_script(REPORT_CSP_VIOLATIONS)
+    assert context.cookies() == []
     yield context
     context.close()
 

@@ -19,7 +19,7 @@ from console.extensions import db
 from console.world.seed_data import PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
 from tests import images
 from tests.browser.linkui import search_and_choose
-from tests.browser.test_console_walkthrough import LINK_FRAME, create_token, start, with_worker
+from tests.browser.test_console_walkthrough import LINK_FRAME, create_token, start
 
 expect = pytest.importorskip("playwright.sync_api").expect
 AXE = Path(__file__).parent / "vendor" / "axe.min.js"
@@ -45,11 +45,6 @@ FRAGMENTS = {
     "console.training_export",
     "console.profile_logo",
 }
-
-
-@pytest.fixture
-def console_live(live_server):
-    yield from with_worker(live_server)
 
 
 @pytest.fixture
@@ -264,9 +259,9 @@ def link_live(console_live):
         from console.workspaces.services import create_workspace
 
         workspace = create_workspace("A11y")
-        console_live.secret = create_key(workspace.id, "sandbox", "a11y").secret
+        secret = create_key(workspace.id, "sandbox", "a11y").secret
         db.session.commit()
-    return console_live
+    return console_live.with_secret(secret)
 
 
 def new_token(live, **changes) -> str:

@@ -6,14 +6,7 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
-import pytest
-
-from tests.browser.test_console_walkthrough import timeline_outcomes, with_worker
-
-
-@pytest.fixture
-def console_live(live_server):
-    yield from with_worker(live_server)
+from tests.browser.test_console_walkthrough import timeline_outcomes
 
 
 def seconds_left(page) -> int:

@@ -11,7 +11,6 @@ from tests.browser.linkui import search_and_choose
 from tests.browser.test_console_walkthrough import (
     LINK_FRAME,
     confirm_and_close,
-    console_live,  # noqa: F401 - the fixture, with the worker running
     create_token,
     login,
     open_link,
@@ -126,7 +125,7 @@ PRESETS = (
 )
 
 
-def test_every_preset_twice_with_reloads_and_page_changes(page, console_live):  # noqa: F811
+def test_every_preset_twice_with_reloads_and_page_changes(page, console_live):
     start(page, console_live)
     seen: set[str] = set()
     for _round in range(2):
@@ -161,7 +160,7 @@ def test_every_preset_twice_with_reloads_and_page_changes(page, console_live):  
     assert not [m for m in page.console_messages if m.startswith(("error", "pageerror"))]
 
 
-def test_prime_then_on_demand_gives_a_valid_request_and_the_new_token(page, console_live):  # noqa: F811
+def test_prime_then_on_demand_gives_a_valid_request_and_the_new_token(page, console_live):
     start(page, console_live)
     create_token(page, "Prime: one match")
     frame = open_link(page)
@@ -178,7 +177,7 @@ def test_prime_then_on_demand_gives_a_valid_request_and_the_new_token(page, cons
     page.locator('#step-link [data-token-state="finished"]').wait_for()
 
 
-def test_a_finished_token_offers_a_new_one_with_the_same_preset(page, console_live):  # noqa: F811
+def test_a_finished_token_offers_a_new_one_with_the_same_preset(page, console_live):
     start(page, console_live)
     first = create_token(page, "Federal benefits")
     frame = open_link(page)
@@ -208,7 +207,7 @@ def _boxes_overlap(a, b) -> bool:
     )
 
 
-def test_run_in_link_keeps_its_instructions_beside_link_twice(page, console_live):  # noqa: F811
+def test_run_in_link_keeps_its_instructions_beside_link_twice(page, console_live):
     page.goto(console_live.url + "/scenarios")
     page.get_by_role("button", name="Run user_mfa_sms in Link").click()
     ids = []
@@ -251,7 +250,7 @@ def test_run_in_link_keeps_its_instructions_beside_link_twice(page, console_live
     page.get_by_role("heading", name="Scenarios", exact=True).wait_for()
 
 
-def test_every_scenario_headless_twice(page, console_live):  # noqa: F811
+def test_every_scenario_headless_twice(page, console_live):
     from console.web.scenarios import gallery as scenarios
     from tests.web.test_scenarios import EXPECTED
 

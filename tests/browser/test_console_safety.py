@@ -6,17 +6,10 @@ import contextlib
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import pytest
-
 from tests.browser.conftest import csp_violations
-from tests.browser.test_console_walkthrough import checklist_done, create_token, start, with_worker
+from tests.browser.test_console_walkthrough import checklist_done, create_token, start
 
 EVIL = "http://localhost:8766"
-
-
-@pytest.fixture
-def console_live(live_server):
-    yield from with_worker(live_server)
 
 
 def test_two_browser_contexts_get_isolated_workspaces(browser, console_live):

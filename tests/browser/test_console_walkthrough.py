@@ -1,6 +1,7 @@
 """The console as a new user meets it: the walkthrough for each flow, through the real Link and SDK.
 
-The whole app runs on a free 127.0.0.1 port with its worker in-process, so the inbox receives real,
+The whole app runs on a free 127.0.0.1 port with its worker in-process (`console_live`, one server for the
+module, each test in a fresh browser context and so a workspace of its own), so the inbox receives real,
 signed deliveries and the clock controls fire real scheduled work.
 """
 
@@ -8,26 +9,9 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tests.browser.linkui import search_and_choose
 
 LINK_FRAME = "iframe[title^='Link']"
-
-
-def with_worker(live_server):
-    """The live server with its worker loops running, and a short Prime loading state."""
-    from console.worker import start_in_process
-
-    live_server.app.config["LINK_MATCHING_DELAY_MS"] = 300
-    worker = start_in_process(live_server.app)
-    yield live_server
-    worker.stop(timeout=10)
-
-
-@pytest.fixture
-def console_live(live_server):
-    yield from with_worker(live_server)
 
 
 def start(page, live) -> None:

@@ -12,6 +12,7 @@ import requests
 
 from console.extensions import db
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
+from tests.browser.conftest import LINK_MATCHING_DELAY_MS
 from tests.browser.linkui import search_and_choose
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -22,15 +23,16 @@ LINK_FRAME = "iframe[title^='Link']"
 
 @pytest.fixture
 def live(live_server):
-    live_server.app.config["LINK_MATCHING_DELAY_MS"] = 300
+    """The module's server, seen by this test as a customer with a workspace and sandbox key of its own."""
+    live_server.app.config["LINK_MATCHING_DELAY_MS"] = LINK_MATCHING_DELAY_MS
     with live_server.app.app_context():
         from console.keys.services import create_key
         from console.workspaces.services import create_workspace
 
         workspace = create_workspace("Browser")
-        live_server.secret = create_key(workspace.id, "sandbox", "browser").secret
+        secret = create_key(workspace.id, "sandbox", "browser").secret
         db.session.commit()
-    return live_server
+    return live_server.with_secret(secret)
 
 
 @pytest.fixture

@@ -10,15 +10,9 @@ import pytest
 
 from tests import images
 from tests.browser.linkui import search_and_choose
-from tests.browser.test_console_walkthrough import with_worker
 
 LINK = "#phone-screen [data-link-overlay] iframe"
 FAST = 20  # ?speed=: typing, pauses and autoplay this many times faster than a presenter's
-
-
-@pytest.fixture
-def stage_live(live_server):
-    yield from with_worker(live_server)
 
 
 def caption(page) -> str:
@@ -32,9 +26,9 @@ def press(page, key: str, step: int) -> None:
     page.locator(f'#stage[data-step="{step}"]').wait_for()
 
 
-def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, stage_live):
+def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, console_live):
     url = (
-        stage_live.url
+        console_live.url
         + f"/present/10-standard-switch?brand=Acme+Bank&color=%23aa0011&theme=dark&speed={FAST}"
     )
     page.goto(url)
@@ -100,8 +94,8 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, s
     assert "/sandbox/v1/link_tokens" not in page.locator('#backend [data-feed="calls"]').inner_text()
 
 
-def test_failure_and_recovery_runs_by_keyboard_and_the_refused_webhook_arrives(page, stage_live):
-    page.goto(stage_live.url + "/present/50-failure-and-recovery")
+def test_failure_and_recovery_runs_by_keyboard_and_the_refused_webhook_arrives(page, console_live):
+    page.goto(console_live.url + "/present/50-failure-and-recovery")
     total = int(page.locator("#stage").get_attribute("data-total"))
     for step in range(1, total + 1):
         press(page, "ArrowRight", step)
@@ -114,8 +108,8 @@ def link_screen(page) -> str:
     return page.frame_locator(LINK).locator("#link-screen").get_attribute("data-screen")
 
 
-def test_autoplay_stops_at_the_pause_step_and_follows_link_finished_by_hand(page, stage_live):
-    page.goto(f"{stage_live.url}/present/10-standard-switch?speed={FAST}")
+def test_autoplay_stops_at_the_pause_step_and_follows_link_finished_by_hand(page, console_live):
+    page.goto(f"{console_live.url}/present/10-standard-switch?speed={FAST}")
     page.locator("html[data-stage-ready]").wait_for(state="attached")
     page.keyboard.press("a")
     # Step 3 (open_link) is marked as a pause: autoplay opens Link there and waits for the presenter.
@@ -142,8 +136,8 @@ def test_autoplay_stops_at_the_pause_step_and_follows_link_finished_by_hand(page
     assert "/complete</code>" not in page.content()  # the step found Link finished
 
 
-def test_the_presenter_takes_link_over_midway_and_the_arrow_key_lets_the_stage_finish(page, stage_live):
-    page.goto(f"{stage_live.url}/present/10-standard-switch?step=1&speed=3")
+def test_the_presenter_takes_link_over_midway_and_the_arrow_key_lets_the_stage_finish(page, console_live):
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=1&speed=3")
     press(page, "ArrowRight", 2)
     press(page, "ArrowRight", 3)
     link_listens(page)
@@ -165,9 +159,9 @@ def test_the_presenter_takes_link_over_midway_and_the_arrow_key_lets_the_stage_f
 
 
 def test_a_second_arrow_key_skips_ahead_and_a_link_that_cannot_be_driven_completes_headlessly(
-    page, stage_live
+    page, console_live
 ):
-    url = stage_live.url
+    url = console_live.url
     page.goto(f"{url}/present/10-standard-switch?step=1")  # a presenter's pace
     press(page, "ArrowRight", 2)
     press(page, "ArrowRight", 3)
@@ -197,14 +191,14 @@ def test_a_second_arrow_key_skips_ahead_and_a_link_that_cannot_be_driven_complet
     page.locator('#backend [data-feed="calls"]').get_by_text("/complete").nth(1).wait_for()
 
 
-def test_a_failed_step_offers_a_retry_on_enter(page, stage_live):
-    stage_live.app.config["PRESENTER_WAIT_SECONDS"] = 0
-    page.goto(stage_live.url + "/present/10-standard-switch?step=4")
+def test_a_failed_step_offers_a_retry_on_enter(page, console_live):
+    console_live.app.config["PRESENTER_WAIT_SECONDS"] = 0
+    page.goto(console_live.url + "/present/10-standard-switch?step=4")
     press(page, "ArrowRight", 4)  # the wait fails: the stage stays on step 4 and says why
     alert = page.locator(".failure")
     assert "Step 5 did not work." in alert.inner_text()
     assert "Traceback" not in page.content()
-    stage_live.app.config["PRESENTER_WAIT_SECONDS"] = 0
+    console_live.app.config["PRESENTER_WAIT_SECONDS"] = 0
     page.keyboard.press("Enter")
     page.locator(".failure").wait_for()
 
@@ -304,9 +298,9 @@ def autoplay_to_the_end(page, total: int) -> None:
 
 
 @pytest.mark.parametrize("key", list(EXPECTED))
-def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page, stage_live, key):
+def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page, console_live, key):
     events, screens, headless = EXPECTED[key]
-    page.goto(f"{stage_live.url}/present/{key}?speed={FAST}")
+    page.goto(f"{console_live.url}/present/{key}?speed={FAST}")
     page.locator("html[data-stage-ready]").wait_for(state="attached")
     total = int(page.locator("#stage").get_attribute("data-total"))
     for run in (1, 2):

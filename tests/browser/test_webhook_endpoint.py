@@ -8,15 +8,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
-from tests.browser.test_console_walkthrough import with_worker
-
-
-@pytest.fixture
-def console_live(live_server):
-    yield from with_worker(live_server)
-
 
 def until(page, url: str, locator: str, count: int, timeout: float = 15.0) -> None:
     """Reload `url` until `locator` matches at least `count` elements (the worker works meanwhile)."""
