@@ -108,13 +108,26 @@ def widest(target) -> str:
     )
 
 
+# Resolves at the second animation frame since the viewport is `width` wide: a frame's rendering steps (the
+# resize event, so the Link SDK's own `fit`, and media queries) run before its animation-frame callbacks.
+AT_WIDTH = """width => new Promise(resolve => {
+  const frame = () => requestAnimationFrame(window.innerWidth === width ? () => resolve(true) : frame);
+  requestAnimationFrame(frame);
+})"""
+
+
+def resize(page, size: dict) -> None:
+    """Set the viewport and return once the page has been laid out and told (its resize handlers ran)."""
+    page.set_viewport_size(size)
+    page.evaluate(AT_WIDTH, size["width"])
+
+
 def check(page, url: str, base: str, problems: list[str], what: str) -> None:
     """Scan what `page` shows at desktop width, then look for sideways scrolling at 390 px."""
     page.set_viewport_size(DESKTOP)
     for violation in axe_violations(page, base):
         problems.append(f"{what} {url}: {violation}")
-    page.set_viewport_size(PHONE)
-    page.wait_for_timeout(50)
+    resize(page, PHONE)
     if sideways(page):
         problems.append(f"{what} {url}: scrolls sideways at 390 px {sideways(page)}: {widest(page)}")
     page.set_viewport_size(DESKTOP)
@@ -458,8 +471,7 @@ def test_link_fills_a_phone_screen(page, console_live):
         and box["width"] == PHONE["width"]
         and box["height"] == PHONE["height"]
     )
-    page.set_viewport_size(DESKTOP)
-    page.wait_for_timeout(100)
+    resize(page, DESKTOP)  # the SDK fits Link to the window on its resize event
     assert page.locator(LINK_FRAME).bounding_box()["width"] == 420
 
 

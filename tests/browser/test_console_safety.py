@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.browser.conftest import csp_violations
 from tests.browser.test_console_walkthrough import checklist_done, create_token, start
+from tests.browser.waits import poll
 
 EVIL = "http://localhost:8766"
 
@@ -123,8 +124,9 @@ def test_the_console_csp_is_enforced_and_a_violation_is_caught(page, console_liv
                    s.textContent = "window.__inlineRan = true"; document.body.appendChild(s); }"""
     )
     assert page.evaluate("window.__inlineRan === undefined")
-    page.wait_for_timeout(200)
-    assert csp_violations(page.console_messages)
+    # The violation is reported by an event the browser queues; the page fixture's listener collects it.
+    # (Playwright hands over the console messages it received on the page's next call: `evaluate` is one.)
+    poll(lambda: page.evaluate("true") and csp_violations(page.console_messages), what="the CSP violation")
 
 
 @contextlib.contextmanager
@@ -157,12 +159,13 @@ def loopback_page(html: str):
 
 def test_another_site_cannot_frame_the_console(page, console_live):
     page.expect_csp_violation = True  # the refused framing is reported as one
-    framing = (
-        f"""<!doctype html><html><body><iframe id="f" src="{console_live.url}/keys"></iframe></body></html>"""
-    )
+    # The frame's load event fires when the browser is done with it: the console's page, or the error page
+    # it shows instead (the framing page's own load event waits for it too).
+    framing = f"""<!doctype html><html><body><iframe id="f" src="{console_live.url}/keys"
+        onload="document.body.dataset.framed = 'loaded'"></iframe></body></html>"""
     with loopback_page(framing) as url:
         page.goto(url)
-        page.wait_for_timeout(1_000)
+        page.locator("body[data-framed='loaded']").wait_for(state="attached")
         # The browser refused to render the console in the frame (it shows its own error page instead).
         assert "API keys" not in page.frame_locator("#f").locator("body").inner_text()
         assert not [f for f in page.frames if f.url.startswith(console_live.url)]

@@ -10,6 +10,7 @@ import pytest
 
 from tests import images
 from tests.browser.linkui import search_and_choose
+from tests.browser.waits import after_page_timers
 
 LINK = "#phone-screen [data-link-overlay] iframe"
 FAST = 20  # ?speed=: typing, pauses and autoplay this many times faster than a presenter's
@@ -113,10 +114,14 @@ def test_autoplay_stops_at_the_pause_step_and_follows_link_finished_by_hand(page
     page.locator("html[data-stage-ready]").wait_for(state="attached")
     page.keyboard.press("a")
     # Step 3 (open_link) is marked as a pause: autoplay opens Link there and waits for the presenter.
-    page.locator('#stage[data-step="3"]').wait_for()
+    page.locator('#stage[data-step="3"]:not(.is-busy)').wait_for()
     link_listens(page)
-    page.wait_for_timeout(1000)  # five autoplay intervals at this speed
+    # Autoplay would have set its timer (4 s / speed = 200 ms) when step 3 was drawn: once the page's timers
+    # up to five such intervals from now have run, it would have fired (and `advance` marks the stage busy
+    # or driving at once). The page's own timer order bounds this, not the test machine's speed.
+    after_page_timers(page, 1000)
     assert page.locator("#stage").get_attribute("data-step") == "3"
+    assert page.locator("#stage.is-busy, #stage.is-driving").count() == 0
     assert link_screen(page) == "intro"  # nothing pressed in Link either
     # The presenter takes over Link by hand, finishes it and presses Done: the story follows on its own.
     frame = page.frame_locator(LINK)
@@ -145,9 +150,12 @@ def test_the_presenter_takes_link_over_midway_and_the_arrow_key_lets_the_stage_f
     frame = page.frame_locator(LINK)
     frame.locator('#link-screen[data-screen="search"]').wait_for()
     frame.locator("#screen-title").click()  # the presenter's hand in Link: the stage lets go
-    page.get_by_text("Link is yours").wait_for()
-    page.wait_for_timeout(1500)
+    page.get_by_text("Link is yours").wait_for()  # the driver has stopped (its promise was rejected)
+    # Nothing drives Link any more: after the page's timers for the next 1.5 s (several of the driver's own
+    # steps at this speed) have run, Link is where the presenter took it and the stage has not moved on.
+    after_page_timers(page, 1500)
     assert link_screen(page) == "search"
+    assert page.locator("#stage.is-busy, #stage.is-driving").count() == 0
     assert page.locator("#stage").get_attribute("data-step") == "3"
     # → : the stage finishes Link from the screen it is on, then the step follows.
     page.keyboard.press("ArrowRight")

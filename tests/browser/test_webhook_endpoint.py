@@ -6,19 +6,17 @@ failed once the inbox answers again.
 
 from __future__ import annotations
 
-import time
+from tests.browser.waits import poll
 
 
-def until(page, url: str, locator: str, count: int, timeout: float = 15.0) -> None:
-    """Reload `url` until `locator` matches at least `count` elements (the worker works meanwhile)."""
-    deadline = time.monotonic() + timeout
-    while True:
+def until(page, url: str, locator: str, count: int) -> None:
+    """Load `url` again until `locator` matches at least `count` elements (the worker works meanwhile)."""
+
+    def found() -> int:
         page.goto(url)
-        found = page.locator(locator).count()
-        if found >= count or time.monotonic() > deadline:
-            break
-        page.wait_for_timeout(300)
-    assert found >= count, f"{locator}: {found} of {count} after {timeout} s"
+        return page.locator(locator).count()
+
+    poll(found, lambda n: n >= count, interval=0.3, what=f"{count} of {locator} on {url}")
 
 
 def register_inbox(page, live) -> str:
