@@ -44,6 +44,10 @@ CHROMIUM_ARGS = [
 ]
 # Link's "Finding your payroll account" state with the worker running: short, still a visible state.
 LINK_MATCHING_DELAY_MS = 300
+# How long any Playwright wait (an action's auto-wait, a locator's wait_for, expect) gives the page before it
+# fails: a backstop for a broken page, never a verdict on speed. A passing test never waits it out, so it can
+# be as generous as a starved 2-core machine needs (10 s was not always enough there for Link to close).
+BACKSTOP_MS = 30_000
 
 
 def pytest_collection_modifyitems(config, items):
@@ -152,6 +156,7 @@ def browser():
     playwright_api = pytest.importorskip("playwright.sync_api")
     if not os.path.exists(CHROMIUM):
         pytest.skip(f"Chromium not found at {CHROMIUM}; `make test` installs Debian's chromium")
+    playwright_api.expect.set_options(timeout=BACKSTOP_MS)
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield browser
@@ -176,7 +181,7 @@ def csp_violations(messages: list[str]) -> list[str]:
 def context(browser):
     """A fresh browser context for each test: no cookies, so the console gives the test its own workspace."""
     context = browser.new_context(viewport={"width": 1280, "height": 860})
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BACKSTOP_MS)
     context.add_init_script(REPORT_CSP_VIOLATIONS)
     assert context.cookies() == []
     yield context

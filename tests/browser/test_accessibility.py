@@ -155,7 +155,7 @@ def fill_workspace(page, live) -> dict[str, str]:
     page.locator("#timeline").wait_for()
     account = page.locator("#timeline a[href^='/timeline/accounts/']").first.get_attribute("href")
     page.goto(live.url + "/webhooks")
-    page.locator("#inbox-list .inbox-item").first.wait_for(timeout=15_000)
+    page.locator("#inbox-list .inbox-item").first.wait_for()
 
     def first(url: str, pattern: str) -> str:
         found = hrefs(page, live.url + url, pattern)
@@ -284,7 +284,7 @@ def new_token(live, **changes) -> str:
             "allocation": {"targets": [TARGET]}}  # fmt: skip
     body.update(changes)
     headers = {"x-api-secret": live.secret, "Service-Version": "2023-11-22"}
-    response = requests.post(live.api_url("sandbox", "/link_tokens"), json=body, headers=headers, timeout=10)
+    response = requests.post(live.api_url("sandbox", "/link_tokens"), json=body, headers=headers, timeout=30)
     assert response.status_code == 200, response.text
     return response.json()["data"]["token"]
 
@@ -355,7 +355,7 @@ def test_every_link_screen_passes_axe_and_fits_a_phone(scanned, link_live):
     page.get_by_role("button", name="Continue").click()
     page.get_by_text("Finding your payroll account").wait_for()
     link.here("matching")
-    page.get_by_text("We found 3 payroll accounts").wait_for(timeout=15_000)
+    page.get_by_text("We found 3 payroll accounts").wait_for()
     link.here("matches")
     page.locator("button.choice", has_text="WorkNest").click()
     page.get_by_role("button", name="Send code").wait_for()

@@ -22,7 +22,7 @@ def test_run_the_check_on_the_built_in_inbox(page, live_server_with_worker):
     row.get_by_text("not checked").wait_for()
     row.get_by_role("button", name="Run conformance check").click()
     report = page.locator("#conformance")
-    report.locator(".conformance-summary").get_by_text("✓ passed").wait_for(timeout=20_000)
+    report.locator(".conformance-summary").get_by_text("✓ passed").wait_for()
     assert "11 of 11 checks passed" in report.inner_text()
     # The table's badge was updated by the same answer (out-of-band swap).
     row.get_by_text("✓ conformant").wait_for()
@@ -32,7 +32,7 @@ def test_run_the_check_on_the_built_in_inbox(page, live_server_with_worker):
     assert "x-service-conformance" in forged.inner_text() and "no matching signature" in forged.inner_text()
     # Re-runnable from the report itself.
     is_run = lambda r: r.request.method == "POST" and r.url.endswith("/conformance")  # noqa: E731
-    with page.expect_response(is_run, timeout=20_000) as answer:
+    with page.expect_response(is_run) as answer:
         report.get_by_role("button", name="Run again").click()
     assert answer.value.status == 200
     page.locator("#conformance .conformance-progress").wait_for(state="detached", timeout=20_000)

@@ -33,13 +33,13 @@ def test_a_retry_run_by_the_worker_appears_without_a_reload(page, console_live):
     # It counts down (console.js ticks it every second, between the timeline's polls) until the retry runs.
     poll(lambda: seconds_left(page), lambda left: left <= first - 2, what=f"the countdown from {first} s")
     # The worker fires the retry in real time; the timeline's poll draws it.
-    page.locator("#timeline-body .transition", has_text="retry succeeded").wait_for(timeout=20_000)
+    page.locator("#timeline-body .transition", has_text="retry succeeded").wait_for()
     assert timeline_outcomes(page) == ["pending", "success"]
     assert page.locator("#timeline-body .countdown").count() == 0
     assert page.evaluate("window.__notReloaded") is True
     # The event row's delivery badge on the event log goes live too: the inbox delivery lands.
     page.goto(console_live.url + "/events")
-    page.locator(".event-row .badge-delivery-delivered").first.wait_for(timeout=15_000)
+    page.locator(".event-row .badge-delivery-delivered").first.wait_for()
 
 
 def test_the_clock_page_jumps_and_goes_to_the_next_item(page, console_live):

@@ -52,7 +52,7 @@ def test_the_standard_switch_twice_with_a_reload_under_console_run(page, console
 
         # The worker process delivers each flow's events to the inbox, which verifies their signatures.
         added = page.locator("#step-inbox .inbox-item", has_text="direct_deposit_switch.added")
-        expect(added).to_have_count(round_ + 1, timeout=15_000)
+        expect(added).to_have_count(round_ + 1)
         assert page.locator("#step-inbox .badge-error").count() == 0
 
     # Both Link token calls are in the request log, under the ids the walkthrough showed.

@@ -24,7 +24,7 @@ def checklist_done(page) -> list[str]:
 
 
 def wait_until_done(page, step: str) -> None:
-    page.locator(f'#checklist li.done[data-step="{step}"]').wait_for(timeout=10_000)
+    page.locator(f'#checklist li.done[data-step="{step}"]').wait_for()
 
 
 def create_token(page, preset: str) -> str:
@@ -116,7 +116,7 @@ def test_walkthrough_standard_switch(page, console_live):
 
     # The worker delivers the events to the inbox, which verifies their signatures.
     inbox = page.locator("#step-inbox")
-    inbox.locator(".inbox-item", has_text="direct_deposit_switch.added").wait_for(timeout=10_000)
+    inbox.locator(".inbox-item", has_text="direct_deposit_switch.added").wait_for()
     assert inbox.locator(".badge-error").count() == 0
     assert "✓ signature verified" in inbox.inner_text()
     wait_until_done(page, "inbox")

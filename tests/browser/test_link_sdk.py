@@ -67,7 +67,7 @@ def customer(page, live):
 
 def api(live, method: str, path: str, json=None) -> dict:
     headers = {"x-api-secret": live.secret, "Service-Version": "2023-11-22"}
-    response = requests.request(method, live.api_url("sandbox", path), json=json, headers=headers, timeout=10)
+    response = requests.request(method, live.api_url("sandbox", path), json=json, headers=headers, timeout=30)
     assert response.status_code == 200, response.text
     return response.json()["data"]
 
@@ -101,9 +101,7 @@ def events(page) -> list[str]:
 
 
 def wait_for_callback(page, name: str, count: int = 1) -> None:
-    page.wait_for_function(
-        "([n, k]) => window.calls.filter(c => c[0] === n).length >= k", arg=[name, count], timeout=10_000
-    )
+    page.wait_for_function("([n, k]) => window.calls.filter(c => c[0] === n).length >= k", arg=[name, count])
 
 
 def login(frame, username: str, password: str = "pass_good") -> None:

@@ -133,7 +133,7 @@ def test_autoplay_stops_at_the_pause_step_and_follows_link_finished_by_hand(page
     frame.get_by_role("button", name="Continue").click()
     frame.get_by_role("button", name="Confirm").click()
     frame.get_by_role("button", name="Done").click()
-    page.locator('#stage[data-step="6"]').wait_for(timeout=20_000)
+    page.locator('#stage[data-step="6"]').wait_for()
     page.locator('#backend [data-event-type="direct_deposit_switch.added"]').first.wait_for()
     assert page.locator(".failure").count() == 0
     page.keyboard.press("s")
@@ -159,7 +159,7 @@ def test_the_presenter_takes_link_over_midway_and_the_arrow_key_lets_the_stage_f
     assert page.locator("#stage").get_attribute("data-step") == "3"
     # → : the stage finishes Link from the screen it is on, then the step follows.
     page.keyboard.press("ArrowRight")
-    page.locator('#stage[data-step="4"]').wait_for(timeout=20_000)
+    page.locator('#stage[data-step="4"]').wait_for()
     assert page.locator("[data-drive-note]").inner_text() == ""
     page.locator("#phone-status").get_by_text("Switch in progress").or_(
         page.locator("#phone-status").get_by_text("Your paycheck now comes here")

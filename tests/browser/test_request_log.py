@@ -29,7 +29,7 @@ def test_a_call_from_outside_the_console_appears_in_the_request_log(page, live_s
             },
         },
         headers={"x-api-secret": secret, "Service-Version": "2023-11-22", "User-Agent": "my-backend/2.0"},
-        timeout=10,
+        timeout=30,
     )
     assert response.status_code == 200, response.text
     request_id = response.headers["x-service-request-id"]

@@ -8,13 +8,13 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.training.models import CohortMember
-from tests.browser.conftest import csp_violations
+from tests.browser.conftest import BACKSTOP_MS, csp_violations
 from tests.web.helpers import sandbox_secret
 
 
 def join(browser, join_link: str, name: str):
     context = browser.new_context()
-    context.set_default_timeout(10_000)
+    context.set_default_timeout(BACKSTOP_MS)
     page = context.new_page()
     messages: list[str] = []
     page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
@@ -58,7 +58,7 @@ def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page,
                 "enabled_events": ["account.added"],
             },
             headers={"x-api-secret": secret, "Service-Version": "2023-11-22"},
-            timeout=10,
+            timeout=30,
         )
         assert response.status_code == 200, response.text
 
