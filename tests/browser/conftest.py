@@ -32,7 +32,15 @@ from console.extensions import db
 from console.requestlog.writer import writer_for
 from tests.conftest import base_config
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
+# Debian's Chromium: its headless shell where installed (`chromium-headless-shell`, the same build without
+# the desktop browser's windowing and compositing; what Playwright itself runs headless), else the browser.
+# On the same tests the shell used half the CPU time (113 s against 222 s for the whole phase).
+CHROMIUM = (
+    os.environ.get("CHROMIUM_PATH")
+    or shutil.which("chromium-headless-shell")
+    or shutil.which("chromium")
+    or "/usr/bin/chromium"
+)
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
