@@ -76,16 +76,46 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+class FilesForTests:
+    """WSGI middleware in front of the live app: serves the files tests put under /__test__/ (the console's
+    own origin, so its Content-Security-Policy lets a page load them as it loads the console's scripts), with
+    a cache lifetime so a browser context fetches and compiles each once; everything else goes to the app."""
+
+    PREFIX = "/__test__/"
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.files: dict[str, tuple[bytes, str]] = {}
+
+    def __call__(self, environ, start_response):
+        found = (
+            self.files.get(environ.get("PATH_INFO", "")) if environ.get("REQUEST_METHOD") == "GET" else None
+        )
+        if found is None:
+            return self.app(environ, start_response)
+        body, content_type = found
+        headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        start_response("200 OK", [*headers, ("Cache-Control", "private, max-age=3600")])
+        return [body]
+
+
 @dataclass
 class LiveServer:
     url: str
     app: object
     secret: str | None = None  # a sandbox API secret, for tests that call the API as a customer would
+    test_files: FilesForTests | None = None
 
     def api_url(self, mode: str, path: str) -> str:
         from console.modes import URL_PREFIXES
 
         return f"{self.url}{URL_PREFIXES[mode]}/v1{path}"
+
+    def serve_test_file(self, path: str, body: bytes, content_type: str) -> str:
+        """Serve `body` at `path` (under /__test__/) from this server's origin; its URL."""
+        assert path.startswith(FilesForTests.PREFIX), path
+        self.test_files.files[path] = (body, content_type)
+        return self.url + path
 
     def with_secret(self, secret: str) -> LiveServer:
         """This server, seen by one test with its own API secret (the module's server is not changed)."""
@@ -108,14 +138,15 @@ def live_server(tmp_path_factory) -> Iterator[LiveServer]:
         db.session.commit()
     # make_server binds and listens before it returns: a connection made from now on waits in the
     # listen backlog until serve_forever takes it, so there is nothing to poll for.
-    server = make_server("127.0.0.1", port, app, threaded=True)
+    files = FilesForTests(app)
+    server = make_server("127.0.0.1", port, files, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
     # The first request builds the OpenAPI document (over 1 s on a busy machine): once, here, not in a test.
     requests.get(url + "/v1/openapi.json", timeout=60).raise_for_status()
     try:
-        yield LiveServer(url, app)
+        yield LiveServer(url, app, test_files=files)
     finally:
         server.shutdown()
         thread.join(timeout=5)
