@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Callable, Iterator
+
+from tests.browser.waits import poll
 
 SEARCH_LABEL = re.compile("Employer, payroll provider")
 
@@ -43,3 +47,36 @@ def search_and_choose(frame, text: str, choice: str) -> None:
             if attempt == 2:
                 raise
     frame.locator("button.choice", has_text=choice).first.click()
+
+
+# Link's own step endpoint, in any mode (/sandbox/link/step, /development/link/step, ...).
+LINK_STEP = re.compile(r"/link/step$")
+
+
+@contextlib.contextmanager
+def matching_held(page) -> Iterator[Callable[[], None]]:
+    """Link's platform matching stays on its loading screen ("Finding your payroll account") until the test
+    calls the function this yields: the screen's own `matching_done` step (sent by htmx after its
+    LINK_MATCHING_DELAY_MS) is held back at the network, so a test can look at the loading state for as long
+    as it needs on any machine, instead of racing a delay. Other Link steps pass untouched.
+    """
+    held: list = []
+
+    def hold(route) -> None:
+        if route.request.method == "POST" and "matching_done" in (route.request.post_data or ""):
+            held.append(route)
+        else:
+            route.fallback()
+
+    def release() -> None:
+        # (Playwright hands the route to `hold` on the page's next call: `evaluate` is one.)
+        poll(lambda: page.evaluate("true") and held, what="Link's matching_done step")
+        held.pop(0).continue_()
+
+    page.route(LINK_STEP, hold)
+    try:
+        yield release
+    finally:
+        page.unroute(LINK_STEP, hold)  # routing keeps the page's cache off; the rest of the test has it back
+        for route in held:
+            route.continue_()

@@ -19,7 +19,7 @@ import pytest
 from console.extensions import db
 from console.world.seed_data import PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
 from tests import images
-from tests.browser.linkui import search_and_choose
+from tests.browser.linkui import matching_held, search_and_choose
 from tests.browser.test_console_walkthrough import LINK_FRAME, create_token, start
 
 expect = pytest.importorskip("playwright.sync_api").expect
@@ -346,12 +346,13 @@ def test_every_link_screen_passes_axe_and_fits_a_phone(scanned, link_live):
     page.get_by_role("alert").first.wait_for()
     link.here("error")
 
-    # platform matching: the loading state, then the matches
-    link_live.app.config["LINK_MATCHING_DELAY_MS"] = 4000
-    link.open(new_token(link_live, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["several"]}))
-    page.get_by_role("button", name="Continue").click()
-    page.get_by_text("Finding your payroll account").wait_for()
-    link.here("matching")
+    # platform matching: the loading state (held there until it is checked), then the matches
+    with matching_held(page) as release:
+        link.open(new_token(link_live, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["several"]}))
+        page.get_by_role("button", name="Continue").click()
+        page.get_by_text("Finding your payroll account").wait_for()
+        link.here("matching")
+        release()
     page.get_by_text("We found 3 payroll accounts").wait_for()
     link.here("matches")
     page.locator("button.choice", has_text="WorkNest").click()

@@ -13,7 +13,7 @@ import requests
 from console.extensions import db
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
 from tests.browser.conftest import LINK_MATCHING_DELAY_MS
-from tests.browser.linkui import search_and_choose
+from tests.browser.linkui import matching_held, search_and_choose
 
 expect = pytest.importorskip("playwright.sync_api").expect
 EXAMPLE = Path(__file__).resolve().parents[2] / "static" / "examples" / "customer.html"
@@ -190,9 +190,11 @@ def test_wrong_password_then_success(customer, live):
 
 def test_platform_matching_with_several_matches(customer, live):
     token = new_token(live, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["several"]})
-    frame = open_link(customer, token["token"])
-    frame.get_by_role("button", name="Continue").click()
-    frame.get_by_text("Finding your payroll account").wait_for()  # the visible loading state
+    with matching_held(customer) as release:  # the loading state stays until it has been seen
+        frame = open_link(customer, token["token"])
+        frame.get_by_role("button", name="Continue").click()
+        frame.get_by_text("Finding your payroll account").wait_for()  # the visible loading state
+        release()
     frame.get_by_text("We found 3 payroll accounts").wait_for()
     expect(frame.locator("button.choice")).to_have_count(3)
     frame.locator("button.choice", has_text="WorkNest").click()
