@@ -68,15 +68,28 @@ def matching_held(page) -> Iterator[Callable[[], None]]:
         else:
             route.fallback()
 
-    def release() -> None:
+    def let_go() -> None:
         # (Playwright hands the route to `hold` on the page's next call: `evaluate` is one.)
         poll(lambda: page.evaluate("true") and held, what="Link's matching_done step")
         held.pop(0).continue_()
 
     page.route(LINK_STEP, hold)
     try:
-        yield release
+        yield let_go
     finally:
-        page.unroute(LINK_STEP, hold)  # routing keeps the page's cache off; the rest of the test has it back
-        for route in held:
-            route.continue_()
+        release(page, LINK_STEP, held, hold)
+
+
+def release(page, url, held: list, handler=None) -> None:
+    """Stop holding `url` (routing keeps the page's cache off; the rest of the test has it back) and let
+    the held requests go on. One the page gave up on meanwhile (htmx replaced it by a newer one) is
+    already over: there is nothing to let go."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    page.unroute(url, handler)
+    while held:
+        try:
+            held.pop(0).continue_()
+        except PlaywrightError as error:
+            if "already handled" not in str(error):
+                raise
