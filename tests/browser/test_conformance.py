@@ -3,18 +3,9 @@ polls it while the worker runs it, and the report shows."""
 
 from __future__ import annotations
 
-import pytest
 
-from tests.browser.test_console_walkthrough import with_worker
-
-
-@pytest.fixture
-def live_server_with_worker(live_server):
-    yield from with_worker(live_server)
-
-
-def test_run_the_check_on_the_built_in_inbox(page, live_server_with_worker):
-    live_server = live_server_with_worker
+def test_run_the_check_on_the_built_in_inbox(page, console_live):
+    live_server = console_live
     page.goto(live_server.url + "/webhooks")
     # A fresh visitor has no workspace until a first action: this one registers the inbox.
     page.get_by_role("button", name="Register the built-in inbox").click()
