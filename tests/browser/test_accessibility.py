@@ -39,6 +39,7 @@ FRAGMENTS = {
     "console.link_state",
     "console.link_token_form",
     "console.clock_scheduled",
+    "console.conformance_poll",
     "console.present_backend",
     "console.training_grid_live",
     "console.training_me_live",
