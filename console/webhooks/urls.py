@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from console.core import networks as core_networks
+from console.core.networks import IPNetwork
 from console.modes import SANDBOX
 
 MAX_URL_LENGTH = 2048
@@ -61,29 +63,11 @@ class UrlRefused(ValueError):
     """Why a URL or address may not receive webhooks; the message is safe to show the caller."""
 
 
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
 def parse_networks(value: Any) -> tuple[IPNetwork, ...]:
-    """`SANDBOX_WEBHOOK_NETWORKS`: comma-separated CIDRs (or a list of them); empty means none.
-
-    Raises ValueError naming the bad entry, so a typo stops the server at start rather than
-    silently allowing nothing (or more than meant).
-    """
-    if not value:
-        return ()
-    items = value.split(",") if isinstance(value, str) else list(value)
-    networks = []
-    for item in (str(i).strip() for i in items):
-        if not item:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(item, strict=False))
-        except ValueError:
-            raise ValueError(
-                f"SANDBOX_WEBHOOK_NETWORKS: {item!r} is not a network (write CIDRs like 192.168.1.0/24)"
-            ) from None
-    return tuple(networks)
+    """`SANDBOX_WEBHOOK_NETWORKS`: comma-separated CIDRs (or a list of them); empty means none."""
+    return core_networks.parse_networks(
+        value, "SANDBOX_WEBHOOK_NETWORKS", "a network (write CIDRs like 192.168.1.0/24)"
+    )
 
 
 @dataclass(frozen=True)

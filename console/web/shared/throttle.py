@@ -28,8 +28,8 @@ from limits import RateLimitItemPerMinute
 
 from console.api.ratelimit import counters_for
 from console.core.errors import RateLimited
+from console.core.networks import IPNetwork, parse_networks
 
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 DEFAULT_CREATES_PER_MINUTE = 60
 DEFAULT_JOINS_PER_MINUTE = 30
 # The most either setting may be: each counter keeps one time per allowed request.
@@ -38,18 +38,9 @@ MAX_PER_MINUTE = 10_000
 
 def parse_proxies(value: str | list | tuple | None) -> tuple[IPNetwork, ...]:
     """`TRUSTED_PROXIES`: comma-separated addresses or CIDRs; a malformed entry stops the start, named."""
-    items = value.split(",") if isinstance(value, str) else list(value or ())
-    networks = []
-    for item in (str(i).strip() for i in items):
-        if not item:
-            continue
-        try:
-            networks.append(ipaddress.ip_network(item, strict=False))
-        except ValueError:
-            raise ValueError(
-                f"TRUSTED_PROXIES: {item!r} is not an address or network (write e.g. 127.0.0.1 or 10.0.0.0/8)"
-            ) from None
-    return tuple(networks)
+    return parse_networks(
+        value, "TRUSTED_PROXIES", "an address or network (write e.g. 127.0.0.1 or 10.0.0.0/8)"
+    )
 
 
 def _per_minute(app: Flask, name: str, default: int) -> int:
