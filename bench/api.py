@@ -310,7 +310,11 @@ def seed(database_url: str, *, keys: int, jobs: int, jobs_per_token: int) -> Dat
     from console.workspaces.services import create_workspace
     from console.world.seed_data import PLATFORM_IDS
 
-    app = create_app({"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": SECRET_KEY})
+    # The bench spreads its load over `keys` keys of one workspace (a key's rate limit would bind otherwise),
+    # more than the per-mode cap on active keys a visitor gets.
+    app = create_app(
+        {"SQLALCHEMY_DATABASE_URI": database_url, "SECRET_KEY": SECRET_KEY, "API_KEYS_PER_MODE": keys}
+    )
     with app.app_context():
         prepare_database()
         workspace = create_workspace("API bench")
