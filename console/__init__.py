@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-
-from flask import Flask
+from typing import TYPE_CHECKING
 
 from console import config as settings
+
+if TYPE_CHECKING:  # Flask is imported when an app is built: `console trigger` and `listen` never build one
+    from flask import Flask
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def create_app(config: dict | None = None) -> Flask:
     """Build the app: settings from the environment unless `config` gives them."""
+    from flask import Flask
+
     app = Flask(
         __name__,
         template_folder=str(ROOT / "templates"),

@@ -7,12 +7,15 @@ import json
 import os
 import socket
 import sys
+from typing import TYPE_CHECKING
 
 import click
-from flask import Flask
 
 from console.config import DEFAULT_THREADS
 from console.modes import MODES, base_url
+
+if TYPE_CHECKING:  # the client commands (listen, trigger) never build an app: Flask is not imported for them
+    from flask import Flask
 
 
 def _app() -> Flask:

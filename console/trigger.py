@@ -31,7 +31,7 @@ def aliases() -> dict[str, str]:
 
 def resolve(name: str) -> Scenario:
     """The gallery scenario called `name` (a key or an alias); ValueError names the choices."""
-    scenarios = {s.key: s for s in all_scenarios()}
+    scenarios = {s.key: s for s in all_scenarios(with_steps=False)}
     key = aliases().get(name, name)
     if key not in scenarios:
         raise ValueError(f"unknown scenario {name!r}; `console trigger --list` shows them")
@@ -44,7 +44,7 @@ def listing() -> list[str]:
     for alias, key in aliases().items():
         by_key.setdefault(key, []).append(alias)
     lines, group = [], None
-    for scenario in all_scenarios():
+    for scenario in all_scenarios(with_steps=False):
         if scenario.group != group:
             group = scenario.group
             lines.append(f"{group}:")

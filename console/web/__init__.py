@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from flask import Flask
-from flask.sessions import SecureCookieSessionInterface
+if TYPE_CHECKING:
+    from flask import Flask
 
 
 def init_app(app: Flask) -> None:
@@ -63,18 +64,6 @@ def configure_session_cookie(app: Flask) -> None:
     public_url = (app.config.get("PUBLIC_URL") or "").strip().lower()
     if public_url.startswith("https://"):
         app.config["SESSION_COOKIE_SECURE"] = True
+    from console.web.shared.session_cookie import CookieFirstSessionInterface
+
     app.session_interface = CookieFirstSessionInterface()
-
-
-class CookieFirstSessionInterface(SecureCookieSessionInterface):
-    """Flask's signed-cookie session, which looks for the cookie before building its signer.
-
-    Flask builds an itsdangerous signer on every request, cookie or not; API calls never carry the
-    console's cookie, and that signer was a measurable part of their cost. Same cookie, same checks.
-    """
-
-    def open_session(self, app: Flask, request):
-        # No Cookie header at all (every API call): not even the cookies are parsed.
-        if "HTTP_COOKIE" not in request.environ or not request.cookies.get(self.get_cookie_name(app)):
-            return self.session_class()
-        return super().open_session(app, request)

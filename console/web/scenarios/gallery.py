@@ -11,7 +11,6 @@ from typing import Any
 
 from console.link.sandbox_data import sandbox_test_data
 from console.web.link import form as linkform
-from console.web.link import guide as linkguide
 from console.world.seed_data import PLATFORM_IDS
 
 # Test credentials work on every payroll platform; routing straight to one keeps a demo to one click.
@@ -39,6 +38,8 @@ class Scenario:
 
 def _opening(preset: str, overrides: dict[str, Any], platform_name: str | None = None) -> str:
     """What Link shows first for the row's token, from the same rule the Link flow follows."""
+    from console.web.link import guide as linkguide  # the Link flow's rules: only the browser run needs them
+
     return linkguide.opening_for_body({**linkform.preset_body(preset), **overrides}, platform_name)
 
 
@@ -49,7 +50,7 @@ def _login_steps(username: str, password: str, mfa: str | None, code: str) -> tu
     return (*steps, "Choose an allocation and confirm")
 
 
-def _credentials(data: dict) -> list[Scenario]:
+def _credentials(data: dict, with_steps: bool = True) -> list[Scenario]:
     platform = {"platform_id": str(PLATFORM_IDS[DEMO_PLATFORM])}
     rows = []
     for row in data["credentials"]:
@@ -74,13 +75,15 @@ def _credentials(data: dict) -> list[Scenario]:
                 steps=(
                     _opening("direct", platform, DEMO_PLATFORM_NAME),
                     *_login_steps(row["username"], password, row["mfa_method"], data["mfa_code"]),
-                ),
+                )
+                if with_steps
+                else (),
             )
         )
     return rows
 
 
-def _wrong_mfa(data: dict) -> list[Scenario]:
+def _wrong_mfa(data: dict, with_steps: bool = True) -> list[Scenario]:
     platform = {"platform_id": str(PLATFORM_IDS[DEMO_PLATFORM])}
     return [
         Scenario(
@@ -101,13 +104,15 @@ def _wrong_mfa(data: dict) -> list[Scenario]:
                     :-1
                 ],
                 f"Then the right code {row['right_code']}",
-            ),
+            )
+            if with_steps
+            else (),
         )
         for row in data["mfa"]
     ]
 
 
-def _matching(data: dict) -> list[Scenario]:
+def _matching(data: dict, with_steps: bool = True) -> list[Scenario]:
     rows = []
     presets = {"one": "prime_one", "several": "prime_several", "none": "prime_none"}
     for row in data["platform_matching"]:
@@ -142,13 +147,15 @@ def _matching(data: dict) -> list[Scenario]:
                     _opening(presets[row["case"]], {}) + " (accepting the terms)",
                     *steps,
                     "Choose an allocation and confirm",
-                ),
+                )
+                if with_steps
+                else (),
             )
         )
     return rows
 
 
-def _federal(data: dict) -> list[Scenario]:
+def _federal(data: dict, with_steps: bool = True) -> list[Scenario]:
     program = str(PLATFORM_IDS[FEDERAL_PROGRAM])
     first, last = FEDERAL_NAME
     return [
@@ -172,16 +179,27 @@ def _federal(data: dict) -> list[Scenario]:
                 f"{FEDERAL_PROGRAM_NAME}: legal name {first} {last}",
                 f"SSN {row['social_security_number']}",
                 "Confirm",
-            ),
+            )
+            if with_steps
+            else (),
         )
         for row in data["federal_benefits"]
     ]
 
 
-def all_scenarios() -> list[Scenario]:
-    """Every runnable row, grouped as the sandbox test data table is."""
+def all_scenarios(with_steps: bool = True) -> list[Scenario]:
+    """Every runnable row, grouped as the sandbox test data table is.
+
+    `with_steps=False` leaves each row's browser steps empty: a headless run (`console trigger`) needs only
+    the token body and the completion, and the steps' wording imports the Link flow's rules (most of the app).
+    """
     data = sandbox_test_data()
-    return _credentials(data) + _wrong_mfa(data) + _matching(data) + _federal(data)
+    return (
+        _credentials(data, with_steps)
+        + _wrong_mfa(data, with_steps)
+        + _matching(data, with_steps)
+        + _federal(data, with_steps)
+    )
 
 
 def get(key: str) -> Scenario | None:
