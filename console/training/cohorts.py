@@ -24,21 +24,25 @@ import secrets
 import unicodedata
 import uuid
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import func, select, update
 
 from console.conformance.models import ConformanceReport
+from console.core import timeutil
 from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
-from console.core.timeutil import utcnow
 from console.extensions import db
 from console.jobs.models import Job
-from console.keys.services import create_key
+from console.keys.models import ApiKey
+from console.keys.services import create_key, secret_of
 from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
 from console.modes import SANDBOX
-from console.training import exercises
+from console.requestlog.models import RequestLogEntry
+from console.training import exercises, snippets
 from console.training.models import Cohort, CohortMember
+from console.training.room import STUCK_MINUTES
 from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
 from console.workspaces.services import clean_name, create_workspace, delete_workspace
@@ -51,10 +55,48 @@ DEFAULT_TRAINEES_PER_COHORT = 60
 class Row:
     member: CohortMember
     results: list[tuple[exercises.Exercise, exercises.Result]]
+    # The newest API call of the trainee's workspace (their code's or the console's), else when they joined.
+    last_activity: datetime | None = None
+    # Exercises left and no API call for STUCK_MINUTES: the grid highlights the row.
+    stuck: bool = False
+    # How long ago `last_activity` was, in words ("just now", "4 min ago", "1 h 12 min ago").
+    last_activity_text: str = ""
 
     @property
     def done(self) -> int:
         return sum(1 for _, result in self.results if result.done)
+
+    @property
+    def finished(self) -> bool:
+        return self.done == len(self.results)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """The class's progress in one line: who finished, how many ticks, who is stuck."""
+
+    trainees: int
+    finished: int
+    done: int
+    total: int
+    stuck: int
+    per_exercise: dict[str, int]  # exercise key -> trainees who did it
+
+    @property
+    def percent(self) -> int:
+        return round(100 * self.done / self.total) if self.total else 0
+
+    def line(self) -> str:
+        if not self.trainees:
+            return "Nobody has joined yet."
+        people = "trainee" if self.trainees == 1 else "trainees"
+        text = (
+            f"{self.trainees} {people} · {self.finished} finished · "
+            f"{self.done} of {self.total} exercises done ({self.percent}%)"
+        )
+        if self.stuck:
+            text += f" · {self.stuck} quiet for {STUCK_MINUTES}+ min"
+        return text
 
 
 def _hash(secret: str) -> str:
@@ -173,10 +215,34 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
         )
     workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
     create_key(workspace.id, SANDBOX, "Training")
-    member = CohortMember(cohort_id=cohort.id, workspace_id=workspace.id, name=cleaned, joined_at=utcnow())
+    member = CohortMember(
+        cohort_id=cohort.id, workspace_id=workspace.id, name=cleaned, joined_at=timeutil.utcnow()
+    )
     db.session.add(member)
     db.session.flush()
     return member, workspace
+
+
+def trainee_facts(workspace: Workspace) -> snippets.Facts:
+    """What fills a trainee's snippets: their newest live sandbox secret (for their own page only), the
+    held token of exercise 5 and their own newest webhook."""
+    key = db.session.scalars(
+        select(ApiKey)
+        .where(
+            ApiKey.workspace_id == workspace.id,
+            ApiKey.mode == SANDBOX,
+            ApiKey.revoked_at.is_(None),
+            ApiKey.expires_at.is_(None),
+        )
+        .order_by(ApiKey.created_at.desc())
+        .limit(1)
+    ).first()
+    hooks = exercises.own_webhooks(workspace)
+    return snippets.Facts(
+        secret=secret_of(key) if key is not None else None,
+        held_link_token_id=str(workspace.held_link_token_id) if workspace.held_link_token_id else None,
+        webhook_id=str(hooks[0].id) if hooks else None,
+    )
 
 
 def member_count(cohort: Cohort) -> int:
@@ -189,7 +255,7 @@ def archive(cohort: Cohort) -> None:
     The grid, the trainees' pages and the export keep working until then."""
     if cohort.archived_at is not None:
         return
-    cohort.archived_at = utcnow()
+    cohort.archived_at = timeutil.utcnow()
     members_of = select(CohortMember.workspace_id).where(CohortMember.cohort_id == cohort.id)
     db.session.execute(
         update(Workspace)
@@ -260,8 +326,63 @@ def results(cohort: Cohort, member: CohortMember) -> list[tuple[exercises.Exerci
     return exercises.progress(workspace, cohort.exercises)
 
 
-def grid(cohort: Cohort) -> list[Row]:
-    return [Row(member, results(cohort, member)) for member in members(cohort)]
+def last_calls(workspace_ids: list[uuid.UUID]) -> dict[uuid.UUID, datetime]:
+    """Each workspace's newest API call (real time), from the request log: one grouped query on the index
+    led by (workspace_id, created_at)."""
+    if not workspace_ids:
+        return {}
+    rows = db.session.execute(
+        select(RequestLogEntry.workspace_id, func.max(RequestLogEntry.created_at))
+        .where(RequestLogEntry.workspace_id.in_(list(workspace_ids)))
+        .group_by(RequestLogEntry.workspace_id)
+    )
+    return {ident: at for ident, at in rows if at is not None}
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def grid(cohort: Cohort, now: datetime | None = None) -> list[Row]:
+    """One row per trainee, in joining order. A row is `stuck` when exercises are left and the trainee's
+    workspace made no API call (nor joined) in the last STUCK_MINUTES: on a projector, who needs a visit."""
+    now = now or timeutil.utcnow()
+    people = members(cohort)
+    calls = last_calls([m.workspace_id for m in people])
+    rows = []
+    for member in people:
+        found = results(cohort, member)
+        moments = [_aware(m) for m in (calls.get(member.workspace_id), member.joined_at) if m is not None]
+        last = max(moments) if moments else None
+        unfinished = any(not result.done for _, result in found)
+        stuck = unfinished and last is not None and now - last >= timedelta(minutes=STUCK_MINUTES)
+        rows.append(Row(member, found, last, stuck, ago(last, now) if last is not None else ""))
+    return rows
+
+
+def ago(moment: datetime, now: datetime) -> str:
+    minutes = int((now - moment).total_seconds() // 60)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes} min ago"
+    return f"{minutes // 60} h {minutes % 60} min ago"
+
+
+def summary(cohort: Cohort, rows: list[Row]) -> Summary:
+    per_exercise = dict.fromkeys(cohort.exercises, 0)
+    for row in rows:
+        for exercise, result in row.results:
+            if result.done:
+                per_exercise[exercise.key] = per_exercise.get(exercise.key, 0) + 1
+    return Summary(
+        trainees=len(rows),
+        finished=sum(1 for row in rows if row.finished),
+        done=sum(row.done for row in rows),
+        total=sum(len(row.results) for row in rows),
+        stuck=sum(1 for row in rows if row.stuck),
+        per_exercise=per_exercise,
+    )
 
 
 def pulse(workspace_ids: list[uuid.UUID], extra: str = "") -> str:
@@ -295,11 +416,14 @@ def _scalars(query):
     return [query.with_only_columns(column).scalar_subquery() for column in query.selected_columns]
 
 
-def cohort_pulse(cohort: Cohort) -> str:
+def cohort_pulse(cohort: Cohort, now: datetime | None = None) -> str:
+    """The grid's digest: the trainees' facts, who they are, and the minute (the last-activity column and
+    the stuck highlight move with time alone, so the grid is redrawn at least once a minute)."""
     ids = list(
         db.session.scalars(select(CohortMember.workspace_id).where(CohortMember.cohort_id == cohort.id))
     )
-    return pulse(ids, extra=",".join(str(i) for i in ids))
+    minute = (now or timeutil.utcnow()).strftime("%Y-%m-%dT%H:%M")
+    return pulse(ids, extra=",".join(str(i) for i in ids) + "|" + minute)
 
 
 # What makes a spreadsheet read a cell as a formula (or, for "|", a DDE command in older Excel).

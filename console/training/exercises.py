@@ -40,13 +40,14 @@ class Result:
 class Exercise:
     key: str
     title: str
+    short: str  # the grid's column header: a projector shows six of them side by side
     task: str
     hint: str
     solution: str  # a reference solution (Python, Flask)
     check: Callable[[Workspace], Result]
 
 
-def _own_webhooks(workspace: Workspace) -> list[Webhook]:
+def own_webhooks(workspace: Workspace) -> list[Webhook]:
     """The workspace's live webhooks that are not the console's built-in inbox."""
     secret = current_app.config["SECRET_KEY"]
     hooks = db.session.scalars(
@@ -98,7 +99,7 @@ def check_link_sdk(workspace: Workspace) -> Result:
 
 
 def check_own_endpoint(workspace: Workspace) -> Result:
-    hooks = _own_webhooks(workspace)
+    hooks = own_webhooks(workspace)
     good = [h for h in hooks if h.version == WEBHOOK_VERSION and h.status == ACTIVE]
     if good:
         return Result(True, f"Your endpoint {good[0].url} is registered with version {WEBHOOK_VERSION}.")
@@ -114,7 +115,7 @@ def check_own_endpoint(workspace: Workspace) -> Result:
 
 def check_conformance(workspace: Workspace) -> Result:
     """Ticks on a passed report among the finished conformance runs of the trainee's own endpoints."""
-    hooks = {h.id: h for h in _own_webhooks(workspace)}
+    hooks = {h.id: h for h in own_webhooks(workspace)}
     if not hooks:
         return Result(False, "Register your own endpoint first (exercise 3).")
     mine = (ConformanceRun.workspace_id == workspace.id, ConformanceRun.webhook_id.in_(list(hooks)))
@@ -182,47 +183,69 @@ def check_switch_outcomes(workspace: Workspace) -> Result:
 SOLUTIONS = Path(__file__).resolve().parent / "solutions"
 
 
+ROOT_PLACEHOLDER = "{ROOT}"
+
+
 def _solution(key: str) -> str:
-    """The reference solution shipped beside this module (solutions/<key>.py.txt)."""
+    """The reference solution shipped beside this module (solutions/<key>.py.txt); `{ROOT}` stands for the
+    class's root URL (see `solution`)."""
     return (SOLUTIONS / f"{key}.py.txt").read_text()
+
+
+def solution(exercise: Exercise, root: str) -> str:
+    """The exercise's reference solution with this server's root (console.training.room) filled in."""
+    return exercise.solution.replace(ROOT_PLACEHOLDER, root)
 
 
 CURRICULUM: tuple[Exercise, ...] = (
     Exercise(
         "link_token",
         "Create a Link token from your own backend",
+        "Link token",
         "Your server (not the console) calls POST /v1/link_tokens with your sandbox key.",
-        "Copy your key from the console's header. Send org_name, end_user_id, required_jobs and an allocation target.",
+        "Your sandbox key is on the API keys page (Reveal), and already in the snippets below. Send org_name, "
+        "end_user_id, required_jobs and an allocation target; a request from curl or your own code counts, the "
+        "console's own buttons do not. The answer's id finds the jobs later, its token opens Link.",
         _solution("link_token"),
         check_link_token,
     ),
     Exercise(
         "link_sdk",
         "Open Link from your own page with the SDK",
+        "Link from your page",
         "A page served by your app loads link.js and opens Link with a token your backend created.",
-        "Serve the page from your own origin (e.g. http://localhost:8000), not from the console.",
+        "Serve the page from your own origin (e.g. http://localhost:8000), not from the console: load link.js "
+        "from this server and call Link.open with the token (not the id) of a Link token you created.",
         _solution("link_sdk"),
         check_link_sdk,
     ),
     Exercise(
         "own_endpoint",
         "Register your own endpoint with version 2023-11-22",
+        "Your endpoint",
         "POST /v1/webhooks with your endpoint's URL, the events you handle and version 2023-11-22.",
-        "On a laptop the server can't reach, run `console listen … --forward-to http://localhost:8000/hooks`: it registers a relayed webhook for you.",
+        "This server usually cannot reach your laptop. Download the listener from it (pcc.py: one file, "
+        "Python 3.9+, nothing to install) and run `python3 pcc.py listen --api <server> --key <your key> "
+        "--forward-to http://localhost:8000/hooks` (filled in below): it registers a relayed webhook with "
+        "version 2023-11-22 for you and forwards each delivery, signed, to your endpoint. Keep it running.",
         _solution("own_endpoint"),
         check_own_endpoint,
     ),
     Exercise(
         "conformance",
         "Pass the conformance check",
+        "Conformance",
         "Your endpoint verifies signatures and timestamps, refuses forgeries with a 4xx and handles duplicates.",
-        "Verify over the raw body, reject timestamps older than 5 minutes, answer 2xx to an event_id already seen.",
+        "Verify the signature over the raw body (pcc.py's verify, or the Node receiver below), reject "
+        "timestamps more than 5 minutes off with a 4xx, answer 2xx to an event_id already seen. Then run the "
+        "check with the listener still running.",
         _solution("conformance"),
         check_conformance,
     ),
     Exercise(
         "missed_webhook",
         "Recover a missed webhook",
+        "Missed webhook",
         "The console runs a switch whose webhooks your endpoint never gets; your backend finds the job anyway.",
         "You know the Link token you handed out: GET /v1/jobs?link_token_id=… lists its jobs.",
         _solution("missed_webhook"),
@@ -231,8 +254,11 @@ CURRICULUM: tuple[Exercise, ...] = (
     Exercise(
         "switch_outcomes",
         "Follow a pending switch and a federal switch to their end",
+        "Pending & federal",
         "A switch that is pending ends in success after the retry; a federal switch goes processing → sent.",
-        "Use user_pending_success and SSN 900000001 (or `console trigger`), then move the workspace clock.",
+        "Run `python3 pcc.py trigger pending_then_success` and `python3 pcc.py trigger federal_sent` (or log in "
+        "to Link as user_pending_success, and SSN 900000001 for the federal switch), then move your workspace "
+        "clock: 90 seconds for the retry, one business day for the federal review.",
         _solution("switch_outcomes"),
         check_switch_outcomes,
     ),

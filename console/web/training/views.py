@@ -8,16 +8,18 @@ workspace: they see their own exercises at `/training/me`, never the grid or any
 
 from __future__ import annotations
 
-from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
+from flask import Response, abort, current_app, flash, g, redirect, render_template, request, session, url_for
+from markupsafe import Markup
 
+from console import trigger
 from console.core.errors import NotFound, RateLimited, ServiceError, ValidationFailed
 from console.core.routes import Routes
 from console.extensions import db
-from console.training import cohorts, exercises, holds
+from console.training import cohorts, exercises, holds, room, snippets
 from console.web.link import tokens as linktokens
 from console.web.scenarios import gallery as scenarios
 from console.web.shared import throttle
-from console.web.shared.apiclient import api_root, response_json
+from console.web.shared.apiclient import response_json
 from console.web.shared.workspace_session import api_client, browser_id, current_workspace, enter_workspace
 
 routes = Routes()
@@ -52,12 +54,27 @@ def _trainer_cohort(cohort_id: str):
         abort(404)
 
 
-def _links(cohort, secret: str | None = None) -> dict:
-    root = api_root()
-    links = {"join": root + url_for("console.training_join", token=cohort.join_token)}
+def _root() -> room.Root:
+    """The class's root: PUBLIC_URL, else the root this request came to (see console.training.room)."""
+    return room.class_root(current_app.config, request.url_root)
+
+
+def _links(cohort, root: room.Root, secret: str | None = None) -> dict:
+    links = {"join": root.url + url_for("console.training_join", token=cohort.join_token)}
     if secret:
-        links["trainer"] = root + url_for("console.training_unlock", cohort_id=cohort.id, secret=secret)
+        links["trainer"] = root.url + url_for("console.training_unlock", cohort_id=cohort.id, secret=secret)
     return links
+
+
+def _room_context(cohort, secret: str | None = None) -> dict:
+    """The join link (and trainer link), its QR code, and the warning when the room cannot reach it."""
+    root = _root()
+    links = _links(cohort, root, secret)
+    return {
+        "links": links,
+        "root": root,
+        "join_qr": Markup(room.qr_svg(links["join"], f"QR code of the join link of {cohort.name}")),
+    }
 
 
 @routes.get("/training", endpoint="training")
@@ -95,7 +112,7 @@ def training_create():
         ), 400
     db.session.commit()
     _unlock(cohort.id)
-    return render_template("console/training/created.html", cohort=cohort, links=_links(cohort, secret))
+    return render_template("console/training/created.html", cohort=cohort, **_room_context(cohort, secret))
 
 
 @routes.get("/training/<cohort_id>/trainer/<secret>", endpoint="training_unlock")
@@ -112,10 +129,13 @@ def training_unlock(cohort_id: str, secret: str):
 
 def _grid_context(cohort) -> dict:
     chosen = [e for e in exercises.CURRICULUM if e.key in cohort.exercises]
+    rows = cohorts.grid(cohort)
     return {
         "cohort": cohort,
         "chosen": chosen,
-        "rows": cohorts.grid(cohort),
+        "rows": rows,
+        "summary": cohorts.summary(cohort, rows),
+        "stuck_minutes": room.STUCK_MINUTES,
         "pulse": cohorts.cohort_pulse(cohort),
     }
 
@@ -123,7 +143,7 @@ def _grid_context(cohort) -> dict:
 @routes.get("/training/<cohort_id>", endpoint="training_grid")
 def training_grid(cohort_id: str):
     cohort = _trainer_cohort(cohort_id)
-    return render_template("console/training/grid.html", links=_links(cohort), **_grid_context(cohort))
+    return render_template("console/training/grid.html", **_room_context(cohort), **_grid_context(cohort))
 
 
 @routes.get("/training/<cohort_id>/grid", endpoint="training_grid_live")
@@ -248,7 +268,39 @@ def _me_context() -> dict:
 
 @routes.get("/training/me", endpoint="training_me")
 def training_me():
-    return render_template("console/training/me.html", **_me_context())
+    """A trainee's exercises, with snippets filled with their own key: this page is the only one that shows
+    it (never cached: `no-store`)."""
+    context = _me_context()
+    if context["member"] is not None:
+        root = _root()
+        context["root"] = root
+        context["snippets"] = snippets.for_exercises(root.url, cohorts.trainee_facts(g.console_workspace))
+        context["solutions"] = {e.key: exercises.solution(e, root.url) for e, _ in context["results"]}
+    response = Response(render_template("console/training/me.html", **context))
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@routes.get("/training/pcc.py", endpoint="training_client")
+def training_client():
+    """The room's single-file client (listen, trigger, verify; standard library only), with this server's
+    root and the sandbox scenarios written in: `curl -O <root>/training/pcc.py`. It holds no secret."""
+    rows = {s.key: s for s in scenarios.all_scenarios(with_steps=False)}
+    named = {**{key: key for key in rows}, **trigger.aliases()}
+    table = {
+        name: {
+            "description": rows[key].description,
+            "token_body": rows[key].token_body(),
+            "completion": rows[key].completion,
+        }
+        for name, key in sorted(named.items())
+        if key in rows
+    }
+    return Response(
+        snippets.client_source(_root().url, table),
+        mimetype="text/x-python",
+        headers={"Content-Disposition": 'inline; filename="pcc.py"'},
+    )
 
 
 @routes.get("/training/me/progress", endpoint="training_me_live")
