@@ -8,6 +8,7 @@ never stored, never logged); every other page gets `$API_SECRET` in its place.
 from __future__ import annotations
 
 import json
+import pprint
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,7 +47,8 @@ def client_source(root: str, scenarios: dict[str, dict]) -> str:
     """pcc.py as served: this server's root and the sandbox scenarios (`trigger`) written into it."""
     source = CLIENT.read_text()
     source = source.replace('DEFAULT_API = ""', f"DEFAULT_API = {json.dumps(root)}", 1)
-    return source.replace("SCENARIOS: dict = {}", f"SCENARIOS: dict = {json.dumps(scenarios, indent=1)}", 1)
+    table = pprint.pformat(scenarios, width=110, sort_dicts=False)  # a Python literal (True, None)
+    return source.replace("SCENARIOS: dict = {}", f"SCENARIOS: dict = {table}", 1)
 
 
 def _sh(value: str) -> str:

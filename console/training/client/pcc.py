@@ -219,6 +219,7 @@ def trigger(api, key, name):
         raise Problem(f"creating the Link token failed: {message(parsed, status)}")
     token = parsed["data"]["id"]
     status, parsed = call(base, key, f"/sandbox/link_tokens/{token}/complete", scenario["completion"])
+    name = scenario.get("key", name)
     if status != 200:
         return f"{name}: Link token {token} stopped with {message(parsed, status)}"
     data = parsed["data"]

@@ -289,6 +289,7 @@ def training_client():
     named = {**{key: key for key in rows}, **trigger.aliases()}
     table = {
         name: {
+            "key": key,
             "description": rows[key].description,
             "token_body": rows[key].token_body(),
             "completion": rows[key].completion,
