@@ -55,7 +55,7 @@ DEFAULT_TRAINEES_PER_COHORT = 60
 class Row:
     member: CohortMember
     results: list[tuple[exercises.Exercise, exercises.Result]]
-    # The newest API call of the trainee's workspace (their code's or the console's), else when they joined.
+    # The newest API call of the trainee's own code (not the console's), else when they joined.
     last_activity: datetime | None = None
     # Exercises left and no API call for STUCK_MINUTES: the grid highlights the row.
     stuck: bool = False
@@ -327,13 +327,15 @@ def results(cohort: Cohort, member: CohortMember) -> list[tuple[exercises.Exerci
 
 
 def last_calls(workspace_ids: list[uuid.UUID]) -> dict[uuid.UUID, datetime]:
-    """Each workspace's newest API call (real time), from the request log: one grouped query on the index
-    led by (workspace_id, created_at)."""
+    """Each workspace's newest API call from outside the console (the trainee's own code, curl, pcc.py; real
+    time), from the request log: one grouped query over the index led by (workspace_id, created_at). The
+    console's own calls (a `step` names the action) are left out: the inbox registered at joining is not
+    the trainee at work."""
     if not workspace_ids:
         return {}
     rows = db.session.execute(
         select(RequestLogEntry.workspace_id, func.max(RequestLogEntry.created_at))
-        .where(RequestLogEntry.workspace_id.in_(list(workspace_ids)))
+        .where(RequestLogEntry.workspace_id.in_(list(workspace_ids)), RequestLogEntry.step == "")
         .group_by(RequestLogEntry.workspace_id)
     )
     return {ident: at for ident, at in rows if at is not None}

@@ -277,7 +277,7 @@ def test_a_trainee_quiet_for_ten_minutes_is_highlighted(app, trainer, monkeypatc
     ada = re.search(r'<tr data-trainee="Ada"[^>]*>', html).group(0)
     assert 'data-stuck="yes"' in ada and 'class="stuck"' in ada
     assert 'data-stuck="no"' in re.search(r'<tr data-trainee="Grace"[^>]*>', html).group(0)  # a call at 8 min
-    assert "quiet 10+ min" in html and "1 quiet for 10+ min" in html
+    assert "(quiet for 10 minutes or more)" in html and "1 quiet for 10+ min" in html
     html = grid_at(19)
     assert html.count('class="stuck"') == 2 and "2 quiet for 10+ min" in html
 

@@ -1,0 +1,134 @@
+"""A class of trainees at different points of the exercises, made over HTTP against a served app (a live
+server in the browser tests, docs/screenshots.py's server for the grid picture).
+
+Each trainee joins through the join link as a browser would (their own cookie jar and CSRF token), then their
+"own backend" calls the API with their sandbox key: nothing is written behind the app's back except, for the
+trainees meant to look stuck, their joining time moved back (nothing else can make 15 minutes pass).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+import requests
+from sqlalchemy import select, update
+
+NAMES = (
+    "Ada Lovelace", "Grace Hopper", "Alan Turing", "Katherine Johnson", "Linus Torvalds", "Margaret Hamilton",
+    "Dennis Ritchie", "Barbara Liskov", "Ken Thompson", "Frances Allen", "Donald Knuth", "Radia Perlman",
+    "Edsger Dijkstra", "Hedy Lamarr", "Tim Berners-Lee", "Shafi Goldwasser", "Guido van Rossum", "Anita Borg",
+    "John McCarthy", "Sophie Wilson",
+)  # fmt: skip
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+TOKEN_BODY = {
+    "org_name": "Acme",
+    "end_user_id": "user-1",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
+    },
+}
+
+
+def join(join_link: str, name: str) -> requests.Session:
+    browser = requests.Session()
+    page = browser.get(join_link, timeout=30)
+    page.raise_for_status()
+    answer = browser.post(
+        join_link, data={"name": name, "csrf_token": CSRF.search(page.text).group(1)}, timeout=30
+    )
+    answer.raise_for_status()
+    assert answer.url.endswith("/training/me"), answer.url
+    return browser
+
+
+def _backend(root: str, secret: str):
+    headers = {"x-api-secret": secret, "Service-Version": "2023-11-22"}
+
+    def call(method: str, path: str, body: dict | None = None) -> dict:
+        answer = requests.request(method, f"{root}/sandbox/v1{path}", json=body, headers=headers, timeout=60)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["data"]
+
+    return call
+
+
+def progress(root: str, secret: str, steps: int) -> None:
+    """The trainee's own code does the first `steps` of: a Link token (1), Link from their page (2), their
+    endpoint (3), a pending switch to success and a federal switch sent (6)."""
+    call = _backend(root, secret)
+    if steps >= 1:
+        token = call("POST", "/link_tokens", TOKEN_BODY)
+    if steps >= 2:
+        requests.get(
+            f"{root}/sandbox/link",
+            params={"token": token["token"], "origin": "http://localhost:8000"},
+            timeout=60,
+        ).raise_for_status()
+    if steps >= 3:
+        call(
+            "POST",
+            "/webhooks",
+            {
+                "url": "http://127.0.0.1:9/hooks",
+                "status": "active",
+                "version": "2023-11-22",
+                "enabled_events": ["account.added"],
+            },
+        )
+    if steps >= 4:
+        from console.training.client import pcc
+
+        for scenario, advance in (
+            ("user_pending_success", {"seconds": 90}),
+            ("federal_sent", {"business_days": 1}),
+        ):
+            pcc.SCENARIOS = _scenarios()
+            pcc.trigger(root, secret, scenario)
+            call("POST", "/sandbox/clock/advance", advance)
+
+
+def _scenarios() -> dict:
+    from console.trigger import resolve
+
+    table = {}
+    for name in ("user_pending_success", "federal_sent"):
+        scenario = resolve(name)
+        table[name] = {
+            "key": scenario.key,
+            "token_body": scenario.token_body(),
+            "completion": scenario.completion,
+        }
+    return table
+
+
+def seed_class(app, join_link: str, root: str, count: int = 20) -> list[str]:
+    """`count` trainees joined through `join_link`, each a little further than the one before (every fifth
+    has done nothing and joined 15 minutes ago: stuck). Returns their names in joining order."""
+    from console.extensions import db
+    from console.keys.models import ApiKey
+    from console.keys.services import secret_of
+    from console.training.models import CohortMember
+
+    names = list(NAMES[:count])
+    for name in names:
+        join(join_link, name)
+    with app.app_context():
+        members = {
+            m.name: m for m in db.session.scalars(select(CohortMember).where(CohortMember.name.in_(names)))
+        }
+        secrets = {
+            name: secret_of(
+                db.session.scalars(select(ApiKey).where(ApiKey.workspace_id == m.workspace_id)).first()
+            )
+            for name, m in members.items()
+        }
+        stuck = [members[name].id for index, name in enumerate(names) if index % 5 == 4]
+        earlier = members[names[0]].joined_at - timedelta(minutes=15)
+        db.session.execute(update(CohortMember).where(CohortMember.id.in_(stuck)).values(joined_at=earlier))
+        db.session.commit()
+    for index, name in enumerate(names):
+        if index % 5 != 4:
+            progress(root, secrets[name], (0, 1, 2, 3, 4, 1, 3, 4)[index % 8])
+    return names

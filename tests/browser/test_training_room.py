@@ -1,0 +1,85 @@
+"""The trainer's grid on a projector (issue 32, "The room"): a 20-trainee class at 1280x720 fits the screen
+beside the join link's QR code, and stays readable in a screenshot shrunk to half (640x360): exercise names
+in the headers, done cells in a success colour, pending ones quiet, a stuck trainee highlighted.
+"""
+
+from __future__ import annotations
+
+import base64
+
+from tests.browser.classroom import seed_class
+from tests.browser.conftest import BACKSTOP_MS
+
+PROJECTOR = {"width": 1280, "height": 720}
+
+
+def test_a_twenty_trainee_grid_is_readable_at_half_size_on_a_projector(browser, live_server, tmp_path):
+    context = browser.new_context(viewport=PROJECTOR)
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        page = context.new_page()
+        page.goto(live_server.url + "/training")
+        page.get_by_label("Name").fill("Payroll API, 24 Nov")
+        page.get_by_role("button", name="Create cohort").click()
+        join_link = page.locator("#join-link").inner_text()
+        page.get_by_role("link", name="Open the grid").click()
+        names = seed_class(live_server.app, join_link, live_server.url)
+        page.locator(f'tr[data-trainee="{names[-1]}"]').wait_for()
+        # The room's setup (docs/training.md): PUBLIC_URL names the trainer's laptop on the LAN, so the grid
+        # shows that join link and no loopback warning (the test's server itself listens on 127.0.0.1).
+        live_server.app.config["PUBLIC_URL"] = "http://192.168.1.10:5000"
+        live_server.app.config["LISTEN_HOST"] = "0.0.0.0"
+        page.reload()
+        assert page.locator("#loopback-warning").count() == 0
+        assert page.locator("#join-link").inner_text().startswith("http://192.168.1.10:5000/training/join/")
+        page.locator(
+            'tr[data-trainee="Barbara Liskov"] td[data-exercise="switch_outcomes"][data-done="yes"]'
+        ).wait_for()
+
+        assert page.get_by_text("No workspace yet").count() == 0
+        heads = page.locator("th.exercise-head .exercise-name").all_inner_texts()
+        assert heads == ["Link token", "Link from your page", "Your endpoint", "Conformance", "Missed webhook",
+                         "Pending & federal"]  # fmt: skip
+        progress = page.locator("#class-progress").inner_text()
+        assert "20 trainees" in progress and "4 quiet for 10+ min" in progress, progress
+        assert page.locator("tr.stuck").count() == 4
+        # Everything a trainer points at is on the screen: every row, the last column, the QR code and the link.
+        for box in (
+            page.locator(f'tr[data-trainee="{names[-1]}"]').bounding_box(),
+            page.locator("td.last-activity").last.bounding_box(),
+            page.locator(".join-qr svg").bounding_box(),
+            page.locator("#join-link").bounding_box(),
+        ):
+            assert (
+                box["y"] + box["height"] <= PROJECTOR["height"]
+                and box["x"] + box["width"] <= PROJECTOR["width"]
+            )
+        assert page.evaluate("document.documentElement.scrollWidth") <= PROJECTOR["width"]
+        # Done cells in a success colour with white text, pending ones quiet (no blue, no underline).
+        done = page.locator('td[data-done="yes"]').first
+        assert done.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(26, 127, 55)"
+        pending = page.locator('td[data-done="no"] a').first
+        style = pending.evaluate("e => [getComputedStyle(e).color, getComputedStyle(e).textDecorationLine]")
+        assert style == ["rgb(87, 96, 106)", "none"]
+        # Half size: a row is still 12 px or more tall, a name 8 px or more.
+        row = page.locator(f'tr[data-trainee="{names[0]}"]').bounding_box()
+        name_size = page.locator(f'tr[data-trainee="{names[0]}"] th').evaluate(
+            "e => parseFloat(getComputedStyle(e).fontSize)"
+        )
+        assert row["height"] >= 24 and name_size >= 16, (row, name_size)
+        # The QR code is big enough to scan from the room: 180 px or more on the screen.
+        assert page.locator(".join-qr svg").bounding_box()["width"] >= 180
+
+        shot = tmp_path / "grid.png"
+        page.screenshot(path=str(shot))
+        half = context.new_page()
+        half.set_viewport_size({"width": 640, "height": 360})
+        data = base64.b64encode(shot.read_bytes()).decode()
+        half.set_content(
+            f'<body style="margin:0"><img src="data:image/png;base64,{data}" width="640" height="360"></body>'
+        )
+        half.screenshot(path=str(tmp_path / "grid-half.png"))
+        page.screenshot(path=str(tmp_path / "grid-full.png"))
+        print("screenshots:", shot, tmp_path / "grid-half.png")
+    finally:
+        context.close()
