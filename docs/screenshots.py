@@ -1,6 +1,7 @@
 """Take the console screenshots in docs/screenshots/ by walking through it as a new user would.
 
     .venv/bin/python docs/screenshots.py            # writes docs/screenshots/*.png
+    .venv/bin/python docs/screenshots.py training   # only the training grid (training-grid.png)
 
 It serves the whole app (with its in-process worker) on a free 127.0.0.1 port with a throwaway
 SQLite database, drives Debian's Chromium with Playwright, and stops both when done.
@@ -27,7 +28,7 @@ VIEWPORT = {"width": 1440, "height": 900}
 
 
 def serve(db_path: Path):
-    """Start the app and its worker; return (url, stop)."""
+    """Start the app and its worker; return (url, stop, app)."""
     from console import create_app
     from console.extensions import db
     from console.worker import start_in_process
@@ -59,7 +60,7 @@ def serve(db_path: Path):
         server.shutdown()
         worker.stop(timeout=5)
 
-    return url, stop
+    return url, stop, app
 
 
 def link_standard_switch(page, on_allocation=None) -> None:
@@ -85,15 +86,37 @@ def shoot(page, name: str, *, full_page: bool = True) -> None:
     print("wrote", OUT / f"{name}.png")
 
 
-def main() -> None:
+def training_grid(browser, url: str, app) -> None:
+    """A class of 20 at different points of the exercises, on a 1280x720 projector, as a room sees it."""
+    from tests.browser.classroom import seed_class
+
+    page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
+    page.goto(url + "/training")
+    page.get_by_label("Name").fill("Payroll API, 24 Nov")
+    page.get_by_role("button", name="Create cohort").click()
+    join_link = page.locator("#join-link").inner_text()
+    page.get_by_role("link", name="Open the grid").click()
+    seed_class(app, join_link, url)
+    # The room's setup (docs/training.md): PUBLIC_URL is the trainer's laptop on the LAN.
+    app.config.update(PUBLIC_URL="http://192.168.1.10:5000", LISTEN_HOST="0.0.0.0")
+    page.reload()
+    page.locator("tr.stuck").first.wait_for()
+    shoot(page, "training-grid", full_page=False)
+
+
+def main(only: set[str]) -> None:
     from playwright.sync_api import sync_playwright
 
     OUT.mkdir(parents=True, exist_ok=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        url, stop = serve(Path(tmp) / "screens.db")
+        url, stop, app = serve(Path(tmp) / "screens.db")
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
+            if not only or "training" in only:
+                training_grid(browser, url, app)
+            if only and "console" not in only:
+                return
             page = browser.new_context(viewport=VIEWPORT).new_page()
             page.goto(url + "/")
             shoot(page, "walkthrough-start", full_page=False)
@@ -137,4 +160,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(set(sys.argv[1:]))  # nothing: every picture; "training" or "console": those only

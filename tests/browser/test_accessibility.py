@@ -43,8 +43,9 @@ FRAGMENTS = {
     "console.present_backend",
     "console.training_grid_live",
     "console.training_me_live",
-    # Not HTML: the trainer's CSV download, a presenter profile's logo.
+    # Not HTML: the trainer's CSV download, the room's single-file client (pcc.py), a presenter profile's logo.
     "console.training_export",
+    "console.training_client",
     "console.profile_logo",
 }
 
