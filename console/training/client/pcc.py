@@ -40,6 +40,7 @@ TOLERANCE_SECONDS = 300
 IDLE_SECONDS = 1.0
 MAX_BACKOFF_SECONDS = 30.0
 EXCERPT_BYTES = 1024
+REPORT_TRIES = 3
 
 
 class WebhookVerificationError(Exception):
@@ -89,6 +90,24 @@ class Problem(Exception):
 class Unavailable(Exception):
     """The service did not answer usefully this time (down, restarting, rate limited)."""
 
+    def __init__(self, text, wait=None):
+        super().__init__(text)
+        self.wait = wait  # seconds the service asked to wait (429 Retry-After), if it said
+
+
+def report(base, key, webhook_id, attempt_id, result):
+    """Record a forwarded delivery's result, retrying a busy service a few times; a note for the log line.
+    Unreported, the lease runs out and the delivery is handed out again (at least once)."""
+    path = f"/sandbox/listen/{webhook_id}/deliveries/{attempt_id}/result"
+    for attempt in range(REPORT_TRIES):
+        try:
+            status, parsed = call(base, key, path, result)
+        except Unavailable as exc:
+            time.sleep(exc.wait or 2**attempt)
+            continue
+        return "" if status == 200 else f"  (not recorded: {message(parsed, status)})"
+    return "  (not recorded: service unavailable; it will be delivered again)"
+
 
 def sandbox_base(api):
     base = api.rstrip("/")
@@ -110,11 +129,20 @@ def call(base, key, path, body=None):
     try:
         with urllib.request.urlopen(request, timeout=15) as answer:
             status, raw, kind = answer.status, answer.read(), answer.headers.get("Content-Type", "")
+            retry_after = None
     except urllib.error.HTTPError as exc:
         status, raw, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "")
+        retry_after = exc.headers.get("Retry-After")
     except (urllib.error.URLError, OSError) as exc:
         raise Unavailable(f"cannot connect to {base}: {getattr(exc, 'reason', exc)}") from None
-    if status == 429 or status >= 500:
+    if status == 429:
+        wait = (
+            min(float(retry_after or 1), 5.0)
+            if str(retry_after or "1").replace(".", "", 1).isdigit()
+            else 1.0
+        )
+        raise Unavailable(f"rate limited; retry after {wait:g} s", wait)
+    if status >= 500:
         raise Unavailable(f"the service answered {status}")
     if not kind.startswith("application/json"):
         raise Problem(f"{base}{path} answered {status} without JSON: is --api this service's URL?")
@@ -192,19 +220,18 @@ def listen(api, key, forward_to, events=None, version=None):
             items = parsed["data"]["requests"]
             for item in items:
                 result = forward(forward_to, item)
-                path = f"/sandbox/listen/{webhook['id']}/deliveries/{item['attempt_id']}/result"
-                call(base, key, path, result)
+                note = report(base, key, webhook["id"], item["attempt_id"], result)
                 shown = result.get("status_code") or result.get("error")
                 kind = item.get("event_type") or item.get("kind")
-                print(
-                    f"{now()}  {kind:<30} {item.get('event_id') or '-':<36}  {shown}  {result['latency_ms']} ms"
-                )
+                line = f"{now()}  {kind:<30} {item.get('event_id') or '-':<36}  {shown}  {result['latency_ms']} ms"
+                print(line + note, flush=True)
             backoff = 1.0
             if not items:
                 time.sleep(IDLE_SECONDS)
         except Unavailable as exc:
-            print(f"{now()}  service unavailable ({exc}); retrying in {backoff:g} s", flush=True)
-            time.sleep(backoff)
+            wait = exc.wait or backoff
+            print(f"{now()}  service unavailable ({exc}); retrying in {wait:g} s", flush=True)
+            time.sleep(wait)
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 
