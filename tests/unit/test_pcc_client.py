@@ -1,0 +1,64 @@
+"""pcc.py, the training room's single-file client, as a trainee runs it: downloaded from the served app into an
+empty folder and run with a bare Python (no checkout on its path), against the app on a real port."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import requests
+
+from console.webhooks import signing
+from tests.unit import test_listen_cli as listen_cli
+from tests.unit.test_listen_cli import delivery_of, listener_id, send_test_event, wait_for
+
+# The served app, the local receiver and the API client of `console listen`'s tests.
+served, receiver, service = listen_cli.served, listen_cli.receiver, listen_cli.service
+
+
+def _run(folder, *args, **kwargs):
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower() and k != "PYTHONPATH"}
+    env["PYTHONUNBUFFERED"] = "1"
+    # -I -S: isolated and without site-packages: nothing of this project or its dependencies is importable.
+    return [sys.executable, "-I", "-S", str(folder / "pcc.py"), *args], {"cwd": folder, "env": env, **kwargs}
+
+
+# committing: the app serves on a real port (another thread) and pcc.py runs in a subprocess
+def test_pcc_listen_relays_a_signed_delivery_and_trigger_runs_a_scenario(
+    served, workspace, receiver, service, tmp_path
+):
+    answer = requests.get(served.root + "/training/pcc.py", timeout=30)
+    assert answer.status_code == 200
+    (tmp_path / "pcc.py").write_text(answer.text)
+    key = workspace.secrets["sandbox"]
+    command, options = _run(
+        tmp_path, "listen", "--api", served.root, "--key", key, "--forward-to", receiver.url
+    )
+    listen = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **options)
+    try:
+        ready = listen.stdout.readline()
+        assert ready.startswith("Ready: relaying sandbox webhook"), ready
+        event_id = send_test_event(service, listener_id(service))
+        assert wait_for(lambda: receiver.requests), "nothing forwarded"
+        [received] = receiver.requests
+        payload = signing.verify(key, received["headers"], received["body"])  # signed as a direct delivery
+        assert payload["event_id"] == event_id
+        assert wait_for(lambda: delivery_of(service, event_id)["status"] == "delivered")
+    finally:
+        listen.send_signal(signal.SIGINT)
+        assert listen.wait(timeout=20) == 0
+        listen.stdout.close()
+
+    command, options = _run(tmp_path, "trigger", "federal_sent", "--api", served.root, "--key", key)
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60, **options)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(
+        "federal_federal_sent: Link token "
+    )  # the gallery's key, as `console trigger` and "outcome processing" in done.stdout
+    command, options = _run(
+        tmp_path, "trigger", "user_good", "--api", served.root, "--key", "sk_sandbox_wrong"
+    )
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=60, **options)
+    assert refused.returncode == 1 and "the service refused the key" in refused.stderr
