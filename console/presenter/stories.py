@@ -47,6 +47,22 @@ class Story:
     summary: str
     steps: tuple[Step, ...]
 
+    def link_open_at(self, number: int) -> bool:
+        """Link belongs open in the phone at step `number`: an `open_link` step at or before it, and no step
+        since that creates another token or completes Link (the stage reopens it after a reload there)."""
+        for step in reversed(self.steps[: max(0, number)]):
+            if step.action == "open_link":
+                return True
+            if step.action in ("create_link_token", "complete_link"):
+                return False
+        return False
+
+    def link_opened_by(self, number: int) -> int | None:
+        """The `open_link` step that put Link in the phone at step `number` (None: Link is not open there)."""
+        if not self.link_open_at(number):
+            return None
+        return next(n for n in range(number, 0, -1) if self.steps[n - 1].action == "open_link")
+
 
 @dataclass(frozen=True)
 class BrokenStory:

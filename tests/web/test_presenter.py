@@ -292,7 +292,10 @@ def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visi
     for number in range(1, total + 1):
         assert run_step(app, visitor, key, number).status_code == 303, number
     page = visitor.get(f"/present/{key}?step={total}").get_data(as_text=True)
-    assert "answered 500: will be retried" in page
+    # One row per event, and its state is true at the end: refused with 500, then delivered on the retry
+    # (no red "will retry" badge beside an event that has arrived).
+    assert "answered 500, then delivered on the retry" in page
+    assert "will retry" not in page
     assert 'data-event-type="direct_deposit_switch.added"' in page
     with app.app_context():
         ws = workspace(app, visitor)
@@ -301,17 +304,29 @@ def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visi
         assert inbox.behaviour(ws.id) == "ok"
 
 
-def test_open_link_step_hands_the_token_to_the_phone(app, visitor):
+def test_open_link_step_hands_the_token_to_the_phone_and_a_reload_opens_link_again(app, visitor):
     key = "10-standard-switch"
     run_step(app, visitor, key, 1)
     run_step(app, visitor, key, 2)
     response = run_step(app, visitor, key, 3)
-    assert "open=1" in response.headers["Location"]
-    page = visitor.get(response.headers["Location"]).get_data(as_text=True)
-    token = re.search(r'data-open-token="([^"]+)"', page).group(1)
-    assert token and f'data-link-token="{token}"' in page
-    # Back (a plain GET) never opens Link again.
-    assert 'data-open-token=""' in visitor.get(f"/present/{key}?step=3").get_data(as_text=True)
+    assert response.headers["Location"] == f"/present/{key}?step=3"
+    # The stage at the open_link step opens Link: after the redirect and after any reload (a plain GET).
+    for _ in range(2):
+        page = visitor.get(response.headers["Location"]).get_data(as_text=True)
+        token = re.search(r'data-open-token="([^"]+)"', page).group(1)
+        assert token and f'data-link-token="{token}"' in page
+        assert 'data-link-step="3"' in page  # × steps back to before step 3
+    # Before the step that opens Link (← from step 3), Link stays closed; after it completes, too.
+    assert 'data-open-token=""' in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
+    run_step(app, visitor, key, 4)
+    page = visitor.get(f"/present/{key}?step=4").get_data(as_text=True)
+    assert 'data-open-token=""' in page and 'data-link-step="0"' in page
+
+
+def test_closing_link_steps_back_with_a_sentence(visitor):
+    page = visitor.get("/present/10-standard-switch?step=2&closed=1").get_data(as_text=True)
+    assert "Link was closed before the customer finished: press → to open it again." in page
+    assert "Link was closed" not in visitor.get("/present/10-standard-switch?step=2").get_data(as_text=True)
 
 
 def test_a_failed_step_says_what_failed_and_offers_a_retry(app, visitor):
@@ -338,30 +353,32 @@ def test_an_unexpected_error_is_a_sentence_not_a_traceback(app, visitor, monkeyp
     assert "Something went wrong on the server" in text and "secret internals" not in text
 
 
-def test_restart_runs_on_a_fresh_workspace(app, visitor):
+def test_every_run_starts_on_a_fresh_workspace_at_step_1(app, visitor):
     key = "10-standard-switch"
-    run_step(app, visitor, key, 2)
+    with app.app_context():
+        total = len(stories.get(key).steps)
+    for number in range(1, total + 1):
+        assert run_step(app, visitor, key, number).status_code == 303
     before = visitor.workspace_id
+    # r: back to the title screen (nothing deleted yet: the presenter may still print the summary).
     response = visitor.post(f"/present/{key}/restart?brand=Acme")
     assert response.status_code == 303
     assert response.headers["Location"] == f"/present/{key}?step=0&brand=Acme"
+    assert visitor.workspace_id == before
+    # The title screen never shows the finished run: no switch, no webhook, no token, no poll of the old data.
+    for url in (response.headers["Location"], f"/present/{key}"):
+        page = visitor.get(url).get_data(as_text=True)
+        assert "Your paycheck now comes here" not in page
+        assert "Nothing received yet." in page and "No calls yet." in page and "No switch yet." in page
+        assert "data-poll" not in page and 'data-link-token=""' in page
+    # Step 1 starts the run on a new workspace; the earlier one is gone.
+    assert run_step(app, visitor, key, 1).status_code == 303
     after = visitor.workspace_id
     assert after != before
     with app.app_context():
         assert db.session.get(Workspace, before) is None
-    page = visitor.get(response.headers["Location"]).get_data(as_text=True)
-    assert "No calls yet." in page or "/sandbox/v1/link_tokens" not in page
-
-
-def test_opening_a_story_again_says_the_backend_panel_shows_an_earlier_run(app, visitor):
-    key = "10-standard-switch"
-    assert "data-earlier-run" not in visitor.get(f"/present/{key}").get_data(as_text=True)  # nothing ran yet
-    run_step(app, visitor, key, 2)
-    assert "data-earlier-run" not in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
-    page = visitor.get(f"/present/{key}").get_data(as_text=True)  # the story's title again, not restarted
-    assert "The backend panel still shows an earlier run: press r (Restart) for fresh data." in page
-    restarted = visitor.post(f"/present/{key}/restart").headers["Location"]
-    assert "data-earlier-run" not in visitor.get(restarted).get_data(as_text=True)
+    page = visitor.get(f"/present/{key}?step=1").get_data(as_text=True)
+    assert "Nothing received yet." in page and "Your paycheck now comes here" not in page
 
 
 def test_the_stage_reads_the_newest_console_link_token_once(app, visitor):
@@ -398,7 +415,8 @@ def test_unknown_story_and_step_are_404(visitor):
 
 
 def test_the_backend_poll_answers_204_until_something_changes(app, visitor):
-    page = visitor.get("/present/10-standard-switch").get_data(as_text=True)
+    run_step(app, visitor, "10-standard-switch", 1)
+    page = visitor.get("/present/10-standard-switch?step=1").get_data(as_text=True)
     pulse = re.search(r"/present/backend\?pulse=([0-9a-f]+)", page).group(1)
     assert visitor.get(f"/present/backend?pulse={pulse}", htmx=True).status_code == 204
     run_step(app, visitor, "10-standard-switch", 2)

@@ -16,17 +16,19 @@ import logging
 from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from console.clock.services import now as clock_now
 from console.core.errors import FieldError, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.core.routes import Routes
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.modes import SANDBOX
-from console.presenter import brand, profiles, stories
+from console.presenter import brand, feed, profiles, stories
 from console.web.link import guide as linkguide
 from console.web.link import tokens as linktokens
 from console.web.present import actions, drive
 from console.web.requests import queries as requestlog
-from console.web.shared import live
+from console.web.shared import live, throttle
 from console.web.shared.apiclient import api_root
 from console.web.shared.workspace_session import browser_id, has_workspace, reset_workspace
 from console.web.timeline import queries as timeline
@@ -35,7 +37,8 @@ from console.web.webhooks import inbox
 routes = Routes()
 
 log = logging.getLogger(__name__)
-BACKEND_ROWS = 6
+BACKEND_ROWS = 5  # events and calls the panel shows (newest first); it reads more to group them
+BACKEND_READ = 30
 SUMMARY_ROWS = 100
 EDITOR_KEY = "presenter_profiles"
 # A sales engineer prepares a handful of demos from one browser; the session cookie stays small.
@@ -115,13 +118,47 @@ def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
     if kept is _NOT_READ:
         kept = linktokens.newest(workspace.id) if has_workspace() else None
     found = timeline.for_link_token(workspace, SANDBOX, kept.link_token_id) if kept else None
+    events = feed.event_rows(inbox.page(workspace.id, limit=BACKEND_READ).rows)
+    yours, setup = feed.split_calls(requestlog.page(workspace.id, limit=BACKEND_READ).rows)
     return {
-        "messages": inbox.page(workspace.id, limit=BACKEND_ROWS).rows,
-        "calls": requestlog.page(workspace.id, limit=BACKEND_ROWS).rows,
+        "events": events[:BACKEND_ROWS],
+        "calls": yours[:BACKEND_ROWS],
+        "setup_calls": setup,
         "timeline": found,
         "job": found.jobs[-1].job if found and found.jobs else None,
         "pulse": live.pulse(workspace),
         "link_token_id": kept.link_token_id if kept else "",
+        "clock": _clock(workspace),
+        **WORDS,
+    }
+
+
+# How the panel words things (console.presenter.feed), for the stage, its poll and the summary.
+WORDS = {
+    "when": feed.short_time,
+    "job_words": feed.job_words,
+    "outcome_words": feed.outcome_words,
+    "tone": feed.tone,
+}
+
+
+def _clock(workspace) -> dict:
+    """The stage's one clock: the workspace's (real time on hover)."""
+    return {"now": clock_now(workspace), "real": utcnow()}
+
+
+def _fresh_backend() -> dict:
+    """The backend panel before step 1: empty, not polling (step 1 starts the run on a new workspace)."""
+    return {
+        "events": [],
+        "calls": [],
+        "setup_calls": [],
+        "timeline": None,
+        "job": None,
+        "pulse": "",
+        "link_token_id": "",
+        "clock": None,
+        **WORDS,
     }
 
 
@@ -132,13 +169,16 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
     mark = _brand(profile)
     number = max(0, min(number, len(story.steps)))
     step = story.steps[number - 1] if number else None
-    kept = linktokens.newest(workspace.id) if has_workspace() else None
+    # The title screen never shows an earlier run: the panel is empty there and step 1 makes a new workspace.
+    fresh = number == 0
+    kept = linktokens.newest(workspace.id) if has_workspace() and not fresh else None
     view = linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
     # The phone's button opens Link with the newest token while it is unused (the presenter's own hands).
     unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
-    opens = step is not None and step.action == "open_link" and request.args.get("open") == "1"
+    # Link is open in the phone from an open_link step until a step completes it; a reload there opens it again.
+    opens = story.link_open_at(number)
     next_step = story.steps[number] if number < len(story.steps) else None
-    backend = backend_context(kept)
+    backend = _fresh_backend() if fresh else backend_context(kept)
     return render_template(
         "console/present/present.html",
         story=story,
@@ -152,10 +192,8 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         failure=failure,
         open_token=unused_token if opens else None,
         unused_token=unused_token,
-        # The story's title with the backend panel still full of a run before it (the stage was opened
-        # again, not restarted): the prospect would see that run's webhooks as this one's.
-        # (A fresh workspace has calls of its own, the inbox's registration, but no Link token nor webhook.)
-        earlier_run=number == 0 and (kept is not None or bool(backend["messages"])),
+        link_closed=request.args.get("closed") == "1" and number < len(story.steps),
+        poll=not fresh,
         **backend,
     ), status
 
@@ -365,7 +403,12 @@ def present_step(key: str, number: int):
         abort(404)
     step = story.steps[number - 1]
     try:
-        outcome = actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
+        if number == 1 and not g.get("console_workspace_created"):
+            # Every run starts fresh: a new workspace (API key, inbox, clock at real time), never an earlier
+            # run's webhooks, job or used Link token on the stage. Counted like any request that creates one.
+            throttle.check_address()
+            reset_workspace()
+        actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
     except actions.ActionFailed as error:
         message = str(error)
     except ServiceError as error:
@@ -376,8 +419,6 @@ def present_step(key: str, number: int):
         message = "Something went wrong on the server (it is in the server's log)."
     else:
         args = {"step": number, **_brand().args()}
-        if outcome is not None and outcome.open_link:
-            args["open"] = "1"
         return redirect(url_for("console.present_stage", key=key, **args), code=303)
     db.session.rollback()
     failure = {
@@ -388,11 +429,10 @@ def present_step(key: str, number: int):
     return _stage(story, number - 1, failure=failure, status=422)
 
 
-@routes.post("/present/<key>/restart", no_create=True, creates=True)
+@routes.post("/present/<key>/restart", no_create=True)
 def present_restart(key: str):
-    """Start the story again on fresh data: a new workspace (key, inbox webhook, clock at real time)."""
+    """Back to the story's title screen; step 1 then runs on a fresh workspace (see present_step)."""
     _story_or_404(key)
-    reset_workspace()
     return redirect(url_for("console.present_stage", key=key, step=0, **_brand().args()), code=303)
 
 
