@@ -147,8 +147,8 @@
     var s = stage();
     var opened = s ? parseInt(s.dataset.linkStep || "0", 10) : 0;
     if (!(payload && payload.completed) && opened > 0) {
-      // Closed with × (or Escape) before the customer finished: step back to before the step that opened
-      // Link, with a sentence; → opens it again (its token is still unused).
+      // Closed with × (or Escape) before the customer finished: its token is used up, so step back to before
+      // the step that created it (data-link-step), with a sentence; → makes a new token and opens Link again.
       var back = new URL(s.dataset.url, window.location.href);
       back.searchParams.set("step", String(opened - 1));
       back.searchParams.set("closed", "1");
@@ -350,9 +350,7 @@
         var reason = err instanceof Stop ? err.reason : null;
         if (reason === "stop") return; // another key press is already taking the stage elsewhere
         if (reason === "takeover") {
-          setNote("");
-          var state = find("[data-autoplay-state]");
-          if (state) state.textContent = "Link is yours: finish it by hand, or press → to let the stage finish it.";
+          setNote("Link is yours: finish it by hand, or press → to let the stage finish it.");
           return;
         }
         if (window.console) window.console.warn("Presenter: Link could not be driven in the phone:", err);

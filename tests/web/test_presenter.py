@@ -315,7 +315,7 @@ def test_open_link_step_hands_the_token_to_the_phone_and_a_reload_opens_link_aga
         page = visitor.get(response.headers["Location"]).get_data(as_text=True)
         token = re.search(r'data-open-token="([^"]+)"', page).group(1)
         assert token and f'data-link-token="{token}"' in page
-        assert 'data-link-step="3"' in page  # × steps back to before step 3
+        assert 'data-link-step="2"' in page  # closing Link steps back to before its token (step 2)
     # Before the step that opens Link (← from step 3), Link stays closed; after it completes, too.
     assert 'data-open-token=""' in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
     run_step(app, visitor, key, 4)
@@ -325,7 +325,9 @@ def test_open_link_step_hands_the_token_to_the_phone_and_a_reload_opens_link_aga
 
 def test_closing_link_steps_back_with_a_sentence(visitor):
     page = visitor.get("/present/10-standard-switch?step=2&closed=1").get_data(as_text=True)
-    assert "Link was closed before the customer finished: press → to open it again." in page
+    assert (
+        "Link was closed before the customer finished: press → to start again with a new Link token." in page
+    )
     assert "Link was closed" not in visitor.get("/present/10-standard-switch?step=2").get_data(as_text=True)
 
 

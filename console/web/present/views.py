@@ -173,8 +173,9 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
     fresh = number == 0
     kept = linktokens.newest(workspace.id) if has_workspace() and not fresh else None
     view = linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
-    # The phone's button opens Link with the newest token while it is unused (the presenter's own hands).
-    unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
+    # The phone's button opens Link with the newest token while it can (unused, or open: Link resumes at its
+    # screen), for the presenter's own hands; after a reload at a Link step the stage opens it with this too.
+    unused_token = kept.token if view and view.state.can_open else None
     # Link is open in the phone from an open_link step until a step completes it; a reload there opens it again.
     opens = story.link_open_at(number)
     next_step = story.steps[number] if number < len(story.steps) else None
@@ -217,12 +218,20 @@ def present_index():
     )
 
 
+@routes.post("/present/brand", no_create=True)
+def use_brand():
+    """The brand form's "Use this brand": the start page with the brand in its address (stories link it)."""
+    return redirect(url_for("console.present", **brand.from_args(request.form).args()), code=303)
+
+
 @routes.post("/present/profiles", no_create=True, creates=True)
 def save_profile():
     """Save the brand and chosen stories as a profile: its short URL, and the private edit link once."""
     known = {s.key for s in stories.all_stories()[0]}
     chosen = [k for k in request.form.getlist("stories") if k in known]
-    profile, secret = profiles.create(brand.from_args(request.form), chosen, owner=browser_id())
+    profile, secret = profiles.create(
+        brand.from_args(request.form), chosen, owner=browser_id(), contact=request.form.get("contact")
+    )
     db.session.commit()
     _unlock(profile.slug)
     root = api_root()
@@ -295,6 +304,7 @@ def update_profile(slug: str):
                 request.form.getlist("stories"),
                 {k: v for k, v in request.form.items() if k.startswith("caption-")},
                 stories.all_stories()[0],
+                contact=request.form.get("contact"),
             )
         except ValidationFailed as exc:
             errors = {f.name: f.message for f in exc.fields}
