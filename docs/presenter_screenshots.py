@@ -51,7 +51,8 @@ def profile_with_logo(browser, url: str) -> str:
     page.set_content(LOGO_SVG)
     logo = page.locator("svg").screenshot(omit_background=True)
     page.goto(f"{url}/present?brand=Northwind+Lending&color=%231d4ed8")
-    page.get_by_role("button", name="Save profile for Northwind Lending").click()
+    page.get_by_label("Your name and email").fill("Sam Seller, sam@example.com")
+    page.get_by_role("button", name="Save as a profile").click()
     slug = page.locator("#short-link").inner_text().rsplit("/", 1)[1]
     page.get_by_role("link", name="Add a logo, edit captions").click()
     page.get_by_label("Upload a logo").set_input_files(

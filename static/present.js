@@ -301,6 +301,38 @@
     submit(find('[data-stage-form="restart"]'));
   }
 
+  // Copy buttons (a profile's stage-picker): the clipboard API where the page may use it (https, localhost),
+  // else the older selection copy; the status line says which worked.
+  function copyText(text) {
+    var status = document.querySelector("[data-copied]");
+    function said(message) {
+      if (status) status.textContent = message;
+    }
+    function fallback() {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "visually-hidden";
+      document.body.appendChild(area);
+      area.select();
+      var ok = false;
+      try {
+        ok = document.execCommand("copy");
+      } catch (err) {
+        ok = false;
+      }
+      area.remove();
+      said(ok ? "Copied: " + text : "Copy it by hand: " + text);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () {
+        said("Copied: " + text);
+      }, fallback);
+    } else {
+      fallback();
+    }
+  }
+
   function toggleFullscreen() {
     if (document.fullscreenElement) document.exitFullscreen();
     else if (document.documentElement.requestFullscreen) document.documentElement.requestFullscreen();
@@ -665,6 +697,8 @@
     }
     if (event.target.closest("[data-fullscreen]")) toggleFullscreen();
     if (event.target.closest("[data-print]")) window.print();
+    var copy = event.target.closest("[data-copy]");
+    if (copy) copyText(copy.dataset.copy);
     var button = event.target.closest("[data-link-button]");
     if (button) openLink(button.dataset.linkToken);
   });
@@ -683,7 +717,7 @@
   window.addEventListener("resize", fitPhone);
 
   function onKey(event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (!stage() || event.ctrlKey || event.metaKey || event.altKey) return; // the stage's keys, on the stage only
     // Keys typed into a field are the field's; while the stage fills in Link, its arrow keys still hurry it.
     var inField = event.target.closest && event.target.closest("input, textarea, select");
     if (inField && !(driver && STORY_KEYS_IN_LINK.indexOf(event.key) >= 0)) return;

@@ -363,10 +363,11 @@ def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page,
 def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(page, live_server):
     url = live_server.url
     page.goto(url + "/present")
+    # One form: what is typed is what is saved (no "Use this brand" first).
     page.get_by_label("Company name").fill("Acme Bank")
-    page.get_by_role("button", name="Use this brand").click()
+    page.get_by_label("Your name and email").fill("Sam Seller, sam@example.com")
     page.get_by_label("Standard switch").check()
-    page.get_by_role("button", name="Save profile for Acme Bank").click()
+    page.get_by_role("button", name="Save as a profile").click()
     short = page.locator("#short-link").inner_text()
     page.get_by_role("link", name="Add a logo, edit captions").click()
 
@@ -385,8 +386,10 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     page.get_by_role("button", name="Save the profile").click()
     page.get_by_text("Profile for Acme Bank saved.").wait_for()
 
-    # The short link, from any browser: the logo in the phone instead of the initials, the edited caption.
+    # The short link, from any browser: a stage-picker in the brand; the logo in the phone instead of the
+    # initials, the edited caption.
     page.goto(short)
+    assert page.locator("h1").inner_text() == "Demo for Acme Bank"
     page.get_by_role("link", name="Standard switch").click()
     img = page.locator(".app-bar img.app-logo")
     img.wait_for()
@@ -521,3 +524,32 @@ def test_closing_link_with_the_cross_steps_back_with_a_sentence(page, console_li
     link_listens(page)
     press(page, "ArrowRight", 4)
     assert page.locator(".failure").count() == 0
+
+
+def test_the_short_link_opens_a_stage_picker_above_the_fold_with_working_copy_buttons(browser, live_server):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page = context.new_page()
+    page.goto(live_server.url + "/present")
+    page.get_by_label("Company name").fill("Beta Credit Union")
+    page.get_by_role("button", name="Save as a profile").click()
+    short = page.locator("#short-link").inner_text()
+    page.goto(short)
+    stories = page.locator(".picker-story")
+    assert stories.count() >= 6
+    for i in range(stories.count()):  # every story (and its copy button) above the fold
+        box = stories.nth(i).bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 720, (i, box)
+    assert page.get_by_text("No workspace yet").count() == 0 and page.locator("nav").count() == 0
+    page.get_by_role("button", name="Copy link to Standard switch").click()
+    page.get_by_text("Copied: ").wait_for()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith(live_server.url + "/present/10-standard-switch?profile=")
+    page.get_by_role("button", name="Copy the short link").click()
+    poll(
+        lambda: page.evaluate("navigator.clipboard.readText()"), lambda text: text == short, what="short link"
+    )
+    # The copied stage link opens the stage in the brand.
+    page.goto(copied)
+    assert page.locator(".app-name").inner_text() == "Beta Credit Union"
+    context.close()

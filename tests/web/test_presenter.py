@@ -7,6 +7,7 @@ import io
 import json
 import re
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import event, select
@@ -440,7 +441,10 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
     text = page.get_data(as_text=True)
     assert page.status_code == 200
     assert "Standard switch: what we showed Acme Bank" in text
-    assert "This is Acme Bank&#39;s app." in text
+    # Captions true on paper: the story's printed words where the stage's point at the screen.
+    assert "Acme Bank&#39;s app: a customer wants their paycheck deposited there" in text
+    assert "one POST." in text and "shown on the right" not in text and "This is Acme Bank" not in text
+    assert "data-summary-date" in text and "data-summary-contact" not in text  # no profile: no contact
     assert 'data-summary-event="direct_deposit_switch.added"' in text
     assert "POST /sandbox/v1/link_tokens" in text and "data-print" in text
     assert visitor.get("/present/nope/summary").status_code == 404
@@ -468,12 +472,14 @@ def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor
     slug = short.rsplit("/", 1)[1]
     # Anyone with the link (another session, on the day of the call) gets the prepared demo.
     landing = other_visitor.get(short)
-    assert landing.status_code == 302 and landing.headers["Location"] == f"/present?profile={slug}"
-    page = other_visitor.get(landing.headers["Location"]).get_data(as_text=True)
-    offered = re.findall(r'<li data-story="([^"]+)"', page)
+    assert landing.status_code == 200
+    page = landing.get_data(as_text=True)
+    offered = re.findall(r'<li class="picker-story" data-story="([^"]+)"', page)
     assert offered == ["30-federal-benefits", "10-standard-switch"]
     assert f"/present/30-federal-benefits?profile={slug}" in page and short in page
+    assert "Edit this profile" not in page
     # ... but only the saving browser may change it.
+    page = other_visitor.get(f"/present?profile={slug}").get_data(as_text=True)
     assert "data-profile-actions" not in page and "Only the browser that saved this profile" in page
     assert "data-profile-actions" in visitor.get(f"/present?profile={slug}").get_data(as_text=True)
     stage = other_visitor.get(f"/present/30-federal-benefits?profile={slug}").get_data(as_text=True)
@@ -681,3 +687,80 @@ def test_every_shipped_complete_link_step_has_a_plan(app):
                     assert plan and plan["completion"], (story.key, step)
                     if "platform_id" in plan["completion"] or "program_id" in plan["completion"]:
                         assert plan["search"]["text"], (story.key, step)
+
+
+# --- preparing a demo: one form, the short link's stage-picker, the summary -------------------------------
+
+
+def test_one_form_uses_the_brand_or_saves_exactly_what_is_typed(app, visitor):
+    page = visitor.get("/present").get_data(as_text=True)
+    assert page.count("data-brand-form") == 1 and 'name="contact"' in page
+    assert 'formaction="/present/brand"' in page
+    # "Use this brand": the start page with the brand in its address (a POST with the form's CSRF token).
+    used = visitor.post("/present/brand", {"brand": "Acme Bank", "color": "#aa0011", "theme": "dark"})
+    assert used.status_code == 303
+    assert used.headers["Location"] == "/present?brand=Acme+Bank&color=%23aa0011&theme=dark"
+    # "Save as a profile" saves what the form holds now, without pressing "Use this brand" first.
+    form = {"brand": "Beta Credit Union", "color": "#123456", "contact": "  Sam Seller ·  sam@example.com "}
+    slug, _edit = save_profile(visitor, **form)
+    with app.app_context():
+        profile = profiles.get(slug)
+        assert (profile.name, profile.color, profile.contact) == (
+            "Beta Credit Union",
+            "#123456",
+            "Sam Seller · sam@example.com",
+        )
+    # The edit page changes the contact too.
+    response = visitor.post(f"/present/profiles/{slug}", {"brand": "Beta Credit Union", "contact": "Alex"})
+    assert response.status_code == 303
+    with app.app_context():
+        assert profiles.get(slug).contact == "Alex"
+
+
+def test_the_short_link_is_a_clean_stage_picker_with_copy_buttons(app, visitor, other_visitor):
+    slug, _edit = save_profile(
+        visitor, brand="Acme Bank", stories=["10-standard-switch", "50-failure-and-recovery"]
+    )
+    page = other_visitor.get(f"/p/{slug}")
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "Demo for Acme Bank" in text
+    # No console chrome: no navigation, no workspace bar, no sandbox badge, no "No workspace yet".
+    for chrome in ("No workspace yet", "<nav", "workspace-bar", ">sandbox<", "Requests", "Timeline"):
+        assert chrome not in text, chrome
+    links = re.findall(r'data-copy="([^"]+)"', text)
+    assert links == [
+        f"http://127.0.0.1:5000/present/10-standard-switch?profile={slug}",
+        f"http://127.0.0.1:5000/present/50-failure-and-recovery?profile={slug}",
+        f"http://127.0.0.1:5000/p/{slug}",
+    ]
+    assert 'Copy link<span class="visually-hidden"> to Standard switch</span>' in text
+    # The browser that saved it gets the way to its edit page; others do not.
+    assert "Edit this profile" in visitor.get(f"/p/{slug}").get_data(as_text=True)
+
+
+def test_the_summary_carries_the_logo_the_date_and_the_presenters_contact(app, visitor):
+    slug, _edit = save_profile(visitor, brand="Acme Bank", contact="Sam Seller, sam@example.com")
+    png = images.png(32, 32)
+    assert (
+        visitor.post(f"/present/profiles/{slug}/logo", {"logo": (io.BytesIO(png), "logo.png")}).status_code
+        == 303
+    )
+    text = visitor.get(f"/present/10-standard-switch/summary?profile={slug}").get_data(as_text=True)
+    assert f'src="/p/{slug}/logo?v=' in text and "Acme Bank's logo" in text
+    assert "Sam Seller, sam@example.com" in text
+    today = datetime.now(UTC).strftime("%d %B %Y").lstrip("0")
+    assert f"<span data-summary-date>{today}</span>" in text
+
+
+def test_the_shipped_stories_read_true_on_paper(app):
+    """No printed caption points at the screen ("shown on the right", "on screen", "here")."""
+    with app.app_context():
+        for story in stories.all_stories()[0]:
+            for step in story.steps:
+                assert not re.search(
+                    r"on the (right|left)|on screen|\bhere\b|\bthis is\b", step.on_paper, re.I
+                ), (
+                    story.key,
+                    step.on_paper,
+                )

@@ -379,12 +379,26 @@ def profile_logo(slug: str):
 
 @routes.get("/p/<slug>")
 def present_profile(slug: str):
-    """A profile's short URL: the presenter's start page with its brand and stories."""
+    """A profile's short link: a clean stage-picker for the prospect's brand (no console chrome), each story
+    with its stage link to copy."""
     profile = profiles.get(slug)
     if profile is None:
         abort(404)
     _used(profile)
-    return redirect(url_for("console.present", profile=profile.slug))
+    mark = profiles.brand_of(profile)
+    root = api_root()
+    offered = profiles.offered(profile, stories.all_stories()[0])
+    return render_template(
+        "console/present/present_picker.html",
+        profile=profile,
+        brand=mark,
+        stories=offered,
+        stage_links={
+            s.key: root + url_for("console.present_stage", key=s.key, **mark.args()) for s in offered
+        },
+        short_link=root + url_for("console.present_profile", slug=profile.slug),
+        may_edit=_may_edit(profile),
+    )
 
 
 @routes.get("/present/backend")
@@ -448,7 +462,8 @@ def present_restart(key: str):
 
 @routes.get("/present/<key>/summary")
 def present_summary(key: str):
-    """A one-page summary of this run for the follow-up email (the browser prints it to PDF)."""
+    """A one-page summary of this run for the follow-up email (the browser prints it to PDF): the prospect's
+    logo, the date, the presenter's contact, the story in words for paper, what the backend received."""
     story = _story_or_404(key)
     workspace = g.console_workspace
     profile = _profile()
@@ -458,7 +473,12 @@ def present_summary(key: str):
         story=story,
         brand=mark,
         brand_args=mark.args(),
-        captions=[_caption(story, n, mark, profile) for n in range(1, len(story.steps) + 1)],
-        messages=list(reversed(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)),
-        calls=list(reversed(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)),
+        captions=[
+            profiles.printed_caption(profile, story, n).replace("{brand}", mark.name)
+            for n in range(1, len(story.steps) + 1)
+        ],
+        date=utcnow().strftime("%d %B %Y").lstrip("0"),
+        contact=profile.contact if profile else None,
+        events=list(reversed(feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows))),
+        calls=list(reversed(feed.call_rows(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows))),
     )
