@@ -409,7 +409,8 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
 
 # --- the stage on a projector ------------------------------------------------------------------------
 
-PROJECTORS = [(1280, 720), (1440, 900), (1920, 1080)]
+# The projectors the issue names (16:9 and 16:10), the largest, and the 4:3 fallback.
+PROJECTORS = [(1280, 720), (1440, 900), (1920, 1080), (1024, 768), (3840, 2160)]
 # What the room must see whole, inside the window: the caption, the phone, the panel and each of its parts.
 ON_STAGE = [".caption-bar", ".phone", "#backend", "#backend .panel", "#backend .backend-head"]
 
@@ -446,7 +447,7 @@ def assert_fits_every_projector(page, where: str) -> None:
 
 @pytest.mark.parametrize("key", list(EXPECTED))
 def test_each_story_fits_each_projector_and_a_reload_at_a_link_step_opens_link_again(page, console_live, key):
-    """Every step of every story at 1280x720, 1440x900 and 1920x1080: nothing below the fold. At each step
+    """Every step of every story at 1280x720, 1440x900, 1920x1080 (and 1024x768, 3840x2160): nothing below the fold. At each step
     where Link is open in the phone, a reload opens it again, and → fills it in on screen (no headless call)."""
     _events, screens, headless = EXPECTED[key]
     page.goto(f"{console_live.url}/present/{key}?speed={FAST}")
