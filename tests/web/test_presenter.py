@@ -283,7 +283,7 @@ def test_federal_story_shows_processing_then_sent(app, visitor):
     assert run_step(app, visitor, key, 5).status_code == 303
     page = visitor.get(f"/present/{key}?step=5").get_data(as_text=True)
     assert 'data-job-outcome="sent"' in page
-    assert "the sandbox clock moved" in page
+    assert "The sandbox clock moved ahead" in page
 
 
 def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visitor):
@@ -764,3 +764,24 @@ def test_the_shipped_stories_read_true_on_paper(app):
                     story.key,
                     step.on_paper,
                 )
+
+
+def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_apart(app, visitor):
+    key = "50-failure-and-recovery"
+    for number in range(1, 5):  # a pending switch, the clock moved to its retry, the webhook received
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}?step=4").get_data(as_text=True)
+    calls = page[page.index('data-feed="calls"') : page.index('data-feed="setup"')]
+    setup = page[page.index('data-feed="setup"') :]
+    # Words a prospect reads, the API's name in small type under them.
+    assert "Create a Link token" in calls and "POST /sandbox/v1/link_tokens" in calls
+    assert '<span class="feed-main">Direct deposit switch succeeded</span>' in page
+    assert "<code>direct_deposit_switch.added · success</code>" in page
+    assert "direct_deposit_switch: SUCCESS" not in page
+    # The stage's inbox registration, the clock and the headless completion: set-up, not the backend's calls.
+    for path in ("/webhooks", "/sandbox/clock/advance_to_next", "/complete"):
+        assert path in setup and path not in calls, path
+    assert "Set-up and sandbox-only calls, not your backend's (3)" in page
+    # One clock on the stage, the workspace's, real time on hover; no "(real time)" stamps beside it.
+    assert page.count("data-stage-clock") == 1 and 'title="Real time: ' in page
+    assert "(real time)" not in page
