@@ -16,10 +16,12 @@
  * and it finds Link finished. Link is served from this page's origin, so the stage reads and fills its
  * document directly: Link itself offers no remote control, so no customer page embedding it could press
  * Confirm for the person. A second → while Link is being filled in hurries it (the rest is filled in ten
- * times faster, still on screen; the step never completes Link out of sight); clicking or typing in Link hands it to the presenter (the stage stops driving; → resumes from
+ * times faster, still on screen; the step never completes Link out of sight); clicking or typing in Link
+ * hands it to the presenter (the stage stops driving; → resumes from
  * the screen Link is on). If Link cannot be driven (a screen the stage does not know, a button missing),
  * the step completes Link headlessly, so the demo never stalls, and a quiet note says so. Closing Link with ×
- * steps back to before the step that opened it, with a sentence; → opens it again.
+ * uses its token up: the stage steps back to before the step that created it, with a sentence; → goes on.
+ * A reload at a step where Link belongs open opens it again (the server renders the token to open).
  *
  * `?speed=N` (1 to 50) runs typing, pauses and autoplay N times faster (for tests and rehearsals).
  */

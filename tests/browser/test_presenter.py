@@ -554,3 +554,20 @@ def test_the_short_link_opens_a_stage_picker_above_the_fold_with_working_copy_bu
     page.goto(copied)
     assert page.locator(".app-name").inner_text() == "Beta Credit Union"
     context.close()
+
+
+def test_the_stage_full_of_a_run_passes_axe_in_both_themes(page, console_live):
+    """The panel as the room sees it mid-story (refused webhooks in red, set-up calls unfolded), light and dark."""
+    from tests.browser.test_accessibility import AXE, AXE_PATH, axe_violations
+
+    console_live.serve_test_file(AXE_PATH, AXE.read_bytes(), "text/javascript")
+    page.goto(f"{console_live.url}/present/50-failure-and-recovery?speed={FAST}")
+    for step in range(1, 9):
+        press(page, "ArrowRight", step)
+    page.locator('#backend [data-state="refused"]').first.wait_for()
+    page.locator('#backend [data-feed="setup"] summary').click()
+    page.keyboard.press("?")
+    assert axe_violations(page, console_live.url) == []
+    page.goto(f"{console_live.url}/present/50-failure-and-recovery?step=8&theme=dark")
+    page.locator('#backend [data-state="refused"]').first.wait_for()
+    assert axe_violations(page, console_live.url) == []

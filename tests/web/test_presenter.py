@@ -754,10 +754,15 @@ def test_the_summary_carries_the_logo_the_date_and_the_presenters_contact(app, v
 
 
 def test_the_shipped_stories_read_true_on_paper(app):
-    """No printed caption points at the screen ("shown on the right", "on screen", "here")."""
+    """No printed caption points at the screen ("shown on the right", "on screen", "here"), and no caption reads
+    out an event's API name to the room (the panel shows those, in small type)."""
     with app.app_context():
         for story in stories.all_stories()[0]:
             for step in story.steps:
+                assert not re.search(r"\.added\b|direct_deposit_switch", step.caption), (
+                    story.key,
+                    step.caption,
+                )
                 assert not re.search(
                     r"on the (right|left)|on screen|\bhere\b|\bthis is\b", step.on_paper, re.I
                 ), (

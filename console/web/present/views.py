@@ -2,9 +2,13 @@
 
 Left, the prospect's branded app in a phone (Link opens inside it through the real SDK); right, what
 the app's backend sees (webhooks, the job's timeline, its API calls), live. A step's action runs on
-POST; the stage for step N is a plain GET, so going back shows a caption again without redoing it.
+POST; the stage for step N is a plain GET, so going back shows a caption again without redoing it, and a
+reload at a step where Link belongs open (console.presenter.stories.Story.link_open_at) opens it again.
+Every run starts fresh: the title screen (step 0) shows an empty panel and step 1 runs on a new workspace.
+The panel's words, event states and call grouping are console.presenter.feed's.
 
-Profiles (`/p/<slug>`) may be presented by anyone with the link and changed only by a browser that holds
+Profiles (`/p/<slug>`, a stage-picker in the prospect's brand) may be presented by anyone with the link and
+changed only by a browser that holds
 the profile in its signed session: the one that saved it, or one that opened its private edit link
 (`/p/<slug>/edit/<secret>`), as trainers unlock a cohort. Other sessions get 404 from the edit pages.
 """
