@@ -1,5 +1,6 @@
-"""Take presenter-mode screenshots (docs/screenshots/presenter-*.png): each shipped story's key moment, and Link
-being filled in on screen.
+"""Take presenter-mode screenshots (docs/screenshots/presenter-*.png): each shipped story's key moment on a
+1920x1080 projector (and the standard switch and the failure story at 1280x720 too), Link being filled in on
+screen, and a profile's short link (its stage-picker).
 
     .venv/bin/python docs/presenter_screenshots.py
 
@@ -22,7 +23,9 @@ sys.path.insert(0, str(ROOT / "docs"))
 
 from screenshots import CHROMIUM, OUT, serve  # noqa: E402
 
-VIEWPORT = {"width": 1440, "height": 960}
+VIEWPORT = {"width": 1920, "height": 1080}
+SMALL = {"width": 1280, "height": 720}  # the smallest projector the stage is made for
+ALSO_SMALL = ("10-standard-switch", "50-failure-and-recovery")
 LINK = "#phone-screen [data-link-overlay] iframe"
 # Link is filled in this many times faster than a presenter's pace (the screenshots show where it ends).
 SPEED = 5
@@ -51,7 +54,8 @@ def profile_with_logo(browser, url: str) -> str:
     page.set_content(LOGO_SVG)
     logo = page.locator("svg").screenshot(omit_background=True)
     page.goto(f"{url}/present?brand=Northwind+Lending&color=%231d4ed8")
-    page.get_by_role("button", name="Save profile for Northwind Lending").click()
+    page.get_by_label("Your name and email").fill("Sam Seller, sam@example.com")
+    page.get_by_role("button", name="Save as a profile").click()
     slug = page.locator("#short-link").inner_text().rsplit("/", 1)[1]
     page.get_by_role("link", name="Add a logo, edit captions").click()
     page.get_by_label("Upload a logo").set_input_files(
@@ -84,9 +88,12 @@ def story_moment(browser, url: str, slug: str, key: str, moment: int, theme: str
         page.keyboard.press("ArrowRight")
         page.locator(f'#stage[data-step="{step}"]').wait_for(timeout=60_000)
     page.wait_for_timeout(2500)  # Link's first screen, and the live panel's next poll
-    page.locator("#stage").focus()  # Link may hold the focus; h is the stage's key
-    page.keyboard.press("h")  # controls hidden, as while presenting
+    # The controls and key hints are hidden by default, as the room sees the stage.
     shoot(page, key.split("-", 1)[1])
+    if key in ALSO_SMALL:
+        page.set_viewport_size(SMALL)
+        page.wait_for_timeout(500)  # the phone is scaled to the new size
+        shoot(page, key.split("-", 1)[1] + "-1280x720")
     page.context.close()
 
 
@@ -95,7 +102,6 @@ def link_typing(browser, url: str, slug: str) -> None:
     page = browser.new_context(viewport=VIEWPORT).new_page()
     page.goto(f"{url}/present/10-standard-switch?profile={slug}")
     page.locator("html[data-stage-ready]").wait_for(state="attached")
-    page.keyboard.press("h")
     for step in (1, 2, 3):
         page.keyboard.press("ArrowRight")
         page.locator(f'#stage[data-step="{step}"]').wait_for(timeout=20_000)
@@ -113,6 +119,14 @@ def link_typing(browser, url: str, slug: str) -> None:
     page.context.close()
 
 
+def picker(browser, url: str, slug: str) -> None:
+    """The profile's short link, as the presenter opens it on the day of the call."""
+    page = browser.new_context(viewport=SMALL).new_page()
+    page.goto(f"{url}/p/{slug}")
+    shoot(page, "picker")
+    page.context.close()
+
+
 def main() -> None:
     from playwright.sync_api import sync_playwright
 
@@ -126,6 +140,7 @@ def main() -> None:
             for key, (moment, theme) in MOMENTS.items():
                 story_moment(browser, url, slug, key, moment, theme)
             link_typing(browser, url, slug)
+            picker(browser, url, slug)
         finally:
             browser.close()
             stop()

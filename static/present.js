@@ -5,16 +5,23 @@
  * ← / PageUp back, Enter retries a failed step, r restart, f full screen, h hide the controls,
  * s the printable summary, a autoplay (the next step every few seconds, stopping at pause steps).
  *
+ * The stage fits the window: the phone is drawn at 380x760 and scaled to the height the caption leaves
+ * (`--phone-scale`), the panel's type follows the viewport (present.css). Controls and key hints are hidden
+ * until ? (or h) shows them. Keys pressed while a step loads are queued (the last one runs after it).
+ *
  * Link in the phone is driven, not faked: when the next step completes Link (`complete_link`) and Link is
  * open in the phone, → (or autoplay) fills it in on screen at a human pace from the step's plan (the
  * scenario's answers, `data-drive` on the step's form, see console.presenter.drive): the search typed letter
  * by letter, each button pressed visibly, the credentials typed, then Done; only then does the step run,
  * and it finds Link finished. Link is served from this page's origin, so the stage reads and fills its
  * document directly: Link itself offers no remote control, so no customer page embedding it could press
- * Confirm for the person. A second → while Link is being filled in skips ahead (the step completes Link
- * headlessly); clicking or typing in Link hands it to the presenter (the stage stops driving; → resumes from
+ * Confirm for the person. A second → while Link is being filled in hurries it (the rest is filled in ten
+ * times faster, still on screen; the step never completes Link out of sight); clicking or typing in Link
+ * hands it to the presenter (the stage stops driving; → resumes from
  * the screen Link is on). If Link cannot be driven (a screen the stage does not know, a button missing),
- * the step completes Link headlessly, so the demo never stalls, and a quiet note says so.
+ * the step completes Link headlessly, so the demo never stalls, and a quiet note says so. Closing Link with ×
+ * uses its token up: the stage steps back to before the step that created it, with a sentence; → goes on.
+ * A reload at a step where Link belongs open opens it again (the server renders the token to open).
  *
  * `?speed=N` (1 to 50) runs typing, pauses and autoplay N times faster (for tests and rehearsals).
  */
@@ -29,7 +36,9 @@
   // Human pace, in milliseconds: per character typed, reading a new screen, holding a press, the success screen.
   var PACE = { type: 110, read: 900, press: 380, done: 1600 };
   var SCREEN_TIMEOUT_MS = 15000;
-  var driver = null; // the Link driver while it runs: {cancelled: null | "skip" | "takeover" | "stop"}
+  var driver = null; // the Link driver while it runs: {cancelled: null | "takeover" | "stop", hurry: bool}
+  var queued = null; // a story key pressed while a step was loading: run once the stage is drawn
+  var HURRY = 10; // → while Link is being filled in: the rest this many times faster
   var pendingNote = ""; // a note for the next stage rendered (why Link completed without the phone)
 
   function readSpeed() {
@@ -60,9 +69,30 @@
     return document.querySelector("#phone-screen [data-link-overlay] iframe");
   }
 
+  // The phone is drawn at 380x760; it is scaled to the height the stage leaves it (and at most 45% of the width).
+  function fitPhone() {
+    var main = document.querySelector(".stage-main");
+    if (!main) return;
+    var narrow = window.matchMedia("(max-width: 600px)").matches;
+    var scale = narrow
+      ? Math.min(1, main.clientWidth / 380)
+      : Math.min(main.clientHeight / 760, (main.clientWidth * 0.45) / 380);
+    if (scale > 0) document.documentElement.style.setProperty("--phone-scale", scale.toFixed(4));
+  }
+
+  function phoneScale() {
+    var screen = document.getElementById("phone-screen");
+    if (!screen || !screen.offsetWidth) return 1;
+    return screen.getBoundingClientRect().width / screen.offsetWidth || 1;
+  }
+
   function openLink(token) {
     if (!token || !window.Link) return;
     window.Link.open({ linkToken: token, onExit: onLinkExit });
+    // Until the stage hears keys inside Link, the stage keeps the keyboard: a key pressed while Link loads
+    // reaches the story (Link takes the focus as soon as its page listens, see listenToLink).
+    var s = stage();
+    if (s) s.focus({ preventScroll: true });
     // The SDK puts its overlay over the page; on the stage it belongs inside the phone's screen.
     var overlay = document.querySelector("[data-link-overlay]");
     var screen = document.getElementById("phone-screen");
@@ -107,11 +137,26 @@
       if (event.isTrusted) takeOver();
     });
     iframe.setAttribute("data-stage-keys", ""); // the story's keys work inside Link from now on
+    // Link is the customer's screen: it has the keyboard from now on (the story's keys still work in it),
+    // unless the presenter pressed a key meanwhile and the stage is filling Link in.
+    if (!driver && document.activeElement === stage()) iframe.focus();
     return true;
   }
 
   function onLinkExit(payload) {
-    if (driver) return; // the stage pressed Done itself: the driver carries on with the step
+    if (driver && !driver.cancelled) return; // the stage pressed Done itself: the driver carries on with the step
+    if (driver) driver.cancelled = "stop";
+    var s = stage();
+    var opened = s ? parseInt(s.dataset.linkStep || "0", 10) : 0;
+    if (!(payload && payload.completed) && opened > 0) {
+      // Closed with × (or Escape) before the customer finished: its token is used up, so step back to before
+      // the step that created it (data-link-step), with a sentence; → makes a new token and opens Link again.
+      var back = new URL(s.dataset.url, window.location.href);
+      back.searchParams.set("step", String(opened - 1));
+      back.searchParams.set("closed", "1");
+      go(back.pathname + back.search);
+      return;
+    }
     var next = find('[data-stage-form="next"]');
     if (autoplaying() && payload && payload.completed && next && next.dataset.drive) {
       advance(); // finished by hand during autoplay: the story follows (the step finds Link finished)
@@ -139,7 +184,7 @@
     if (!note) return;
     var parts = [];
     if (autoplaying()) parts.push("Autoplay on");
-    if (driver) parts.push("Filling in Link (→ skips ahead)");
+    if (driver) parts.push(driver.hurry ? "Filling in Link, faster" : "Filling in Link (→: faster)");
     note.textContent = parts.join(" · ");
   }
 
@@ -159,8 +204,9 @@
     applyBrand();
     var s = stage();
     if (s && s.dataset.openToken) openLink(s.dataset.openToken);
-    setNote(pendingNote);
+    if (pendingNote) setNote(pendingNote);
     pendingNote = "";
+    fitPhone();
     showState();
     scheduleAutoplay();
   }
@@ -190,7 +236,8 @@
   }
 
   function go(url, options) {
-    if (busy || !stage()) return;
+    if (!stage()) return;
+    if (busy) return;
     if (driver) driver.cancelled = "stop"; // back, restart or a refresh while Link was being filled in
     busy = true;
     stage().classList.add("is-busy");
@@ -205,6 +252,9 @@
         busy = false;
         var s = stage();
         if (s) s.classList.remove("is-busy");
+        var next = queued;
+        queued = null;
+        if (next) next();
       });
   }
 
@@ -215,9 +265,13 @@
 
   // → and autoplay: the next step, after filling in Link on screen when that step completes it.
   function advance() {
-    if (busy) return;
+    if (busy) {
+      queued = advance; // pressed while the step loads: it runs once the stage is drawn
+      return;
+    }
     if (driver) {
-      driver.cancelled = "skip";
+      driver.hurry = true; // faster, still on screen: never a completion out of sight
+      showState();
       return;
     }
     var form = find('[data-stage-form="next"]');
@@ -227,7 +281,14 @@
   }
 
   function follow(link) {
-    if (link) go(link.href);
+    if (!link) return;
+    if (busy) {
+      queued = function () {
+        follow(find('[data-stage-link="back"]'));
+      };
+      return;
+    }
+    go(link.href);
   }
 
   function find(selector) {
@@ -240,6 +301,38 @@
     document.documentElement.classList.remove("autoplay");
     window.clearTimeout(autoplayTimer);
     submit(find('[data-stage-form="restart"]'));
+  }
+
+  // Copy buttons (a profile's stage-picker): the clipboard API where the page may use it (https, localhost),
+  // else the older selection copy; the status line says which worked.
+  function copyText(text) {
+    var status = document.querySelector("[data-copied]");
+    function said(message) {
+      if (status) status.textContent = message;
+    }
+    function fallback() {
+      var area = document.createElement("textarea");
+      area.value = text;
+      area.setAttribute("readonly", "");
+      area.className = "visually-hidden";
+      document.body.appendChild(area);
+      area.select();
+      var ok = false;
+      try {
+        ok = document.execCommand("copy");
+      } catch (err) {
+        ok = false;
+      }
+      area.remove();
+      said(ok ? "Copied: " + text : "Copy it by hand: " + text);
+    }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(function () {
+        said("Copied: " + text);
+      }, fallback);
+    } else {
+      fallback();
+    }
   }
 
   function toggleFullscreen() {
@@ -266,7 +359,7 @@
       submit(form);
       return;
     }
-    var run = { cancelled: null };
+    var run = { cancelled: null, hurry: false };
     driver = run;
     window.clearTimeout(autoplayTimer);
     stage().classList.add("is-driving");
@@ -291,15 +384,11 @@
         var reason = err instanceof Stop ? err.reason : null;
         if (reason === "stop") return; // another key press is already taking the stage elsewhere
         if (reason === "takeover") {
-          setNote("");
-          var state = find("[data-autoplay-state]");
-          if (state) state.textContent = "Link is yours: finish it by hand, or press → to let the stage finish it.";
+          setNote("Link is yours: finish it by hand, or press → to let the stage finish it.");
           return;
         }
-        if (reason !== "skip") {
-          if (window.console) window.console.warn("Presenter: Link could not be driven in the phone:", err);
-          pendingNote = "Link completed behind the scenes (the phone could not be driven: " + err.message + ").";
-        }
+        if (window.console) window.console.warn("Presenter: Link could not be driven in the phone:", err);
+        pendingNote = "Link completed behind the scenes (the phone could not be driven: " + err.message + ").";
         submit(form); // the step completes Link headlessly from wherever it stands
       }
     );
@@ -322,7 +411,7 @@
   }
 
   function human(run, kind) {
-    var ms = PACE[kind] / speed;
+    var ms = PACE[kind] / speed / (run.hurry ? HURRY : 1);
     return sleep(run, kind === "type" ? ms * (0.6 + Math.random() * 0.8) : ms);
   }
 
@@ -418,10 +507,11 @@
     var f = frame.getBoundingClientRect();
     var s = screen.getBoundingClientRect();
     var r = el.getBoundingClientRect();
+    var k = phoneScale(); // the phone is scaled; Link's own coordinates (r) are the phone's unscaled ones
     var field = el.matches("input:not([type=radio]):not([type=checkbox]), textarea");
     var x = field ? r.width - Math.min(r.height / 2 + 8, r.width / 2) : Math.min(r.width / 2, 60);
-    mark.style.left = Math.round(f.left - s.left + r.left + x) + "px";
-    mark.style.top = Math.round(f.top - s.top + r.top + r.height / 2) + "px";
+    mark.style.left = Math.round((f.left - s.left) / k + r.left + x) + "px";
+    mark.style.top = Math.round((f.top - s.top) / k + r.top + r.height / 2) + "px";
     mark.classList.add("is-shown");
     await human(run, "press");
   }
@@ -609,6 +699,8 @@
     }
     if (event.target.closest("[data-fullscreen]")) toggleFullscreen();
     if (event.target.closest("[data-print]")) window.print();
+    var copy = event.target.closest("[data-copy]");
+    if (copy) copyText(copy.dataset.copy);
     var button = event.target.closest("[data-link-button]");
     if (button) openLink(button.dataset.linkToken);
   });
@@ -619,12 +711,16 @@
   });
 
   document.addEventListener("fullscreenchange", function () {
-    document.documentElement.classList.toggle("presenting", !!document.fullscreenElement);
+    // Full screen is for the room: the controls hide (? shows them again).
+    if (document.fullscreenElement) document.documentElement.classList.remove("show-controls");
+    fitPhone();
   });
 
+  window.addEventListener("resize", fitPhone);
+
   function onKey(event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    // Keys typed into a field are the field's; while the stage fills in Link, its arrow keys still skip ahead.
+    if (!stage() || event.ctrlKey || event.metaKey || event.altKey) return; // the stage's keys, on the stage only
+    // Keys typed into a field are the field's; while the stage fills in Link, its arrow keys still hurry it.
     var inField = event.target.closest && event.target.closest("input, textarea, select");
     if (inField && !(driver && STORY_KEYS_IN_LINK.indexOf(event.key) >= 0)) return;
     var key = event.key;
@@ -634,7 +730,7 @@
     else if (key === "Enter" && find('[data-stage-form="retry"]')) submit(find('[data-stage-form="retry"]'));
     else if (key === "r") restart();
     else if (key === "f") toggleFullscreen();
-    else if (key === "h") document.documentElement.classList.toggle("presenting");
+    else if (key === "?" || key === "h") document.documentElement.classList.toggle("show-controls");
     else if (key === "s" && find("[data-summary]")) window.location.href = find("[data-summary]").href;
     else if (key === "a") toggleAutoplay();
     else handled = false;

@@ -27,6 +27,8 @@ class PresenterProfile(IdMixin, db.Model):
     initials: Mapped[str] = mapped_column(String(3))
     color: Mapped[str] = mapped_column(String(7))
     theme: Mapped[str] = mapped_column(String(8))
+    # The presenter's name and email or phone, printed on the run's summary (None: not given).
+    contact: Mapped[str | None] = mapped_column(String(120))
     # Story keys to offer, in order; empty offers every story.
     stories: Mapped[list[Any]] = mapped_column(default=list)
     # Edited captions: {story key: {step number (text): caption}}; a step not named keeps the story's own.

@@ -80,8 +80,20 @@ def owned_count(owner: str) -> int:
     return db.session.scalar(query) or 0
 
 
+MAX_CONTACT = 120
+
+
+def clean_contact(text: str | None) -> str | None:
+    """The presenter's contact as printed on the summary: one line, at most 120 characters; None if empty."""
+    return " ".join((text or "").split())[:MAX_CONTACT] or None
+
+
 def create(
-    mark: brands.Brand, story_keys: Iterable[str], *, owner: str | None = None
+    mark: brands.Brand,
+    story_keys: Iterable[str],
+    *,
+    owner: str | None = None,
+    contact: str | None = None,
 ) -> tuple[PresenterProfile, str]:
     """Save a profile and return it with its edit secret (returned only here). The caller commits.
 
@@ -107,6 +119,7 @@ def create(
         initials=mark.initials,
         color=mark.color,
         theme=mark.theme,
+        contact=clean_contact(contact),
         stories=list(dict.fromkeys(story_keys)),
         captions={},
         edit_secret_hash=_hash(secret),
@@ -222,6 +235,14 @@ def caption(profile: PresenterProfile | None, story: Story, number: int) -> str:
     return edited if isinstance(edited, str) and edited else default
 
 
+def printed_caption(profile: PresenterProfile | None, story: Story, number: int) -> str:
+    """Step `number`'s caption on the printed summary: the profile's edit, else the story's words for paper
+    (its `printed` caption when the stage's words point at the screen), else its caption."""
+    edited = caption(profile, story, number)
+    step = story.steps[number - 1]
+    return step.on_paper if edited == step.caption else edited
+
+
 def _clean_captions(
     stories: list[Story], given: Mapping[str, str]
 ) -> tuple[dict[str, dict[str, str]], list[FieldError]]:
@@ -252,6 +273,7 @@ def update(
     story_keys: Iterable[str],
     captions: Mapping[str, str],
     known: list[Story],
+    contact: str | None = None,
 ) -> None:
     """Change a profile's brand, stories and edited captions (the caller commits).
 
@@ -267,6 +289,7 @@ def update(
     profile.name, profile.initials = mark.name, mark.initials
     profile.color, profile.theme = mark.color, mark.theme
     profile.stories = keys
+    profile.contact = clean_contact(contact)
     profile.captions = cleaned
     profile.updated_at = utcnow()
 

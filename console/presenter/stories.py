@@ -24,7 +24,7 @@ KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_FILE_BYTES = 64_000
 MAX_STEPS = 60
 MAX_CAPTION = 400
-STEP_KEYS = ("caption", "action", "pause")
+STEP_KEYS = ("caption", "action", "pause", "printed")
 
 
 def _action_checks() -> dict[str, Any]:
@@ -38,6 +38,12 @@ class Step:
     action: str | None
     arguments: dict[str, Any] = field(default_factory=dict)
     pause: bool = False
+    # The caption on the printed summary, when the stage's words point at the screen ("shown on the right").
+    printed: str = ""
+
+    @property
+    def on_paper(self) -> str:
+        return self.printed or self.caption
 
 
 @dataclass(frozen=True)
@@ -46,6 +52,31 @@ class Story:
     title: str
     summary: str
     steps: tuple[Step, ...]
+
+    def link_open_at(self, number: int) -> bool:
+        """Link belongs open in the phone at step `number`: an `open_link` step at or before it, and no step
+        since that creates another token or completes Link (the stage reopens it after a reload there)."""
+        for step in reversed(self.steps[: max(0, number)]):
+            if step.action == "open_link":
+                return True
+            if step.action in ("create_link_token", "complete_link"):
+                return False
+        return False
+
+    def link_restart_at(self, number: int) -> int | None:
+        """Where the story goes again when Link, open in the phone at step `number`, is closed before the end
+        (its token is used up then): the step that created that token, else the `open_link` step itself.
+        None when Link is not open at step `number`."""
+        if not self.link_open_at(number):
+            return None
+        opened = next(n for n in range(number, 0, -1) if self.steps[n - 1].action == "open_link")
+        for n in range(opened - 1, 0, -1):
+            action = self.steps[n - 1].action
+            if action == "create_link_token":
+                return n
+            if action in ("open_link", "complete_link"):
+                break
+        return opened
 
 
 @dataclass(frozen=True)
@@ -88,7 +119,10 @@ def _step(number: int, raw: Any) -> Step:
         problem = checks[action](arguments)
         if problem:
             raise StoryError(f"{where} ({action}): {problem}")
-    return Step(caption.strip(), action, arguments, pause)
+    printed = raw.get("printed", "")
+    if not isinstance(printed, str) or len(printed) > MAX_CAPTION:
+        raise StoryError(f"{where}: printed must be text of at most {MAX_CAPTION} characters")
+    return Step(caption.strip(), action, arguments, pause, printed.strip())
 
 
 def parse(key: str, text: str) -> Story:

@@ -10,7 +10,7 @@ import pytest
 
 from tests import images
 from tests.browser.linkui import release, search_and_choose
-from tests.browser.waits import after_page_timers
+from tests.browser.waits import after_page_timers, poll
 
 LINK = "#phone-screen [data-link-overlay] iframe"
 LINK_SEARCH = re.compile(r"/link/search\b")  # Link's search answers (htmx asks as a person types)
@@ -76,11 +76,12 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, c
     assert "logs in to their payroll platform" in caption(page)
     assert "step=4" in page.url
 
-    # h hides the controls (as full screen does), and shows them again.
+    # The controls and key hints are hidden from the room; ? shows them, ? again hides them (h too).
+    assert not page.locator(".controls").is_visible()
+    page.keyboard.press("?")
+    page.locator(".controls").wait_for(state="visible")
     page.keyboard.press("h")
     page.locator(".controls").wait_for(state="hidden")
-    page.keyboard.press("h")
-    page.locator(".controls").wait_for(state="visible")
 
     # s: the printable summary of the run, with what the backend received.
     page.keyboard.press("s")
@@ -89,8 +90,9 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, c
     page.go_back()
     page.locator("html[data-stage-ready]").wait_for(state="attached")
 
-    # r: the story again, on a fresh workspace (nothing on the right), quickly.
+    # r: the story's title again, with nothing on the right (step 1 starts on a fresh workspace), quickly.
     press(page, "r", 0)
+    assert "Your paycheck now comes here" not in page.locator("#phone-status").inner_text()
     page.locator('#backend [data-feed="webhooks"] .feed-empty').wait_for()
     page.locator('#backend [data-feed="timeline"]').wait_for(state="detached")
     assert "/sandbox/v1/link_tokens" not in page.locator('#backend [data-feed="calls"]').inner_text()
@@ -102,7 +104,9 @@ def test_failure_and_recovery_runs_by_keyboard_and_the_refused_webhook_arrives(p
     for step in range(1, total + 1):
         press(page, "ArrowRight", step)
         assert page.locator(".failure").count() == 0, page.locator(".failure").inner_text()
-    page.get_by_text("answered 500: will be retried").first.wait_for()
+    # The refused event is one row that ends true: refused with 500, then delivered on the retry.
+    page.get_by_text("answered 500, then delivered on the retry").first.wait_for()
+    assert page.get_by_text("will retry").count() == 0
     assert "The end" in page.locator(".controls").inner_text()
 
 
@@ -172,7 +176,7 @@ def test_the_presenter_takes_link_over_midway_and_the_arrow_key_lets_the_stage_f
     ).wait_for()
 
 
-def test_a_second_arrow_key_skips_ahead_and_a_link_that_cannot_be_driven_completes_headlessly(
+def test_a_second_arrow_key_hurries_link_on_screen_and_a_link_that_cannot_be_driven_completes_headlessly(
     page, console_live
 ):
     url = console_live.url
@@ -180,12 +184,14 @@ def test_a_second_arrow_key_skips_ahead_and_a_link_that_cannot_be_driven_complet
     press(page, "ArrowRight", 2)
     press(page, "ArrowRight", 3)
     link_listens(page)
+    watch_link(page)
     page.keyboard.press("ArrowRight")
-    page.frame_locator(LINK).locator("#drive-tap, #link-screen").first.wait_for()
     page.locator("#drive-tap.is-shown").wait_for()  # the mark the audience follows, over the phone
-    page.keyboard.press("ArrowRight")  # skip: the step completes Link at once
+    page.keyboard.press("ArrowRight")  # faster, still on screen: never a completion out of sight
     page.locator('#stage[data-step="4"]').wait_for()
-    assert page.locator("[data-drive-note]").inner_text() == ""  # skipping is no failure
+    assert page.locator("[data-drive-note]").inner_text() == ""
+    assert page.evaluate("window.__seen")[-1] == "success"  # every screen was shown, up to Link's last
+    assert setup_calls_to(page, "/complete") == 0
 
     # Link's screens changed (here: no primary button): the step completes Link headlessly and says so.
     page.route(
@@ -201,8 +207,18 @@ def test_a_second_arrow_key_skips_ahead_and_a_link_that_cannot_be_driven_complet
     press(page, "ArrowRight", 4)
     assert "Link completed behind the scenes" in page.locator("[data-drive-note]").inner_text()
     assert page.locator(".failure").count() == 0
-    # Both completions (the skip's and this one) were headless calls of the sandbox API.
-    page.locator('#backend [data-feed="calls"]').get_by_text("/complete").nth(1).wait_for()
+    # That completion was a headless call of the sandbox API, listed apart from the backend's own calls.
+    poll(lambda: setup_calls_to(page, "/complete"), lambda n: n == 1, what="the headless /complete call")
+    assert "/complete" not in page.locator('#backend [data-feed="calls"]').inner_text()
+
+
+def setup_calls_to(page, path: str) -> int:
+    """How many of the stage's set-up and sandbox-only calls (listed apart, folded) go to `path`."""
+    return page.evaluate(
+        """path => [...document.querySelectorAll('#backend [data-feed="setup"] code')]
+                     .filter(c => c.textContent.includes(path)).length""",
+        path,
+    )
 
 
 def test_a_failed_step_offers_a_retry_on_enter(page, console_live):
@@ -326,9 +342,13 @@ def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page,
         assert page.evaluate("window.__seen") == screens, run
         assert page.locator("[data-drive-note]").inner_text() == ""
         if run == 1:
-            # r: the same story again on fresh data (autoplay stops; a starts it again).
+            # r: the same story again (autoplay stops; a starts it again). Its title screen is a fresh
+            # start, never the finished run: no switch in the phone, nothing on the right.
             press(page, "r", 0)
             page.locator('#backend [data-feed="webhooks"] .feed-empty').wait_for()
+            assert page.locator('#phone-status[data-job-outcome=""]').count() == 1
+            assert page.locator("#backend [data-event-type], #backend [data-outcome]").count() == 0
+            assert page.locator('#backend [data-feed="calls"] .feed-empty').count() == 1
         if {"search", "login", "mfa", "federal"} & set(screens):
             assert typed_letter_by_letter(page.evaluate("window.__typed")), run
     assert f"speed={FAST}" in page.url  # the speed stays in the stage's address
@@ -343,10 +363,11 @@ def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page,
 def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(page, live_server):
     url = live_server.url
     page.goto(url + "/present")
+    # One form: what is typed is what is saved (no "Use this brand" first).
     page.get_by_label("Company name").fill("Acme Bank")
-    page.get_by_role("button", name="Use this brand").click()
+    page.get_by_label("Your name and email").fill("Sam Seller, sam@example.com")
     page.get_by_label("Standard switch").check()
-    page.get_by_role("button", name="Save profile for Acme Bank").click()
+    page.get_by_role("button", name="Save as a profile").click()
     short = page.locator("#short-link").inner_text()
     page.get_by_role("link", name="Add a logo, edit captions").click()
 
@@ -365,8 +386,10 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     page.get_by_role("button", name="Save the profile").click()
     page.get_by_text("Profile for Acme Bank saved.").wait_for()
 
-    # The short link, from any browser: the logo in the phone instead of the initials, the edited caption.
+    # The short link, from any browser: a stage-picker in the brand; the logo in the phone instead of the
+    # initials, the edited caption.
     page.goto(short)
+    assert page.locator("h1").inner_text() == "Demo for Acme Bank"
     page.get_by_role("link", name="Standard switch").click()
     img = page.locator(".app-bar img.app-logo")
     img.wait_for()
@@ -382,3 +405,169 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     page.get_by_role("button", name="Delete the profile for Acme Bank").click()
     page.get_by_text("Profile for Acme Bank deleted").wait_for()
     assert page.request.get(short).status == 404
+
+
+# --- the stage on a projector ------------------------------------------------------------------------
+
+# The projectors the issue names (16:9 and 16:10), the largest, and the 4:3 fallback.
+PROJECTORS = [(1280, 720), (1440, 900), (1920, 1080), (1024, 768), (3840, 2160)]
+# What the room must see whole, inside the window: the caption, the phone, the panel and each of its parts.
+ON_STAGE = [".caption-bar", ".phone", "#backend", "#backend .panel", "#backend .backend-head"]
+
+
+def assert_fits(page, where: str) -> None:
+    """Nothing below the fold (or beside it): each part of the stage inside the viewport, no scrolling."""
+    size = page.viewport_size
+    boxes = page.evaluate(
+        """selectors => selectors.flatMap(sel => [...document.querySelectorAll(sel)]
+             .filter(el => el.getClientRects().length)
+             .map(el => { const r = el.getBoundingClientRect();
+                          return [sel, r.left, r.top, r.right, r.bottom]; }))""",
+        ON_STAGE + ([".controls"] if page.locator(".controls").is_visible() else []),
+    )
+    assert boxes, where
+    for sel, left, top, right, bottom in boxes:
+        inside = left >= -1 and top >= -1 and right <= size["width"] + 1 and bottom <= size["height"] + 1
+        assert inside, f"{where} at {size}: {sel} at {(left, top, right, bottom)}"
+    scroll = page.evaluate("[document.scrollingElement.scrollHeight, window.innerHeight]")
+    assert scroll[0] <= scroll[1] + 1, f"{where} at {size}: the page scrolls {scroll}"
+
+
+def assert_fits_every_projector(page, where: str) -> None:
+    for width, height in PROJECTORS:
+        page.set_viewport_size({"width": width, "height": height})
+        # The phone is scaled on resize; wait for the scale of this size (a frame later at most).
+        page.wait_for_function(
+            """() => { const m = document.querySelector('.stage-main').getBoundingClientRect();
+                       const p = document.querySelector('.phone').getBoundingClientRect();
+                       return p.bottom <= m.bottom + 1 && p.height >= Math.min(m.height, 0.45 * m.width * 2) - 2; }"""
+        )
+        assert_fits(page, where)
+
+
+@pytest.mark.parametrize("key", list(EXPECTED))
+def test_each_story_fits_each_projector_and_a_reload_at_a_link_step_opens_link_again(page, console_live, key):
+    """Every step of every story at 1280x720, 1440x900, 1920x1080 (and 1024x768, 3840x2160): nothing below the fold. At each step
+    where Link is open in the phone, a reload opens it again, and → fills it in on screen (no headless call)."""
+    _events, screens, headless = EXPECTED[key]
+    page.goto(f"{console_live.url}/present/{key}?speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    total = int(page.locator("#stage").get_attribute("data-total"))
+    assert_fits_every_projector(page, "title screen")
+    page.keyboard.press("?")  # the presenter's controls fit too
+    page.locator(".controls").wait_for(state="visible")
+    assert_fits_every_projector(page, "title screen with the controls")
+    page.keyboard.press("?")
+    page.locator(".controls").wait_for(state="hidden")
+    reloaded = 0
+    for step in range(1, total + 1):
+        if page.locator(LINK).count():
+            link_listens(page)
+        page.keyboard.press("ArrowRight")
+        page.locator(f'#stage[data-step="{step}"]:not(.is-busy)').wait_for()
+        assert page.locator(".failure").count() == 0, page.locator(".failure").inner_text()
+        if page.locator("#stage").get_attribute("data-link-step") != "0":
+            link_listens(page)
+            page.reload()  # Link comes back in the phone, in the state the step left it: open, unused
+            page.locator(f'#stage[data-step="{step}"]').wait_for()
+            link_listens(page)
+            assert link_screen(page) in ("intro", "matching", "matches")
+            reloaded += 1
+        assert_fits_every_projector(page, f"step {step}")
+    assert reloaded == (1 if screens else 0)
+    # Link was filled in on screen after each reload: no headless completion beyond the story's own.
+    poll(lambda: setup_calls_to(page, "/complete"), lambda n: n == headless, what="headless completions")
+
+
+def test_keys_pressed_while_link_loads_are_queued(page, console_live):
+    """→ pressed while the step that opens Link is loading, and again while Link's page loads: neither is
+    lost, and Link is filled in on screen (no headless completion)."""
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=1&speed={FAST}")
+    press(page, "ArrowRight", 2)
+    held: list = []
+    link_page = re.compile(r".*/sandbox/link\?.*")
+
+    def hold(route) -> None:
+        held.append(route)
+
+    page.route(link_page, hold)
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    page.keyboard.press("ArrowRight")  # step 3 opens Link: its page is held back
+    # (Playwright hands the route to `hold` on the page's next call: `evaluate` is one.)
+    poll(lambda: page.evaluate("true") and held, what="Link's page requested")
+    page.locator('#stage[data-step="3"]').wait_for()
+    page.keyboard.press("ArrowRight")  # while Link loads: queued, not lost
+    release(page, link_page, held, hold)
+    page.locator('#stage[data-step="4"]').wait_for()
+    assert page.locator("[data-drive-note]").inner_text() == ""
+    assert setup_calls_to(page, "/complete") == 0
+
+    # Two → in a row at step 1: the second waits for the first step to be drawn, then runs.
+    page.goto(f"{console_live.url}/present/10-standard-switch?speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    page.locator('#stage[data-step="2"]').wait_for()
+
+
+def test_closing_link_with_the_cross_steps_back_with_a_sentence(page, console_live):
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=1&speed={FAST}")
+    press(page, "ArrowRight", 2)
+    press(page, "ArrowRight", 3)
+    link_listens(page)
+    page.frame_locator(LINK).get_by_role("button", name="Close Link").click()
+    page.locator('#stage[data-step="1"]').wait_for()  # before the token Link used up
+    assert "Link was closed before the customer finished" in page.locator("[data-drive-note]").inner_text()
+    assert page.locator(".failure").count() == 0
+    # → a new token, → Link opens again, and the story carries on.
+    press(page, "ArrowRight", 2)
+    press(page, "ArrowRight", 3)
+    link_listens(page)
+    press(page, "ArrowRight", 4)
+    assert page.locator(".failure").count() == 0
+
+
+def test_the_short_link_opens_a_stage_picker_above_the_fold_with_working_copy_buttons(browser, live_server):
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page = context.new_page()
+    page.goto(live_server.url + "/present")
+    page.get_by_label("Company name").fill("Beta Credit Union")
+    page.get_by_role("button", name="Save as a profile").click()
+    short = page.locator("#short-link").inner_text()
+    page.goto(short)
+    stories = page.locator(".picker-story")
+    assert stories.count() >= 6
+    for i in range(stories.count()):  # every story (and its copy button) above the fold
+        box = stories.nth(i).bounding_box()
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 720, (i, box)
+    assert page.get_by_text("No workspace yet").count() == 0 and page.locator("nav").count() == 0
+    page.get_by_role("button", name="Copy link to Standard switch").click()
+    page.get_by_text("Copied: ").wait_for()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert copied.startswith(live_server.url + "/present/10-standard-switch?profile=")
+    page.get_by_role("button", name="Copy the short link").click()
+    poll(
+        lambda: page.evaluate("navigator.clipboard.readText()"), lambda text: text == short, what="short link"
+    )
+    # The copied stage link opens the stage in the brand.
+    page.goto(copied)
+    assert page.locator(".app-name").inner_text() == "Beta Credit Union"
+    context.close()
+
+
+def test_the_stage_full_of_a_run_passes_axe_in_both_themes(page, console_live):
+    """The panel as the room sees it mid-story (refused webhooks in red, set-up calls unfolded), light and dark."""
+    from tests.browser.test_accessibility import AXE, AXE_PATH, axe_violations
+
+    console_live.serve_test_file(AXE_PATH, AXE.read_bytes(), "text/javascript")
+    page.goto(f"{console_live.url}/present/50-failure-and-recovery?speed={FAST}")
+    for step in range(1, 9):
+        press(page, "ArrowRight", step)
+    page.locator('#backend [data-state="refused"]').first.wait_for()
+    page.locator('#backend [data-feed="setup"] summary').click()
+    page.keyboard.press("?")
+    assert axe_violations(page, console_live.url) == []
+    page.goto(f"{console_live.url}/present/50-failure-and-recovery?step=8&theme=dark")
+    page.locator('#backend [data-state="refused"]').first.wait_for()
+    assert axe_violations(page, console_live.url) == []

@@ -7,6 +7,7 @@ import io
 import json
 import re
 import uuid
+from datetime import UTC, datetime
 
 import pytest
 from sqlalchemy import event, select
@@ -282,7 +283,7 @@ def test_federal_story_shows_processing_then_sent(app, visitor):
     assert run_step(app, visitor, key, 5).status_code == 303
     page = visitor.get(f"/present/{key}?step=5").get_data(as_text=True)
     assert 'data-job-outcome="sent"' in page
-    assert "the sandbox clock moved" in page
+    assert "The sandbox clock moved ahead" in page
 
 
 def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visitor):
@@ -292,7 +293,10 @@ def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visi
     for number in range(1, total + 1):
         assert run_step(app, visitor, key, number).status_code == 303, number
     page = visitor.get(f"/present/{key}?step={total}").get_data(as_text=True)
-    assert "answered 500: will be retried" in page
+    # One row per event, and its state is true at the end: refused with 500, then delivered on the retry
+    # (no red "will retry" badge beside an event that has arrived).
+    assert "answered 500, then delivered on the retry" in page
+    assert "will retry" not in page
     assert 'data-event-type="direct_deposit_switch.added"' in page
     with app.app_context():
         ws = workspace(app, visitor)
@@ -301,17 +305,31 @@ def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visi
         assert inbox.behaviour(ws.id) == "ok"
 
 
-def test_open_link_step_hands_the_token_to_the_phone(app, visitor):
+def test_open_link_step_hands_the_token_to_the_phone_and_a_reload_opens_link_again(app, visitor):
     key = "10-standard-switch"
     run_step(app, visitor, key, 1)
     run_step(app, visitor, key, 2)
     response = run_step(app, visitor, key, 3)
-    assert "open=1" in response.headers["Location"]
-    page = visitor.get(response.headers["Location"]).get_data(as_text=True)
-    token = re.search(r'data-open-token="([^"]+)"', page).group(1)
-    assert token and f'data-link-token="{token}"' in page
-    # Back (a plain GET) never opens Link again.
-    assert 'data-open-token=""' in visitor.get(f"/present/{key}?step=3").get_data(as_text=True)
+    assert response.headers["Location"] == f"/present/{key}?step=3"
+    # The stage at the open_link step opens Link: after the redirect and after any reload (a plain GET).
+    for _ in range(2):
+        page = visitor.get(response.headers["Location"]).get_data(as_text=True)
+        token = re.search(r'data-open-token="([^"]+)"', page).group(1)
+        assert token and f'data-link-token="{token}"' in page
+        assert 'data-link-step="2"' in page  # closing Link steps back to before its token (step 2)
+    # Before the step that opens Link (← from step 3), Link stays closed; after it completes, too.
+    assert 'data-open-token=""' in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
+    run_step(app, visitor, key, 4)
+    page = visitor.get(f"/present/{key}?step=4").get_data(as_text=True)
+    assert 'data-open-token=""' in page and 'data-link-step="0"' in page
+
+
+def test_closing_link_steps_back_with_a_sentence(visitor):
+    page = visitor.get("/present/10-standard-switch?step=2&closed=1").get_data(as_text=True)
+    assert (
+        "Link was closed before the customer finished: press → to start again with a new Link token." in page
+    )
+    assert "Link was closed" not in visitor.get("/present/10-standard-switch?step=2").get_data(as_text=True)
 
 
 def test_a_failed_step_says_what_failed_and_offers_a_retry(app, visitor):
@@ -338,30 +356,32 @@ def test_an_unexpected_error_is_a_sentence_not_a_traceback(app, visitor, monkeyp
     assert "Something went wrong on the server" in text and "secret internals" not in text
 
 
-def test_restart_runs_on_a_fresh_workspace(app, visitor):
+def test_every_run_starts_on_a_fresh_workspace_at_step_1(app, visitor):
     key = "10-standard-switch"
-    run_step(app, visitor, key, 2)
+    with app.app_context():
+        total = len(stories.get(key).steps)
+    for number in range(1, total + 1):
+        assert run_step(app, visitor, key, number).status_code == 303
     before = visitor.workspace_id
+    # r: back to the title screen (nothing deleted yet: the presenter may still print the summary).
     response = visitor.post(f"/present/{key}/restart?brand=Acme")
     assert response.status_code == 303
     assert response.headers["Location"] == f"/present/{key}?step=0&brand=Acme"
+    assert visitor.workspace_id == before
+    # The title screen never shows the finished run: no switch, no webhook, no token, no poll of the old data.
+    for url in (response.headers["Location"], f"/present/{key}"):
+        page = visitor.get(url).get_data(as_text=True)
+        assert "Your paycheck now comes here" not in page
+        assert "Nothing received yet." in page and "No calls yet." in page and "No switch yet." in page
+        assert "data-poll" not in page and 'data-link-token=""' in page
+    # Step 1 starts the run on a new workspace; the earlier one is gone.
+    assert run_step(app, visitor, key, 1).status_code == 303
     after = visitor.workspace_id
     assert after != before
     with app.app_context():
         assert db.session.get(Workspace, before) is None
-    page = visitor.get(response.headers["Location"]).get_data(as_text=True)
-    assert "No calls yet." in page or "/sandbox/v1/link_tokens" not in page
-
-
-def test_opening_a_story_again_says_the_backend_panel_shows_an_earlier_run(app, visitor):
-    key = "10-standard-switch"
-    assert "data-earlier-run" not in visitor.get(f"/present/{key}").get_data(as_text=True)  # nothing ran yet
-    run_step(app, visitor, key, 2)
-    assert "data-earlier-run" not in visitor.get(f"/present/{key}?step=2").get_data(as_text=True)
-    page = visitor.get(f"/present/{key}").get_data(as_text=True)  # the story's title again, not restarted
-    assert "The backend panel still shows an earlier run: press r (Restart) for fresh data." in page
-    restarted = visitor.post(f"/present/{key}/restart").headers["Location"]
-    assert "data-earlier-run" not in visitor.get(restarted).get_data(as_text=True)
+    page = visitor.get(f"/present/{key}?step=1").get_data(as_text=True)
+    assert "Nothing received yet." in page and "Your paycheck now comes here" not in page
 
 
 def test_the_stage_reads_the_newest_console_link_token_once(app, visitor):
@@ -398,7 +418,8 @@ def test_unknown_story_and_step_are_404(visitor):
 
 
 def test_the_backend_poll_answers_204_until_something_changes(app, visitor):
-    page = visitor.get("/present/10-standard-switch").get_data(as_text=True)
+    run_step(app, visitor, "10-standard-switch", 1)
+    page = visitor.get("/present/10-standard-switch?step=1").get_data(as_text=True)
     pulse = re.search(r"/present/backend\?pulse=([0-9a-f]+)", page).group(1)
     assert visitor.get(f"/present/backend?pulse={pulse}", htmx=True).status_code == 204
     run_step(app, visitor, "10-standard-switch", 2)
@@ -420,7 +441,10 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
     text = page.get_data(as_text=True)
     assert page.status_code == 200
     assert "Standard switch: what we showed Acme Bank" in text
-    assert "This is Acme Bank&#39;s app." in text
+    # Captions true on paper: the story's printed words where the stage's point at the screen.
+    assert "Acme Bank&#39;s app: a customer wants their paycheck deposited there" in text
+    assert "one POST." in text and "shown on the right" not in text and "This is Acme Bank" not in text
+    assert "data-summary-date" in text and "data-summary-contact" not in text  # no profile: no contact
     assert 'data-summary-event="direct_deposit_switch.added"' in text
     assert "POST /sandbox/v1/link_tokens" in text and "data-print" in text
     assert visitor.get("/present/nope/summary").status_code == 404
@@ -448,12 +472,14 @@ def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor
     slug = short.rsplit("/", 1)[1]
     # Anyone with the link (another session, on the day of the call) gets the prepared demo.
     landing = other_visitor.get(short)
-    assert landing.status_code == 302 and landing.headers["Location"] == f"/present?profile={slug}"
-    page = other_visitor.get(landing.headers["Location"]).get_data(as_text=True)
-    offered = re.findall(r'<li data-story="([^"]+)"', page)
+    assert landing.status_code == 200
+    page = landing.get_data(as_text=True)
+    offered = re.findall(r'<li class="picker-story" data-story="([^"]+)"', page)
     assert offered == ["30-federal-benefits", "10-standard-switch"]
     assert f"/present/30-federal-benefits?profile={slug}" in page and short in page
+    assert "Edit this profile" not in page
     # ... but only the saving browser may change it.
+    page = other_visitor.get(f"/present?profile={slug}").get_data(as_text=True)
     assert "data-profile-actions" not in page and "Only the browser that saved this profile" in page
     assert "data-profile-actions" in visitor.get(f"/present?profile={slug}").get_data(as_text=True)
     stage = other_visitor.get(f"/present/30-federal-benefits?profile={slug}").get_data(as_text=True)
@@ -661,3 +687,106 @@ def test_every_shipped_complete_link_step_has_a_plan(app):
                     assert plan and plan["completion"], (story.key, step)
                     if "platform_id" in plan["completion"] or "program_id" in plan["completion"]:
                         assert plan["search"]["text"], (story.key, step)
+
+
+# --- preparing a demo: one form, the short link's stage-picker, the summary -------------------------------
+
+
+def test_one_form_uses_the_brand_or_saves_exactly_what_is_typed(app, visitor):
+    page = visitor.get("/present").get_data(as_text=True)
+    assert page.count("data-brand-form") == 1 and 'name="contact"' in page
+    assert 'formaction="/present/brand"' in page
+    # "Use this brand": the start page with the brand in its address (a POST with the form's CSRF token).
+    used = visitor.post("/present/brand", {"brand": "Acme Bank", "color": "#aa0011", "theme": "dark"})
+    assert used.status_code == 303
+    assert used.headers["Location"] == "/present?brand=Acme+Bank&color=%23aa0011&theme=dark"
+    # "Save as a profile" saves what the form holds now, without pressing "Use this brand" first.
+    form = {"brand": "Beta Credit Union", "color": "#123456", "contact": "  Sam Seller ·  sam@example.com "}
+    slug, _edit = save_profile(visitor, **form)
+    with app.app_context():
+        profile = profiles.get(slug)
+        assert (profile.name, profile.color, profile.contact) == (
+            "Beta Credit Union",
+            "#123456",
+            "Sam Seller · sam@example.com",
+        )
+    # The edit page changes the contact too.
+    response = visitor.post(f"/present/profiles/{slug}", {"brand": "Beta Credit Union", "contact": "Alex"})
+    assert response.status_code == 303
+    with app.app_context():
+        assert profiles.get(slug).contact == "Alex"
+
+
+def test_the_short_link_is_a_clean_stage_picker_with_copy_buttons(app, visitor, other_visitor):
+    slug, _edit = save_profile(
+        visitor, brand="Acme Bank", stories=["10-standard-switch", "50-failure-and-recovery"]
+    )
+    page = other_visitor.get(f"/p/{slug}")
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "Demo for Acme Bank" in text
+    # No console chrome: no navigation, no workspace bar, no sandbox badge, no "No workspace yet".
+    for chrome in ("No workspace yet", "<nav", "workspace-bar", ">sandbox<", "Requests", "Timeline"):
+        assert chrome not in text, chrome
+    links = re.findall(r'data-copy="([^"]+)"', text)
+    assert links == [
+        f"http://127.0.0.1:5000/present/10-standard-switch?profile={slug}",
+        f"http://127.0.0.1:5000/present/50-failure-and-recovery?profile={slug}",
+        f"http://127.0.0.1:5000/p/{slug}",
+    ]
+    assert 'Copy link<span class="visually-hidden"> to Standard switch</span>' in text
+    # The browser that saved it gets the way to its edit page; others do not.
+    assert "Edit this profile" in visitor.get(f"/p/{slug}").get_data(as_text=True)
+
+
+def test_the_summary_carries_the_logo_the_date_and_the_presenters_contact(app, visitor):
+    slug, _edit = save_profile(visitor, brand="Acme Bank", contact="Sam Seller, sam@example.com")
+    png = images.png(32, 32)
+    assert (
+        visitor.post(f"/present/profiles/{slug}/logo", {"logo": (io.BytesIO(png), "logo.png")}).status_code
+        == 303
+    )
+    text = visitor.get(f"/present/10-standard-switch/summary?profile={slug}").get_data(as_text=True)
+    assert f'src="/p/{slug}/logo?v=' in text and "Acme Bank's logo" in text
+    assert "Sam Seller, sam@example.com" in text
+    today = datetime.now(UTC).strftime("%d %B %Y").lstrip("0")
+    assert f"<span data-summary-date>{today}</span>" in text
+
+
+def test_the_shipped_stories_read_true_on_paper(app):
+    """No printed caption points at the screen ("shown on the right", "on screen", "here"), and no caption reads
+    out an event's API name to the room (the panel shows those, in small type)."""
+    with app.app_context():
+        for story in stories.all_stories()[0]:
+            for step in story.steps:
+                assert not re.search(r"\.added\b|direct_deposit_switch", step.caption), (
+                    story.key,
+                    step.caption,
+                )
+                assert not re.search(
+                    r"on the (right|left)|on screen|\bhere\b|\bthis is\b", step.on_paper, re.I
+                ), (
+                    story.key,
+                    step.on_paper,
+                )
+
+
+def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_apart(app, visitor):
+    key = "50-failure-and-recovery"
+    for number in range(1, 5):  # a pending switch, the clock moved to its retry, the webhook received
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}?step=4").get_data(as_text=True)
+    calls = page[page.index('data-feed="calls"') : page.index('data-feed="setup"')]
+    setup = page[page.index('data-feed="setup"') :]
+    # Words a prospect reads, the API's name in small type under them.
+    assert "Create a Link token" in calls and "POST /sandbox/v1/link_tokens" in calls
+    assert '<span class="feed-main">Direct deposit switch succeeded</span>' in page
+    assert "<code>direct_deposit_switch.added · success</code>" in page
+    assert "direct_deposit_switch: SUCCESS" not in page
+    # The stage's inbox registration, the clock and the headless completion: set-up, not the backend's calls.
+    for path in ("/webhooks", "/sandbox/clock/advance_to_next", "/complete"):
+        assert path in setup and path not in calls, path
+    assert "Set-up and sandbox-only calls, not your backend's (3)" in page
+    # One clock on the stage, the workspace's, real time on hover; no "(real time)" stamps beside it.
+    assert page.count("data-stage-clock") == 1 and 'title="Real time: ' in page
+    assert "(real time)" not in page

@@ -44,7 +44,7 @@ POLL_SECONDS = 0.25
 @dataclass(frozen=True)
 class Outcome:
     summary: str  # one line for the presenter's notes
-    open_link: bool = False  # the stage opens Link in the phone with the newest token
+    open_link: bool = False  # Link belongs open in the phone from this step (the stage renders its token)
 
 
 class ActionFailed(Exception):

@@ -2,9 +2,13 @@
 
 Left, the prospect's branded app in a phone (Link opens inside it through the real SDK); right, what
 the app's backend sees (webhooks, the job's timeline, its API calls), live. A step's action runs on
-POST; the stage for step N is a plain GET, so going back shows a caption again without redoing it.
+POST; the stage for step N is a plain GET, so going back shows a caption again without redoing it, and a
+reload at a step where Link belongs open (console.presenter.stories.Story.link_open_at) opens it again.
+Every run starts fresh: the title screen (step 0) shows an empty panel and step 1 runs on a new workspace.
+The panel's words, event states and call grouping are console.presenter.feed's.
 
-Profiles (`/p/<slug>`) may be presented by anyone with the link and changed only by a browser that holds
+Profiles (`/p/<slug>`, a stage-picker in the prospect's brand) may be presented by anyone with the link and
+changed only by a browser that holds
 the profile in its signed session: the one that saved it, or one that opened its private edit link
 (`/p/<slug>/edit/<secret>`), as trainers unlock a cohort. Other sessions get 404 from the edit pages.
 """
@@ -16,17 +20,19 @@ import logging
 from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from console.clock.services import now as clock_now
 from console.core.errors import FieldError, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.core.routes import Routes
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.modes import SANDBOX
-from console.presenter import brand, profiles, stories
+from console.presenter import brand, feed, profiles, stories
 from console.web.link import guide as linkguide
 from console.web.link import tokens as linktokens
 from console.web.present import actions, drive
 from console.web.requests import queries as requestlog
-from console.web.shared import live
+from console.web.shared import live, throttle
 from console.web.shared.apiclient import api_root
 from console.web.shared.workspace_session import browser_id, has_workspace, reset_workspace
 from console.web.timeline import queries as timeline
@@ -35,7 +41,8 @@ from console.web.webhooks import inbox
 routes = Routes()
 
 log = logging.getLogger(__name__)
-BACKEND_ROWS = 6
+BACKEND_ROWS = 5  # events and calls the panel shows (newest first); it reads more to group them
+BACKEND_READ = 30
 SUMMARY_ROWS = 100
 EDITOR_KEY = "presenter_profiles"
 # A sales engineer prepares a handful of demos from one browser; the session cookie stays small.
@@ -115,13 +122,47 @@ def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
     if kept is _NOT_READ:
         kept = linktokens.newest(workspace.id) if has_workspace() else None
     found = timeline.for_link_token(workspace, SANDBOX, kept.link_token_id) if kept else None
+    events = feed.event_rows(inbox.page(workspace.id, limit=BACKEND_READ).rows)
+    yours, setup = feed.split_calls(requestlog.page(workspace.id, limit=BACKEND_READ).rows)
     return {
-        "messages": inbox.page(workspace.id, limit=BACKEND_ROWS).rows,
-        "calls": requestlog.page(workspace.id, limit=BACKEND_ROWS).rows,
+        "events": events[:BACKEND_ROWS],
+        "calls": yours[:BACKEND_ROWS],
+        "setup_calls": setup,
         "timeline": found,
         "job": found.jobs[-1].job if found and found.jobs else None,
         "pulse": live.pulse(workspace),
         "link_token_id": kept.link_token_id if kept else "",
+        "clock": _clock(workspace),
+        **WORDS,
+    }
+
+
+# How the panel words things (console.presenter.feed), for the stage, its poll and the summary.
+WORDS = {
+    "when": feed.short_time,
+    "job_words": feed.job_words,
+    "outcome_words": feed.outcome_words,
+    "tone": feed.tone,
+}
+
+
+def _clock(workspace) -> dict:
+    """The stage's one clock: the workspace's (real time on hover)."""
+    return {"now": clock_now(workspace), "real": utcnow()}
+
+
+def _fresh_backend() -> dict:
+    """The backend panel before step 1: empty, not polling (step 1 starts the run on a new workspace)."""
+    return {
+        "events": [],
+        "calls": [],
+        "setup_calls": [],
+        "timeline": None,
+        "job": None,
+        "pulse": "",
+        "link_token_id": "",
+        "clock": None,
+        **WORDS,
     }
 
 
@@ -132,13 +173,17 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
     mark = _brand(profile)
     number = max(0, min(number, len(story.steps)))
     step = story.steps[number - 1] if number else None
-    kept = linktokens.newest(workspace.id) if has_workspace() else None
+    # The title screen never shows an earlier run: the panel is empty there and step 1 makes a new workspace.
+    fresh = number == 0
+    kept = linktokens.newest(workspace.id) if has_workspace() and not fresh else None
     view = linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin) if kept else None
-    # The phone's button opens Link with the newest token while it is unused (the presenter's own hands).
-    unused_token = kept.token if view and view.state.kind == linkguide.UNUSED else None
-    opens = step is not None and step.action == "open_link" and request.args.get("open") == "1"
+    # The phone's button opens Link with the newest token while it can (unused, or open: Link resumes at its
+    # screen), for the presenter's own hands; after a reload at a Link step the stage opens it with this too.
+    unused_token = kept.token if view and view.state.can_open else None
+    # Link is open in the phone from an open_link step until a step completes it; a reload there opens it again.
+    opens = story.link_open_at(number)
     next_step = story.steps[number] if number < len(story.steps) else None
-    backend = backend_context(kept)
+    backend = _fresh_backend() if fresh else backend_context(kept)
     return render_template(
         "console/present/present.html",
         story=story,
@@ -152,10 +197,8 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         failure=failure,
         open_token=unused_token if opens else None,
         unused_token=unused_token,
-        # The story's title with the backend panel still full of a run before it (the stage was opened
-        # again, not restarted): the prospect would see that run's webhooks as this one's.
-        # (A fresh workspace has calls of its own, the inbox's registration, but no Link token nor webhook.)
-        earlier_run=number == 0 and (kept is not None or bool(backend["messages"])),
+        link_closed=request.args.get("closed") == "1" and number < len(story.steps),
+        poll=not fresh,
         **backend,
     ), status
 
@@ -179,12 +222,20 @@ def present_index():
     )
 
 
+@routes.post("/present/brand", no_create=True)
+def use_brand():
+    """The brand form's "Use this brand": the start page with the brand in its address (stories link it)."""
+    return redirect(url_for("console.present", **brand.from_args(request.form).args()), code=303)
+
+
 @routes.post("/present/profiles", no_create=True, creates=True)
 def save_profile():
     """Save the brand and chosen stories as a profile: its short URL, and the private edit link once."""
     known = {s.key for s in stories.all_stories()[0]}
     chosen = [k for k in request.form.getlist("stories") if k in known]
-    profile, secret = profiles.create(brand.from_args(request.form), chosen, owner=browser_id())
+    profile, secret = profiles.create(
+        brand.from_args(request.form), chosen, owner=browser_id(), contact=request.form.get("contact")
+    )
     db.session.commit()
     _unlock(profile.slug)
     root = api_root()
@@ -257,6 +308,7 @@ def update_profile(slug: str):
                 request.form.getlist("stories"),
                 {k: v for k, v in request.form.items() if k.startswith("caption-")},
                 stories.all_stories()[0],
+                contact=request.form.get("contact"),
             )
         except ValidationFailed as exc:
             errors = {f.name: f.message for f in exc.fields}
@@ -331,12 +383,26 @@ def profile_logo(slug: str):
 
 @routes.get("/p/<slug>")
 def present_profile(slug: str):
-    """A profile's short URL: the presenter's start page with its brand and stories."""
+    """A profile's short link: a clean stage-picker for the prospect's brand (no console chrome), each story
+    with its stage link to copy."""
     profile = profiles.get(slug)
     if profile is None:
         abort(404)
     _used(profile)
-    return redirect(url_for("console.present", profile=profile.slug))
+    mark = profiles.brand_of(profile)
+    root = api_root()
+    offered = profiles.offered(profile, stories.all_stories()[0])
+    return render_template(
+        "console/present/present_picker.html",
+        profile=profile,
+        brand=mark,
+        stories=offered,
+        stage_links={
+            s.key: root + url_for("console.present_stage", key=s.key, **mark.args()) for s in offered
+        },
+        short_link=root + url_for("console.present_profile", slug=profile.slug),
+        may_edit=_may_edit(profile),
+    )
 
 
 @routes.get("/present/backend")
@@ -365,7 +431,12 @@ def present_step(key: str, number: int):
         abort(404)
     step = story.steps[number - 1]
     try:
-        outcome = actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
+        if number == 1 and not g.get("console_workspace_created"):
+            # Every run starts fresh: a new workspace (API key, inbox, clock at real time), never an earlier
+            # run's webhooks, job or used Link token on the stage. Counted like any request that creates one.
+            throttle.check_address()
+            reset_workspace()
+        actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
     except actions.ActionFailed as error:
         message = str(error)
     except ServiceError as error:
@@ -376,8 +447,6 @@ def present_step(key: str, number: int):
         message = "Something went wrong on the server (it is in the server's log)."
     else:
         args = {"step": number, **_brand().args()}
-        if outcome is not None and outcome.open_link:
-            args["open"] = "1"
         return redirect(url_for("console.present_stage", key=key, **args), code=303)
     db.session.rollback()
     failure = {
@@ -388,17 +457,17 @@ def present_step(key: str, number: int):
     return _stage(story, number - 1, failure=failure, status=422)
 
 
-@routes.post("/present/<key>/restart", no_create=True, creates=True)
+@routes.post("/present/<key>/restart", no_create=True)
 def present_restart(key: str):
-    """Start the story again on fresh data: a new workspace (key, inbox webhook, clock at real time)."""
+    """Back to the story's title screen; step 1 then runs on a fresh workspace (see present_step)."""
     _story_or_404(key)
-    reset_workspace()
     return redirect(url_for("console.present_stage", key=key, step=0, **_brand().args()), code=303)
 
 
 @routes.get("/present/<key>/summary")
 def present_summary(key: str):
-    """A one-page summary of this run for the follow-up email (the browser prints it to PDF)."""
+    """A one-page summary of this run for the follow-up email (the browser prints it to PDF): the prospect's
+    logo, the date, the presenter's contact, the story in words for paper, what the backend received."""
     story = _story_or_404(key)
     workspace = g.console_workspace
     profile = _profile()
@@ -408,7 +477,12 @@ def present_summary(key: str):
         story=story,
         brand=mark,
         brand_args=mark.args(),
-        captions=[_caption(story, n, mark, profile) for n in range(1, len(story.steps) + 1)],
-        messages=list(reversed(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)),
-        calls=list(reversed(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)),
+        captions=[
+            profiles.printed_caption(profile, story, n).replace("{brand}", mark.name)
+            for n in range(1, len(story.steps) + 1)
+        ],
+        date=utcnow().strftime("%d %B %Y").lstrip("0"),
+        contact=profile.contact if profile else None,
+        events=list(reversed(feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows))),
+        calls=list(reversed(feed.call_rows(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows))),
     )
