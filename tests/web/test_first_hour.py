@@ -112,3 +112,50 @@ def test_opening_is_counted_by_the_per_address_limit(app, client):
         browser.post("/workspace/open", {"secret": "sk_sandbox_nope"}).status_code for _ in range(limit + 1)
     }
     assert 429 in codes
+
+
+# --- the on-demand preset says which account, picks the right kind, and lets the person choose -------------
+
+
+def _on_demand_page(visitor, account: str | None = None) -> str:
+    import html as htmllib
+    import re
+
+    url = "/walkthrough/link-token-form?preset=on_demand" + (f"&account={account}" if account else "")
+    return htmllib.unescape(re.sub(r"\s+", " ", visitor.get(url, htmx=True).get_data(as_text=True)))
+
+
+def test_on_demand_after_a_federal_run_takes_the_payroll_account_and_offers_the_others(app, visitor):
+    import re
+
+    from tests.web.helpers import run_headless
+
+    run_headless(visitor, "user_good")  # Paycrest, payroll
+    run_headless(visitor, "federal_federal_sent")  # Social Security Retirement, benefits: the newest
+    page = _on_demand_page(visitor)
+    assert "a benefits program, and an on-demand update refreshes payroll data" in page
+    assert "your newest payroll account, on Paycrest" in page
+    options = re.findall(r'<option value="([0-9a-f-]{36})"( selected)?>([^<]+)</option>', page)
+    labels = {label: (ident, bool(selected)) for ident, selected, label in options}
+    benefits = next(ident for label, (ident, _) in labels.items() if "(benefits)" in label)
+    payroll = next(ident for label, (ident, sel) in labels.items() if "(payroll)" in label and sel)
+    assert f'name="account_id" value="{payroll}"' in page or f'value="{payroll}"' in page
+
+    chosen = _on_demand_page(visitor, benefits)
+    assert "account_id is the account you chose, on Social Security Retirement" in chosen
+    assert re.search(rf'<option value="{benefits}" selected>', chosen)
+
+
+def test_on_demand_ignores_an_account_of_another_workspace(app, visitor, other_visitor):
+    from console.accounts.models import Account
+    from tests.web.helpers import run_headless
+
+    run_headless(other_visitor, "user_good")
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        theirs = db.session.scalars(
+            select(Account.id).where(Account.workspace_id == other_visitor.workspace_id)
+        ).one()
+    mine = _on_demand_page(visitor, str(theirs))
+    assert str(theirs) not in mine
+    assert "the account you chose" not in mine and "your newest connected account" in mine
