@@ -159,3 +159,58 @@ def test_on_demand_ignores_an_account_of_another_workspace(app, visitor, other_v
     mine = _on_demand_page(visitor, str(theirs))
     assert str(theirs) not in mine
     assert "the account you chose" not in mine and "your newest connected account" in mine
+
+
+# --- a token's page moves the workspace clock, and says so; its "next" is its own next item -----------------
+
+
+def _timeline(visitor, token_id: str) -> str:
+    import html as htmllib
+    import re
+
+    page = visitor.get(f"/timeline/link-tokens/{token_id}").get_data(as_text=True)
+    return htmllib.unescape(re.sub(r"\s+", " ", page))
+
+
+def test_a_tokens_next_is_its_own_and_a_move_names_what_ran_elsewhere(app, visitor):
+    import html as htmllib
+    import re
+
+    from tests.web.helpers import run_headless
+
+    mine = run_headless(visitor, "user_good")  # nothing of it due soon but its expiry
+    other = run_headless(visitor, "user_pending_success")  # its retry, 60 s from now: the workspace's next
+    page = _timeline(visitor, mine)
+    assert (
+        f"Next of this Link token: Link token {mine}" in page and other not in page.split("Next of")[1][:300]
+    )
+    assert "To this Link token's next item" in page
+    assert (
+        "The clock is the workspace's: a move here also runs whatever other tokens have due by then" in page
+    )
+    assert "1 item of other tokens scheduled" in page or "items of other tokens scheduled" in page
+
+    form = {"by": "next_own", "timeline_kind": "link_token", "timeline_id": mine}
+    moved = htmllib.unescape(
+        re.sub(r"\s+", " ", visitor.post("/clock/advance", form, htmx=True).get_data(as_text=True))
+    )
+    assert "Clock advanced." in moved
+    fired = re.findall(
+        r"<li><time [^>]*>[^<]*</time> ([^<]*)(<span class=\"badge\">elsewhere in the workspace</span>)?",
+        moved,
+    )
+    assert any(mine in summary and not elsewhere for summary, elsewhere in fired), fired
+    assert any(other in summary or "retried" in summary for summary, elsewhere in fired if elsewhere), fired
+    assert "elsewhere in the workspace, not this Link token's" in moved
+
+    # On the other token's page, +1 business day lists what ran, each marked when it was not this token's.
+    page = _timeline(visitor, other)
+    assert "To this Link token's next item" in page
+
+
+def test_the_clock_page_keeps_the_workspace_next(app, visitor):
+    from tests.web.helpers import run_headless
+
+    run_headless(visitor, "user_pending_success")
+    page = visitor.get("/clock").get_data(as_text=True)
+    assert "To the next scheduled item" in page and "The clock is the workspace's" not in page
