@@ -168,3 +168,22 @@ def test_request_rows_keep_one_height_and_the_webhook_url_stays_readable(browser
             shot(page, f"requests-{width}")
         finally:
             context.close()
+
+
+def test_a_button_shows_it_is_busy_while_its_request_is_in_flight(page, live_server):
+    from playwright.sync_api import expect
+
+    held = []
+    page.route("**/clock/advance", lambda route: held.append(route))
+    page.goto(live_server.url + "/clock")
+    button = page.get_by_role("button", name="+1 hour")
+    button.click()
+    expect(button).to_have_attribute("aria-busy", "true")  # while the answer is held back
+    spinner = page.evaluate(
+        "b => getComputedStyle(b, '::after').animationName",
+        button.element_handle(),
+    )
+    assert spinner == "busy-spin"
+    held[0].continue_()
+    page.get_by_text("Clock advanced.").wait_for()
+    expect(page.get_by_role("button", name="+1 hour")).not_to_have_attribute("aria-busy", "true")
