@@ -74,6 +74,9 @@ def test_opening_changes_only_this_browser(app, client):
 
 def test_a_wrong_or_revoked_secret_opens_nothing_and_is_not_repeated(app, client, visitor):
     mine = visitor.workspace_id
+    assert "The workspace you are in now stays until it is idle for" in visitor.get("/timeline").get_data(
+        as_text=True
+    )
     guess = "sk_sandbox_" + "x" * 40
     response = visitor.post("/workspace/open", {"secret": guess}, follow_redirects=True)
     page = response.get_data(as_text=True)
