@@ -4,7 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 5000
-STAMP := $(VENV)/.installed
+# Two stamps: `make run` installs what running needs (the app and its dependencies: about 30 s on a fresh
+# clone); the test tools (pytest, ruff, Playwright, Schemathesis, gunicorn) come with the first `make test`.
+STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
 
 # Python's default: keep compiled bytecode. Where the environment turns it off, every interpreter the suite
 # starts (`console run` and its processes, each CLI call, the worker) compiled all of console/ again: the CLI
@@ -15,11 +18,14 @@ unexport PYTHONDONTWRITEBYTECODE
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e ".[test]"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e .
 	touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the app with its test tools.
+$(TEST_STAMP): $(STAMP) pyproject.toml
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[test]"
+	touch $(TEST_STAMP)
+
+install: $(TEST_STAMP) ## Create .venv and install the app with its test tools.
 
 run: $(STAMP) ## Upgrade the SQLite database, seed it and serve on http://$(HOST):$(PORT).
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/console run --host $(HOST) --port $(PORT)
@@ -32,11 +38,11 @@ browser-deps: ## Install Debian's Chromium for the browser tests, if missing.
 		(apt-get update -q && apt-get install -y -q chromium) >/dev/null \
 		|| echo "warning: could not install chromium; browser tests will be skipped"; }
 
-lint: $(STAMP) ## Ruff lint and format check.
+lint: $(TEST_STAMP) ## Ruff lint and format check.
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-format: $(STAMP) ## Apply ruff's formatting and safe fixes.
+format: $(TEST_STAMP) ## Apply ruff's formatting and safe fixes.
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
@@ -51,11 +57,11 @@ PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKER
 # shared 2-core machine a timing failure of one test among 59 had failed whole CI runs. A test that needed its
 # retry is listed in the summary ("rerun"); one that fails twice fails the run.
 BROWSER_RERUNS ?= 1
-test: $(STAMP) browser-deps lint ## Lint, then the whole pytest suite (on 2 xdist workers), then the browser tests.
+test: $(TEST_STAMP) browser-deps lint ## Lint, then the whole pytest suite (on 2 xdist workers), then the browser tests.
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
 	$(BIN)/pytest -q -p no:xdist -m browser --reruns $(BROWSER_RERUNS) -r R
 
-test-fast: $(STAMP) ## The suite without the browser tests (on 2 xdist workers).
+test-fast: $(TEST_STAMP) ## The suite without the browser tests (on 2 xdist workers).
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
 
 bench-deps: ## Install Debian's wrk (bench.api's load generator) and valgrind (bench.api_instructions), if missing.
@@ -63,7 +69,7 @@ bench-deps: ## Install Debian's wrk (bench.api's load generator) and valgrind (b
 		(apt-get update -q && apt-get install -y -q wrk valgrind) >/dev/null \
 		|| echo "warning: could not install wrk or valgrind; the benchmarks that need them will be skipped"; }
 
-bench: $(STAMP) bench-deps ## Run the benchmarks under bench/ (see BENCHMARKS.md).
+bench: $(TEST_STAMP) bench-deps ## Run the benchmarks under bench/ (see BENCHMARKS.md).
 	$(BIN)/python -m bench
 
 clean:

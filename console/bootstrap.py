@@ -114,6 +114,8 @@ def startup_banner(listen_root: str, *, show_secret: bool = True) -> str:
         *([f"  Listening on:     {listen_root}/   (PUBLIC_URL is the address above)"] if public else []),
         *(f"  {mode + ' API:':<17} {base_url(root, mode)}/v1" for mode in MODES),
         *secret_lines,
+        '  To see this secret\'s calls in the console, paste it into "Open its workspace"',
+        "  (on the Requests page): each browser shows its own workspace until then.",
         "",
         "  Try it:",
         f"    curl -s {base_url(root, SANDBOX)}/v1/link_tokens \\",

@@ -224,4 +224,44 @@
     var alert = source && refusalOf(source).alert;
     if (alert) alert.remove();
   });
+
+  // Busy buttons: the button that sent a request wears aria-busy="true" (a spinner in the CSS) until the
+  // answer is in, so the second or so a clock move, a scenario run or a conformance check takes reads as
+  // "working", not as a faded, disabled button. Polls are not marked.
+  function busyButton(source, triggering) {
+    var submitter = triggering && triggering.submitter;
+    if (submitter && submitter.tagName === "BUTTON") return submitter;
+    if (source.tagName === "BUTTON") return source;
+    var active = document.activeElement;
+    if (active && active.tagName === "BUTTON" && source.contains(active)) return active;
+    var buttons = source.querySelectorAll ? source.querySelectorAll("button[type=submit], button:not([type])") : [];
+    return buttons.length === 1 ? buttons[0] : null;
+  }
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    if (!source || source.hasAttribute("data-poll") || event.defaultPrevented) return;
+    var config = event.detail.requestConfig || {};
+    var button = busyButton(source, config.triggeringEvent);
+    if (!button) return;
+    button.setAttribute("aria-busy", "true");
+    source.__busyButton = button;
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    var button = source && source.__busyButton;
+    if (!button) return;
+    button.removeAttribute("aria-busy");
+    source.__busyButton = null;
+  });
+  // A plain form (no htmx): busy until the next page replaces this one; a form another handler stopped
+  // (a declined confirmation, htmx's own) is left alone.
+  document.addEventListener("submit", function (event) {
+    var button = event.submitter;
+    if (event.defaultPrevented || !button || button.tagName !== "BUTTON") return;
+    button.setAttribute("aria-busy", "true");
+  });
+  // Back to a page kept in the browser's cache: nothing is in flight any more.
+  window.addEventListener("pageshow", function () {
+    document.querySelectorAll("button[aria-busy]").forEach(function (b) { b.removeAttribute("aria-busy"); });
+  });
 })();

@@ -227,3 +227,26 @@ def grace_period(name: str) -> timedelta:
 def secret_of(key: ApiKey) -> str:
     """The key's secret in clear, for signing webhooks. Never log or render it."""
     return key_secrets.unseal(key.secret_ciphertext)
+
+
+def key_for_secret(secret: str | None) -> ApiKey:
+    """The active key a pasted secret belongs to, in any mode; `ValidationFailed` on the `secret` field.
+
+    What the console's *Open a key's workspace* uses: holding a secret already gives full API access to its
+    workspace, so seeing that workspace in the console gives nothing more. The messages never repeat the
+    secret. Found by its hash, as `authenticate` does.
+    """
+    pasted = (secret or "").strip()
+    if not pasted:
+        raise ValidationFailed(
+            [FieldError("secret", "Paste an API secret (sk_sandbox_…, sk_dev_… or sk_live_…).")]
+        )
+    digest = key_secrets.hash_secret(pasted)
+    key = db.session.scalars(select(ApiKey).where(ApiKey.secret_hash == digest)).first()
+    if key is None or not hmac.compare_digest(key.secret_hash, digest):
+        raise ValidationFailed([FieldError("secret", "No API key has this secret.")])
+    if key.revoked_at is not None or (key.expires_at is not None and utcnow() >= key.expires_at):
+        raise ValidationFailed(
+            [FieldError("secret", "This key was revoked or rolled: use a key that works.")]
+        )
+    return key

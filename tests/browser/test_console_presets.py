@@ -102,7 +102,7 @@ PRESETS = (
     ("Standard switch", ("Username user_good, password pass_good",), run_standard),
     (
         "Federal benefits",
-        ("Social Security Retirement: verify the identity", "900000001: Accepted: processing, then sent"),
+        ("Social Security Retirement: verify the identity", "900000001 (accepted: processing, then sent"),
         run_federal,
     ),
     (

@@ -153,7 +153,10 @@ def test_walkthrough_federal_benefits_sent_after_one_business_day(page, console_
     start(page, console_live)
     create_token(page, "Federal benefits")
     guide = page.locator("#step-link [data-link-guide]")
-    assert "900000001: Accepted: processing, then sent one business day later." in guide.inner_text()
+    assert (
+        "SSN 900000001 (accepted: processing, then sent one business day later), 900000002"
+        in guide.inner_text()
+    )
     assert "user_good" not in guide.inner_text()
     frame = open_link(page)
     frame.get_by_role("button", name="Continue").click()  # the preset routes straight to the program

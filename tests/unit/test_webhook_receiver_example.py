@@ -65,3 +65,20 @@ def test_the_receiver_runs_as_the_readme_says(tmp_path):
     )
     assert routes.returncode == 0, routes.stderr
     assert "/hooks" in routes.stdout and "POST" in routes.stdout
+
+
+def test_saved_in_the_checkout_it_passes_make_tests_lint():
+    """Saved as the README says (receiver.py in the checkout), `make test`'s ruff check and format check pass:
+    ruff reads it as that file, under this project's configuration."""
+    import subprocess
+
+    ruff = Path(sys.executable).with_name("ruff")
+    root = DOC.parent
+    for args in (
+        ["check", "--stdin-filename", "receiver.py", "-"],
+        ["format", "--check", "--stdin-filename", "receiver.py", "-"],
+    ):
+        run = subprocess.run(
+            [str(ruff), *args], cwd=root, input=receiver_source(), capture_output=True, text=True, timeout=60
+        )
+        assert run.returncode == 0, run.stdout + run.stderr

@@ -112,7 +112,7 @@ def test_request_log_pages_newest_first(app, visitor):
     for _ in range(3):
         visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True)
     html = visitor.get("/requests").get_data(as_text=True)
-    paths = re.findall(r"<code>(/sandbox/v1/[a-z_/]+)</code>", html)
+    paths = re.findall(r"<code class=\"rq-path\"[^>]*>(/sandbox/v1/[a-z_/]+)</code>", html)
     assert paths == ["/sandbox/v1/jobs"] * 3 + ["/sandbox/v1/webhooks"]
 
 

@@ -94,9 +94,15 @@ def test_federal_preset_routes_to_a_program_and_says_which_ssn_to_enter(visitor)
     )
     create(visitor, "federal")
     html = step_4(visitor)
-    for ssn, (_scenario, description) in sandbox_data.FEDERAL_SSNS.items():
-        assert f"{ssn}: {description}" in html
-    assert "900000001: Accepted: processing, then sent one business day later." in html
+    for ssn in sandbox_data.FEDERAL_SSNS:
+        assert f"{ssn} (" in html
+    # One sentence, each SSN's outcome in parentheses: never "later.; 900000002: …" (descriptions joined).
+    assert (
+        "SSN 900000001 (accepted: processing, then sent one business day later), 900000002 (accepted: "
+        "processing, then failure one business day later) or 900000003 (rejected at submission: outcome error "
+        "at once). Any other 9-digit SSN finds no beneficiary." in html
+    )
+    assert ".;" not in html
     assert "user_good" not in html and "pass_good" not in html
     assert "Social Security Retirement: verify the identity" in html
 

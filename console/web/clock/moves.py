@@ -3,22 +3,32 @@
 A move is one of the preset buttons, an amount of a unit, a jump to a moment, or "the next scheduled
 item". Before moving, the console works out the moment the clock would reach, so it can list the open
 Link tokens that would expire on the way (`console.link.expiry.open_tokens_expiring_by`) and ask first.
+
+The clock is the workspace's (one offset): a move made from a Link token's (or an account's) timeline runs
+everything in the workspace that is due by then, not only that token's. So on a timeline the console says
+so, and works with a `Scope` (what that timeline owns: its token, its jobs, their events): "next" there is
+the timeline's own next item (`next_own`, a jump to it), the controls count the items of others due, and
+the list of what fired marks what ran elsewhere in the workspace.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from flask import g
+from sqlalchemy import select
 
 from console.clock import moves
 from console.clock import services as clock
 from console.clock.business_days import add_business_days
 from console.core.timeutil import parse_datetime
+from console.extensions import db
 from console.scheduler import agenda
+from console.scheduler.models import ScheduledTask
 from console.web.shared.apiclient import response_json
 from console.workspaces.models import Workspace
 
@@ -32,6 +42,43 @@ PRESETS = {
 UNIT_LABELS = {"seconds": "seconds", "hours": "hours", "days": "days", "business_days": "business days"}
 # Form fields a move carries (repeated in the confirmation form).
 FIELDS = ("by", "amount", "unit", "to")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What one timeline owns, by id: its Link token(s), its jobs and the events they emitted."""
+
+    noun: str  # "this Link token" / "this account", for the page's sentences
+    link_token_ids: frozenset[str] = frozenset()
+    job_ids: frozenset[str] = frozenset()
+    event_ids: frozenset[str] = frozenset()
+
+    def owns(self, payload: Mapping[str, Any] | None) -> bool:
+        """Whether a scheduled item (by its payload) belongs to this timeline."""
+        payload = payload or {}
+        return (
+            str(payload.get("link_token_id", "")) in self.link_token_ids
+            or str(payload.get("job_id", "")) in self.job_ids
+            or str(payload.get("event_id", "")) in self.event_ids
+        )
+
+
+# How many upcoming items the console looks through for a timeline's own and the others' (a sandbox
+# workspace has few pending items; past this the counts say "at least").
+SCOPE_LOOKAHEAD = 200
+
+
+def _upcoming(workspace: Workspace) -> list[agenda.Item]:
+    if not workspace.id:
+        return []
+    return agenda.upcoming(workspace, limit=SCOPE_LOOKAHEAD, after=clock.now(workspace))
+
+
+def _ceil_second(moment: datetime) -> datetime:
+    """The moment rounded up to a whole second: a jump (whole seconds) to it must not stop short of it."""
+    if moment.microsecond:
+        return moment.replace(microsecond=0) + timedelta(seconds=1)
+    return moment
 
 
 @dataclass(frozen=True)
@@ -63,8 +110,11 @@ def _target_of(workspace: Workspace, body: dict[str, Any]) -> datetime | None:
         return None
 
 
-def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
-    """The move a clock form asks for (FormError for what the form itself can tell is wrong)."""
+def parse(workspace: Workspace, form: Mapping[str, str], scope: Scope | None = None) -> Move:
+    """The move a clock form asks for (FormError for what the form itself can tell is wrong).
+
+    `next_own` (a timeline's "To this token's next item") needs the timeline's `scope`: a jump to the moment
+    its own next item is due."""
     by = form.get("by", "")
     kept = {name: form.get(name, "") for name in FIELDS}
     if by in PRESETS:
@@ -100,13 +150,44 @@ def parse(workspace: Workspace, form: Mapping[str, str]) -> Move:
     if by == "next":
         target = agenda.next_due_at(workspace, after=clock.now(workspace))
         return Move("/sandbox/clock/advance_to_next", {}, target, kept)
+    if by == "next_own" and scope is not None:
+        own = next((item for item in _upcoming(workspace) if scope.owns(item.payload)), None)
+        if own is None:
+            raise FormError("amount", f"nothing of {scope.noun} is scheduled")
+        moment = _ceil_second(own.due_at.astimezone(UTC) if own.due_at.tzinfo else own.due_at)
+        iso = moment.replace(tzinfo=None).isoformat(timespec="seconds") + "Z"
+        return Move("/sandbox/clock/jump", {"to": iso}, moment, kept)
     raise FormError("by", "is not a clock move")
 
 
-def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict:
+def _mark_elsewhere(fired: list[dict], scope: Scope) -> list[dict]:
+    """Each fired task with `elsewhere`: True when it belonged to another token of the workspace."""
+    ids = []
+    for f in fired:
+        try:
+            ids.append(uuid.UUID(str(f.get("task_id"))))
+        except ValueError:
+            continue
+    payloads = (
+        dict(
+            db.session.execute(
+                select(ScheduledTask.id, ScheduledTask.payload).where(ScheduledTask.id.in_(ids))
+            ).all()
+        )
+        if ids
+        else {}
+    )
+    by_id = {str(k): v for k, v in payloads.items()}
+    return [{**f, "elsewhere": not scope.owns(by_id.get(str(f.get("task_id"))))} for f in fired]
+
+
+def move_context(advance=None, confirm=None, form_error=None, form=None, scope: Scope | None = None) -> dict:
     """What the clock controls and their result box need (see _clock_controls.html, _fired.html)."""
     answer = (response_json(advance.row) or {}) if advance is not None else {}
     fired = (answer.get("data") or {}).get("fired", []) if advance is not None else []
+    if scope is not None and fired:
+        fired = _mark_elsewhere(fired, scope)
+    upcoming = _upcoming(g.console_workspace) if scope is not None else []
     api_error = (answer.get("error") or {}).get("message") if advance is not None else None
     # Errors beside the input they are about: the form's own, or the fields the API named.
     form_errors = {form_error.field: str(form_error)} if form_error is not None else {}
@@ -121,7 +202,12 @@ def move_context(advance=None, confirm=None, form_error=None, form=None) -> dict
         "confirm": confirm,
         "form_errors": form_errors,
         "form": form or {},
-        "next_item": _next_item(),
+        "next_item": _next_item()
+        if scope is None
+        else next((i for i in upcoming if scope.owns(i.payload)), None),
+        "scope": scope,
+        "others_scheduled": sum(1 for i in upcoming if not scope.owns(i.payload)) if scope is not None else 0,
+        "fired_elsewhere": sum(1 for f in fired if f.get("elsewhere")),
         "jump_default": (clock.now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
         "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
     }

@@ -60,8 +60,12 @@ def advance_clock():
     workspace = g.console_workspace
     form = {name: request.form.get(name, "") for name in clockmoves.FIELDS}
     move_kwargs: dict = {"form": form}
+    kind, subject = request.form.get("timeline_kind"), request.form.get("timeline_id")
+    on_timeline = kind in ("link_token", "account") and subject
+    # A move from a timeline knows what that timeline owns (its "next" is its own next item).
+    scope = timeline_views.scope_of(timeline_views.timeline_or_404(kind, subject)) if on_timeline else None
     try:
-        move = clockmoves.parse(workspace, request.form)
+        move = clockmoves.parse(workspace, request.form, scope)
     except clockmoves.FormError as exc:
         if exc.field in ("by", "unit"):  # no form offers these: a tampered request gets the error page
             message = str(exc) if exc.field == "by" else f"Unit {exc}"
@@ -77,8 +81,7 @@ def advance_clock():
             row = api_client(workspace).call("POST", move.path, body=move.body, step="clock")
             db.session.refresh(workspace)
             move_kwargs["advance"] = exchange_view(row, console_key(workspace))
-    kind, subject = request.form.get("timeline_kind"), request.form.get("timeline_id")
-    if kind in ("link_token", "account") and subject:
+    if on_timeline:
         found = timeline_views.timeline_or_404(kind, subject)
         if not is_htmx():
             return redirect(timeline_views.timeline_url(kind, subject))

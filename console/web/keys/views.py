@@ -17,7 +17,9 @@ from console.requestlog import usage
 from console.web.shared.apiclient import api_root
 from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import masked_secret
+from console.web.shared.workspace_session import open_workspace
 from console.web.shared.workspace_session import reset_workspace as start_over
+from console.workspaces.services import get_workspace
 from console.workspaces.services import keep_workspace as keep
 
 routes = Routes()
@@ -142,6 +144,26 @@ def keep_workspace():
         return redirect(_back())
     db.session.commit()
     flash(f"Workspace kept as “{g.console_workspace.name}”: it is never deleted for being idle.", "ok")
+    return redirect(_back())
+
+
+@routes.post("/workspace/open", no_create=True, creates=True)
+def open_key_workspace():
+    """Show this browser the workspace of a pasted secret: where the calls made with it are (e.g. the
+    secret `make run` printed, used with the README's curl). Counted by the per-address limit, so secrets
+    cannot be tried in bulk; the secret is never repeated in a message, a log line or a URL."""
+    try:
+        key = keys.key_for_secret(request.form.get("secret"))
+    except ValidationFailed as exc:
+        flash(f"No workspace opened: {exc.fields[0].message}", "error")
+        return redirect(_back())
+    workspace = open_workspace(get_workspace(key.workspace_id))
+    db.session.commit()
+    flash(
+        f"This browser now shows the workspace of the {key.mode} key ending in {key.secret_last4}"
+        f" ({workspace.name}): its requests, Link tokens, events and timelines.",
+        "ok",
+    )
     return redirect(_back())
 
 

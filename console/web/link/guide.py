@@ -112,14 +112,23 @@ def other_users() -> str:
     return "Other outcomes: username " + ", ".join(others) + " (same password; all on Scenarios)."
 
 
+def federal_ssn_choices() -> str:
+    """The federal test SSNs as one sentence's list: "900000001 (accepted: …), 900000002 (…) or 900000003 (…)".
+
+    Each description is a sentence of its own in the test data; here it becomes a parenthesis (no full stop
+    inside, lower-case start), so the choices read as one sentence, never "later.; 900000002: …"."""
+    items = [
+        f"{ssn} ({description.rstrip('.')[:1].lower()}{description.rstrip('.')[1:]})"
+        for ssn, (_scenario, description) in sandbox_data.FEDERAL_SSNS.items()
+    ]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+
+
 def federal_steps() -> tuple[str, ...]:
     first, last = EXAMPLE_LEGAL_NAME
-    ssns = "; ".join(
-        f"{ssn}: {description}" for ssn, (_scenario, description) in sandbox_data.FEDERAL_SSNS.items()
-    )
     return (
         f"Any legal name (e.g. {first} {last})",
-        f"SSN {ssns} Any other 9-digit SSN finds no beneficiary.",
+        f"SSN {federal_ssn_choices()}. Any other 9-digit SSN finds no beneficiary.",
         "Confirm",
     )
 
@@ -203,7 +212,8 @@ def steps_for(token: LinkToken) -> tuple[str, ...]:
         *login_steps(),
         "Choose an allocation and confirm",
         other_users(),
-        f"Federal benefits instead: search “{program}”; " + " ".join(federal_steps()[:2]),
+        f"Federal benefits instead: search “{program}”, enter any legal name and the SSN "
+        f"{federal_ssn_choices()}.",
     )
 
 

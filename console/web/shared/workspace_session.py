@@ -134,6 +134,18 @@ def enter_workspace(workspace: Workspace) -> Workspace:
     return workspace
 
 
+def open_workspace(workspace: Workspace) -> Workspace:
+    """Hold an existing workspace in this browser's session (the owner of a key showed its secret).
+
+    Only this browser's session changes; the workspace it left stays as it was (an unnamed one is
+    collected once idle). Nothing is registered: the workspace is shown as its owner left it.
+    """
+    session[SESSION_KEY] = str(workspace.id)
+    session[REFRESHED_KEY] = int(time.time() // REFRESH_SECONDS)
+    session.permanent = True
+    return _use(workspace)
+
+
 def reset_workspace() -> Workspace:
     """Start over: delete the visitor's workspace with all it owns (a kept one stays), then a new one."""
     workspace = current_workspace()

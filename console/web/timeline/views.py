@@ -40,12 +40,25 @@ def _run_exchanges() -> list:
     return [exchange_view(row, key) for row in rows if row is not None]
 
 
+def scope_of(found: timeline.Timeline) -> clockmoves.Scope:
+    """What this timeline owns, for its clock controls: its Link token, its jobs and their events."""
+    events = [e.id for e in found.account_events] + [
+        entry.event.id for jt in found.jobs for entry in jt.entries if entry.event is not None
+    ]
+    return clockmoves.Scope(
+        "this Link token" if found.kind == "link_token" else "this account",
+        frozenset({str(found.link_token.id)} if found.link_token else set()),
+        frozenset(str(jt.job.id) for jt in found.jobs),
+        frozenset(str(e) for e in events),
+    )
+
+
 def timeline_context(found: timeline.Timeline, **move) -> dict:
     return {
         "timeline": found,
         "run_exchanges": _run_exchanges() if request.method == "GET" else [],
         "pulse": live.pulse(g.console_workspace),
-        **clockmoves.move_context(**move),
+        **clockmoves.move_context(scope=scope_of(found), **move),
     }
 
 

@@ -15,7 +15,7 @@ from console.web.requests import queries as requestlog
 from console.web.webhooks import inbox
 from console.web.webhooks import queries as webhooklist
 from console.workspaces.models import Workspace
-from console.world.models import Employer, Person, Platform
+from console.world.models import BENEFITS, Employer, Person, Platform
 
 JOBS_STEP = "jobs"
 
@@ -58,11 +58,13 @@ def current_step(steps: list[Step]) -> int:
 
 @dataclass(frozen=True)
 class OnDemandChoice:
-    """The account the on-demand update preset names, what else it must send, and why (shown on the page)."""
+    """The account the on-demand update preset names, what else it must send, why (shown on the page), and
+    the accounts the person may choose instead (id, label), newest first."""
 
     account_id: str
     platform_matching: dict[str, str] | None
     note: str
+    options: tuple[tuple[str, str], ...] = ()
 
 
 def _identity(person: Person) -> dict[str, str]:
@@ -78,12 +80,23 @@ def _identity(person: Person) -> dict[str, str]:
     }
 
 
-def on_demand_choice(workspace_id, mode: str = SANDBOX) -> OnDemandChoice | None:
-    """The newest account an on-demand update can be requested for, with what its platform needs.
+def _label(account: Account, platform: Platform) -> str:
+    kind = "benefits" if platform.type == BENEFITS else "payroll"
+    return f"{platform.name} ({kind}), connected {account.created_at:%d %b %H:%M}, …{str(account.id)[-6:]}"
 
+
+def on_demand_choice(
+    workspace_id, mode: str = SANDBOX, account_id: str | None = None
+) -> OnDemandChoice | None:
+    """The account an on-demand update is requested for, with what its platform needs, and the note saying
+    which account and why; None when the workspace has no account yet.
+
+    `account_id`, when it is one of the workspace's accounts, is the person's own choice. Otherwise the
+    preset takes the newest *payroll* account: an on-demand update refreshes payroll data (income, employment,
+    allocations), so after a federal benefits run it does not silently take the Social Security account.
     A partner platform deletes the person's matching data after each flow, so the API requires
-    `end_user.platform_matching` again (spec section 8): filled in from the world person behind the
-    account when the console knows it; otherwise the newest account elsewhere is chosen instead.
+    `end_user.platform_matching` again (spec section 8): filled in from the world person behind the account
+    when the console knows it; an account whose person the console cannot know is skipped by the default.
     """
     rows = db.session.execute(
         select(Account, Platform)
@@ -92,28 +105,60 @@ def on_demand_choice(workspace_id, mode: str = SANDBOX) -> OnDemandChoice | None
         .order_by(Account.created_at.desc(), Account.id.desc())
         .limit(50)
     ).all()
-    skipped: Platform | None = None
-    for account, platform in rows:
-        newest = "your newest connected account" if skipped is None else "your newest account elsewhere"
+    if not rows:
+        return None
+    options = tuple((str(account.id), _label(account, platform)) for account, platform in rows)
+
+    def matching(account: Account, platform: Platform) -> tuple[bool, dict[str, str] | None, str]:
+        """Whether the console can fill this account's request, its platform_matching, and a note's tail."""
         if not platform.is_partner:
-            note = f"account_id is {newest}, on {platform.name}."
-            if skipped is not None:
-                note = (
-                    f"Your newest account is on {skipped.name}, a partner platform that needs the person's "
-                    f"matching data again, which the console does not know for it; so {note}"
-                )
-            return OnDemandChoice(str(account.id), None, note)
+            return True, None, ""
         person = db.session.get(Person, account.person_id) if account.person_id else None
-        if person is not None:
-            return OnDemandChoice(
-                str(account.id),
-                _identity(person),
-                f"account_id is {newest}, on {platform.name}, a partner platform: it deletes the person's "
-                f"matching data after each flow, so the preset sends end_user.platform_matching again "
-                f"({person.full_name}'s).",
+        if person is None:
+            return False, None, ""
+        return (
+            True,
+            _identity(person),
+            f", a partner platform: it deletes the person's matching data after each flow, so the preset sends "
+            f"end_user.platform_matching again ({person.full_name}'s)",
+        )
+
+    chosen = next(((a, p) for a, p in rows if account_id and str(a.id) == account_id), None)
+    if chosen is not None:
+        usable, identity, tail = matching(*chosen)
+        note = f"account_id is the account you chose, on {chosen[1].name}{tail}."
+        if not usable:
+            note += (
+                " It is on a partner platform that needs the person's matching data again, which the console "
+                "does not know for it: fill in end_user.platform_matching below."
             )
-        skipped = skipped or platform
-    return None
+        return OnDemandChoice(str(chosen[0].id), identity, note, options)
+
+    newest_platform = rows[0][1]
+    ordered = [r for r in rows if r[1].type != BENEFITS] + [r for r in rows if r[1].type == BENEFITS]
+    for account, platform in ordered:
+        usable, identity, tail = matching(account, platform)
+        if not usable:
+            continue
+        note = f"account_id is your newest connected account, on {platform.name}{tail}."
+        if account is not rows[0][0] and newest_platform.type == BENEFITS and platform.type != BENEFITS:
+            note = (
+                f"Your newest account is on {newest_platform.name}, a benefits program, and an on-demand update "
+                f"refreshes payroll data; so account_id is your newest payroll account, on {platform.name}{tail}."
+            )
+        elif account is not rows[0][0]:
+            note = (
+                f"Your newest account is on {newest_platform.name}, a partner platform that needs the person's "
+                f"matching data again, which the console does not know for it; so account_id is your newest "
+                f"account elsewhere, on {platform.name}{tail}."
+            )
+        return OnDemandChoice(str(account.id), identity, note, options)
+    return OnDemandChoice(
+        "",
+        None,
+        "No account here can be filled in by the console: choose one below and add its matching data.",
+        options,
+    )
 
 
 def form_choices() -> dict:

@@ -41,17 +41,18 @@ def _exchange(step: str, key):
     return exchange_view(row, key) if row is not None else None
 
 
-def preset_body(preset: str) -> tuple[dict, str | None]:
-    """A preset's request body for this workspace, and the note saying what it chose (on-demand update)."""
+def preset_body(preset: str, account_id: str | None = None) -> tuple[dict, walkthrough.OnDemandChoice | None]:
+    """A preset's request body for this workspace, and for the on-demand update the account it chose (with the
+    note saying which and why, and the accounts to choose from); `account_id` is the person's own choice."""
     if preset != "on_demand":
         return linkform.preset_body(preset), None
-    choice = walkthrough.on_demand_choice(g.console_workspace.id)
+    choice = walkthrough.on_demand_choice(g.console_workspace.id, account_id=account_id)
     if choice is None:
         return linkform.preset_body(preset), None
     body = linkform.preset_body(
         preset, account_id=choice.account_id, platform_matching=choice.platform_matching
     )
-    return body, choice.note
+    return body, choice
 
 
 def newest_link(workspace) -> linkguide.TokenView | None:
@@ -75,7 +76,11 @@ def context(
     link_token_id = link.link_token_id if link else None
     jobs_exchange = _exchange(walkthrough.JOBS_STEP, key)
     inbox_page = inbox.page(workspace.id, limit=10)
-    body, on_demand_note = preset_body(preset) if form_values is None or preset == "on_demand" else ({}, None)
+    body, on_demand = (
+        preset_body(preset, request.args.get("account"))
+        if form_values is None or preset == "on_demand"
+        else ({}, None)
+    )
     if form_values is None:
         form_values = linkform.form_values(body)
     return {
@@ -96,7 +101,8 @@ def context(
         "presets": linkform.PRESETS,
         "preset": preset,
         "form": form_values,
-        "on_demand_note": on_demand_note,
+        "on_demand_note": on_demand.note if on_demand else None,
+        "on_demand_options": on_demand.options if on_demand else (),
         "field_errors": field_errors or fielderrors.FieldErrors(),
         "webhook_form": webhook_form,
         "webhook_errors": webhook_errors or fielderrors.FieldErrors(),

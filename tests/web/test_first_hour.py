@@ -1,0 +1,219 @@
+"""The first hour: the README's curl (with the secret `make run` printed) and the browser meet in one
+workspace once the browser opens that key's workspace; the secret never leaks into URLs or messages."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from console.bootstrap import demo_sandbox_secret
+from console.extensions import db
+from console.requestlog.writer import writer_for
+from console.workspaces.models import Workspace
+from tests.web.conftest import Visitor
+
+README_BODY = {
+    "org_name": "Acme",
+    "end_user_id": "user-1",
+    "required_jobs": ["direct_deposit_switch"],
+    "allocation": {
+        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
+    },
+}
+
+
+def _readme_curl(client, secret: str) -> str:
+    response = client.post(
+        "/sandbox/v1/link_tokens",
+        data=json.dumps(README_BODY),
+        headers={"x-api-secret": secret, "Service-Version": "2023-11-22", "Content-Type": "application/json"},
+    )
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return response.get_json()["data"]["id"]
+
+
+def _demo_secret(app) -> str:
+    with app.app_context():
+        return demo_sandbox_secret()
+
+
+def test_pasting_the_banner_secret_shows_the_readme_calls(app, client):
+    secret = _demo_secret(app)
+    token_id = _readme_curl(app.test_client(), secret)
+    writer_for(app).flush()
+    browser = Visitor(client)
+    empty = browser.get("/requests").get_data(as_text=True)
+    assert "No API call yet" in empty and "Open its workspace" in empty
+
+    response = browser.post(
+        "/workspace/open", {"secret": f"  {secret} "}, headers={"Referer": "http://localhost/requests"}
+    )
+    assert response.status_code == 302 and response.headers["Location"] == "/requests"
+    assert secret not in response.headers["Location"]
+
+    page = browser.get("/requests").get_data(as_text=True)
+    assert "/sandbox/v1/link_tokens" in page and "No API call yet" not in page
+    assert secret not in page  # the confirmation names the key by its last four characters only
+    assert secret[-4:] in page and "Demo workspace" in page
+    assert token_id in browser.get("/timeline").get_data(as_text=True)
+    with app.app_context():
+        demo = db.session.scalars(select(Workspace).where(Workspace.is_demo.is_(True))).one()
+    assert browser.workspace_id == demo.id
+
+
+def test_opening_changes_only_this_browser(app, client):
+    secret = _demo_secret(app)
+    other = Visitor(app.test_client()).start()
+    before = other.workspace_id
+    browser = Visitor(client)
+    browser.get("/requests")
+    browser.post("/workspace/open", {"secret": secret})
+    assert other.workspace_id == before != browser.workspace_id
+
+
+def test_a_wrong_or_revoked_secret_opens_nothing_and_is_not_repeated(app, client, visitor):
+    mine = visitor.workspace_id
+    assert "The workspace you are in now stays until it is idle for" in visitor.get("/timeline").get_data(
+        as_text=True
+    )
+    guess = "sk_sandbox_" + "x" * 40
+    response = visitor.post("/workspace/open", {"secret": guess}, follow_redirects=True)
+    page = response.get_data(as_text=True)
+    assert "No workspace opened: No API key has this secret." in page and guess not in page
+    assert visitor.workspace_id == mine
+    assert "Paste an API secret" in visitor.post(
+        "/workspace/open", {"secret": ""}, follow_redirects=True
+    ).get_data(as_text=True)
+
+    secret = _demo_secret(app)
+    with app.app_context():
+        from console.keys.models import ApiKey
+        from console.keys.services import revoke_key
+
+        key = db.session.scalars(select(ApiKey).where(ApiKey.secret_last4 == secret[-4:])).first()
+        revoke_key(key)
+        db.session.commit()
+    page = visitor.post("/workspace/open", {"secret": secret}, follow_redirects=True).get_data(as_text=True)
+    assert "revoked or rolled" in page and visitor.workspace_id == mine
+
+
+def test_opening_needs_the_csrf_token(app, client):
+    secret = _demo_secret(app)
+    browser = Visitor(client)
+    browser.get("/requests")
+    assert browser.post("/workspace/open", {"secret": secret}, csrf=False).status_code == 400
+
+
+def test_opening_is_counted_by_the_per_address_limit(app, client):
+    browser = Visitor(client)
+    browser.get("/")
+    limit = app.extensions["console_throttle"].creates_per_minute
+    if not limit:
+        return
+    codes = {
+        browser.post("/workspace/open", {"secret": "sk_sandbox_nope"}).status_code for _ in range(limit + 1)
+    }
+    assert 429 in codes
+
+
+# --- the on-demand preset says which account, picks the right kind, and lets the person choose -------------
+
+
+def _on_demand_page(visitor, account: str | None = None) -> str:
+    import html as htmllib
+    import re
+
+    url = "/walkthrough/link-token-form?preset=on_demand" + (f"&account={account}" if account else "")
+    return htmllib.unescape(re.sub(r"\s+", " ", visitor.get(url, htmx=True).get_data(as_text=True)))
+
+
+def test_on_demand_after_a_federal_run_takes_the_payroll_account_and_offers_the_others(app, visitor):
+    import re
+
+    from tests.web.helpers import run_headless
+
+    run_headless(visitor, "user_good")  # Paycrest, payroll
+    run_headless(visitor, "federal_federal_sent")  # Social Security Retirement, benefits: the newest
+    page = _on_demand_page(visitor)
+    assert "a benefits program, and an on-demand update refreshes payroll data" in page
+    assert "your newest payroll account, on Paycrest" in page
+    options = re.findall(r'<option value="([0-9a-f-]{36})"( selected)?>([^<]+)</option>', page)
+    labels = {label: (ident, bool(selected)) for ident, selected, label in options}
+    benefits = next(ident for label, (ident, _) in labels.items() if "(benefits)" in label)
+    payroll = next(ident for label, (ident, sel) in labels.items() if "(payroll)" in label and sel)
+    assert f'name="account_id" value="{payroll}"' in page or f'value="{payroll}"' in page
+
+    chosen = _on_demand_page(visitor, benefits)
+    assert "account_id is the account you chose, on Social Security Retirement" in chosen
+    assert re.search(rf'<option value="{benefits}" selected>', chosen)
+
+
+def test_on_demand_ignores_an_account_of_another_workspace(app, visitor, other_visitor):
+    from console.accounts.models import Account
+    from tests.web.helpers import run_headless
+
+    run_headless(other_visitor, "user_good")
+    run_headless(visitor, "user_good")
+    with app.app_context():
+        theirs = db.session.scalars(
+            select(Account.id).where(Account.workspace_id == other_visitor.workspace_id)
+        ).one()
+    mine = _on_demand_page(visitor, str(theirs))
+    assert str(theirs) not in mine
+    assert "the account you chose" not in mine and "your newest connected account" in mine
+
+
+# --- a token's page moves the workspace clock, and says so; its "next" is its own next item -----------------
+
+
+def _timeline(visitor, token_id: str) -> str:
+    import html as htmllib
+    import re
+
+    page = visitor.get(f"/timeline/link-tokens/{token_id}").get_data(as_text=True)
+    return htmllib.unescape(re.sub(r"\s+", " ", page))
+
+
+def test_a_tokens_next_is_its_own_and_a_move_names_what_ran_elsewhere(app, visitor):
+    import html as htmllib
+    import re
+
+    from tests.web.helpers import run_headless
+
+    mine = run_headless(visitor, "user_good")  # nothing of it due soon but its expiry
+    other = run_headless(visitor, "user_pending_success")  # its retry, 60 s from now: the workspace's next
+    page = _timeline(visitor, mine)
+    assert (
+        f"Next of this Link token: Link token {mine}" in page and other not in page.split("Next of")[1][:300]
+    )
+    assert "To this Link token's next item" in page
+    assert (
+        "The clock is the workspace's: a move here also runs whatever other tokens have due by then" in page
+    )
+    assert "1 item of other tokens scheduled" in page or "items of other tokens scheduled" in page
+
+    form = {"by": "next_own", "timeline_kind": "link_token", "timeline_id": mine}
+    moved = htmllib.unescape(
+        re.sub(r"\s+", " ", visitor.post("/clock/advance", form, htmx=True).get_data(as_text=True))
+    )
+    assert "Clock advanced." in moved
+    fired = re.findall(
+        r"<li><time [^>]*>[^<]*</time> ([^<]*)(<span class=\"badge\">elsewhere in the workspace</span>)?",
+        moved,
+    )
+    assert any(mine in summary and not elsewhere for summary, elsewhere in fired), fired
+    assert any(other in summary or "retried" in summary for summary, elsewhere in fired if elsewhere), fired
+    assert "elsewhere in the workspace, not this Link token's" in moved
+
+    # On the other token's page, +1 business day lists what ran, each marked when it was not this token's.
+    page = _timeline(visitor, other)
+    assert "To this Link token's next item" in page
+
+
+def test_the_clock_page_keeps_the_workspace_next(app, visitor):
+    from tests.web.helpers import run_headless
+
+    run_headless(visitor, "user_pending_success")
+    page = visitor.get("/clock").get_data(as_text=True)
+    assert "To the next scheduled item" in page and "The clock is the workspace's" not in page
