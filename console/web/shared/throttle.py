@@ -94,16 +94,23 @@ def _trusted(address: str, proxies: tuple[IPNetwork, ...]) -> bool:
 
 def client_address() -> str:
     """Who sent this request: the peer, or behind `TRUSTED_PROXIES` the nearest untrusted forwarded address."""
-    peer = request.remote_addr or ""
-    proxies = _throttle().proxies
+    return address_of(request.remote_addr or "", request.headers.getlist("X-Forwarded-For"), _throttle().proxies)
+
+
+def environ_address(proxies: tuple[IPNetwork, ...]):
+    """`client_address` for a WSGI environ, before Flask has a request (the run slots' queue per address)."""
+
+    def of(environ: dict) -> str:
+        forwarded = environ.get("HTTP_X_FORWARDED_FOR")
+        return address_of(environ.get("REMOTE_ADDR") or "", [forwarded] if forwarded else [], proxies)
+
+    return of
+
+
+def address_of(peer: str, forwarded_headers: list[str], proxies: tuple[IPNetwork, ...]) -> str:
     if not proxies or not _trusted(peer, proxies):
         return peer
-    forwarded = [
-        part.strip()
-        for header in request.headers.getlist("X-Forwarded-For")
-        for part in header.split(",")
-        if part.strip()
-    ]
+    forwarded = [part.strip() for header in forwarded_headers for part in header.split(",") if part.strip()]
     # Right to left: each trusted proxy appended the address it heard from; the first one not ours is the client.
     for address in reversed(forwarded):
         if not _trusted(address, proxies):
