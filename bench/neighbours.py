@@ -116,7 +116,8 @@ def seed(database_url: str, port: int, urls: dict[str, str]) -> Seeded:
         inbox = f"http://127.0.0.1:{port}{own_inbox.PATH}{own_inbox.token_for(SECRET_KEY, noisy.id)}"
         timeout_hooks = [webhook(noisy_key.key, inbox) for _ in range(A_TIMEOUT_WEBHOOKS // 2)]
         timeout_hooks += [
-            webhook(noisy_key.key, f"{urls['hang']}/{n}") for n in range(A_TIMEOUT_WEBHOOKS - len(timeout_hooks))
+            webhook(noisy_key.key, f"{urls['hang']}/{n}")
+            for n in range(A_TIMEOUT_WEBHOOKS - len(timeout_hooks))
         ]
         cohort, _secret = cohorts.create_cohort("A's class", ["link_token"])
         db.session.commit()
@@ -178,7 +179,9 @@ def tenant_b(port: int, seeded: Seeded, stop: threading.Event) -> TenantB:
         while not stop.is_set():
             n += 1
             started = time.monotonic()
-            conn.request("GET", "/sandbox/v1/jobs", headers=api_headers(seeded.b_secrets[n % len(seeded.b_secrets)]))
+            conn.request(
+                "GET", "/sandbox/v1/jobs", headers=api_headers(seeded.b_secrets[n % len(seeded.b_secrets)])
+            )
             result.api_seconds.append(time.monotonic() - started)
             time.sleep(max(0.0, API_INTERVAL - (time.monotonic() - started)))
 
@@ -191,7 +194,9 @@ def tenant_b(port: int, seeded: Seeded, stop: threading.Event) -> TenantB:
             status, data = conn.request("POST", path, body=body, headers=api_headers(seeded.b_event_secret))
             if status == 200:
                 event = json.loads(data)["data"]
-                result.events[event["id"]] = datetime.fromisoformat(event["created_at"].replace("Z", "+00:00")).timestamp()
+                result.events[event["id"]] = datetime.fromisoformat(
+                    event["created_at"].replace("Z", "+00:00")
+                ).timestamp()
             time.sleep(max(0.0, B_EVENT_INTERVAL - (time.monotonic() - started)))
 
     threads = [threading.Thread(target=calls), threading.Thread(target=events)]
@@ -229,7 +234,9 @@ class Browser:
 
         started = time.monotonic()
         try:
-            response = self.session.request(method, self.base + path, allow_redirects=False, timeout=60, **kwargs)
+            response = self.session.request(
+                method, self.base + path, allow_redirects=False, timeout=60, **kwargs
+            )
         except requests.RequestException:
             self.statuses[599] += 1
             return None
@@ -296,7 +303,9 @@ def presenter(port: int, stop: threading.Event, steps: int) -> Presenter:
 STORM_PARTS = ("conformance", "events", "flood", "pages")
 
 
-def tenant_a_main(port: int, seeded: Seeded, seconds: float, out_file: str, parts: tuple[str, ...] = STORM_PARTS) -> None:
+def tenant_a_main(
+    port: int, seeded: Seeded, seconds: float, out_file: str, parts: tuple[str, ...] = STORM_PARTS
+) -> None:
     """Tenant A's storm (a process of its own, so its threads never share the measuring process's GIL)."""
     stop = threading.Event()
     statuses: dict[str, Counter] = {"conformance": Counter(), "test events": Counter(), "flood": Counter()}
@@ -323,7 +332,10 @@ def tenant_a_main(port: int, seeded: Seeded, seconds: float, out_file: str, part
         while not stop.is_set():
             hook = seeded.a_timeout_webhooks[n % len(seeded.a_timeout_webhooks)]
             conn.request(
-                "POST", f"/sandbox/v1/sandbox/webhooks/{hook}/test", body=body, headers=api_headers(seeded.a_timeout_secret)
+                "POST",
+                f"/sandbox/v1/sandbox/webhooks/{hook}/test",
+                body=body,
+                headers=api_headers(seeded.a_timeout_secret),
             )
             n += 1
             stop.wait(max(0.0, started + n / A_EVENTS_PER_SECOND - time.monotonic()))
@@ -344,7 +356,9 @@ def tenant_a_main(port: int, seeded: Seeded, seconds: float, out_file: str, part
 
     threads = []
     if "conformance" in parts:
-        threads += [threading.Thread(target=conformance, args=pair, daemon=True) for pair in seeded.a_conformance]
+        threads += [
+            threading.Thread(target=conformance, args=pair, daemon=True) for pair in seeded.a_conformance
+        ]
     if "events" in parts:
         threads.append(threading.Thread(target=test_events, daemon=True))
     if "flood" in parts:
@@ -359,7 +373,12 @@ def tenant_a_main(port: int, seeded: Seeded, seconds: float, out_file: str, part
     for thread in threads:
         thread.join(20)
     Path(out_file).write_text(
-        json.dumps({"statuses": {k: dict(v) for k, v in statuses.items()}, "conformance_runs_done": runs_done["done"]})
+        json.dumps(
+            {
+                "statuses": {k: dict(v) for k, v in statuses.items()},
+                "conformance_runs_done": runs_done["done"],
+            }
+        )
     )
 
 
@@ -371,8 +390,13 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] * 1000 if ordered else float("nan")
 
 
-def database_bytes(instance: Path) -> int:
-    return sum(p.stat().st_size for p in instance.glob("console.db*") if p.name != "console.db-writelock")
+def database_bytes(instance: Path) -> tuple[int, int]:
+    """(the database file's size, its WAL's size)."""
+    sizes = [
+        (instance / name).stat().st_size if (instance / name).exists() else 0
+        for name in ("console.db", "console.db-wal")
+    ]
+    return sizes[0], sizes[1]
 
 
 def delivery_latencies(b: TenantB, log_file: Path, wait: float) -> tuple[list[float], int]:
@@ -381,7 +405,9 @@ def delivery_latencies(b: TenantB, log_file: Path, wait: float) -> tuple[list[fl
     while time.monotonic() < deadline and not set(b.events) <= set(received(log_file)):
         time.sleep(0.2)
     seen = received(log_file)
-    return [max(0.0, seen[e] - t) for e, t in b.events.items() if e in seen], sum(1 for e in b.events if e not in seen)
+    return [max(0.0, seen[e] - t) for e, t in b.events.items() if e in seen], sum(
+        1 for e in b.events if e not in seen
+    )
 
 
 def fivexx(statuses) -> int:
@@ -407,9 +433,13 @@ def run(args) -> dict:
         receivers = {name: start_receiver(tmp, name, hang=name == "hang", delay=SLOW_SECONDS if name == "slow" else 0)
                      for name in ("b", "slow", "hang")}  # fmt: skip
         try:
-            seeded = seed(f"sqlite:///{instance / 'console.db'}", server.port, {k: v[0] for k, v in receivers.items()})
+            seeded = seed(
+                f"sqlite:///{instance / 'console.db'}", server.port, {k: v[0] for k, v in receivers.items()}
+            )
             server.start()
-            story = Path(__file__).resolve().parent.parent / "console" / "presenter" / "stories" / f"{STORY}.json"
+            story = (
+                Path(__file__).resolve().parent.parent / "console" / "presenter" / "stories" / f"{STORY}.json"
+            )
             steps = len(json.loads(story.read_text())["steps"])
             result = measure(server, seeded, receivers["b"][1], tmp, instance, steps, args)
         finally:
@@ -417,6 +447,8 @@ def run(args) -> dict:
             for _url, _log, proc in receivers.values():
                 proc.terminate()
                 proc.wait(10)
+        if args.keep:
+            shutil.copytree(tmp, args.keep, dirs_exist_ok=True)
         result["log_tail"] = [line for line in (tmp / "run.log").read_text(errors="replace").splitlines()
                               if "Traceback" in line or "ERROR" in line][-10:]  # fmt: skip
     result["load"] = load
@@ -451,8 +483,13 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
     pages_script = write_script(
         tmp / "pages.lua",
         method="GET",
-        paths=["/present", f"/present/{STORY}?step=2", f"/present/{STORY}/summary", "/training",
-               f"/training/join/{seeded.join_token}"],  # fmt: skip
+        paths=[
+            "/present",
+            f"/present/{STORY}?step=2",
+            f"/present/{STORY}/summary",
+            "/training",
+            f"/training/join/{seeded.join_token}",
+        ],
         secrets=["none"],
         body=None,
     )
@@ -468,8 +505,19 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
     shown: list[Presenter] = []
     presenter_thread = threading.Thread(target=lambda: shown.append(presenter(port, stop_presenter, steps)))
     presenter_thread.start()
+    wal_high_water = [size_before[1]]
+    watching = threading.Event()
+
+    def watch_wal() -> None:
+        while not watching.wait(0.5):
+            wal_high_water.append(database_bytes(instance)[1])
+
+    watcher = threading.Thread(target=watch_wal, daemon=True)
+    watcher.start()
     storm = b_phase(port, seeded, args.seconds)
+    watching.set()
     size_after = database_bytes(instance)
+    wal_high = max(wal_high_water)
     stop_presenter.set()
     a_proc.join(60)
     if "pages" in args.storm:
@@ -510,8 +558,11 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
             "statuses": dict(show.statuses),
             "slowest": show.slowest,
         },
-        "db_bytes_before": size_before,
-        "db_bytes_after": size_after,
+        "db_bytes_before": size_before[0],
+        "db_bytes_after": size_after[0],
+        "wal_bytes_before": size_before[1],
+        "wal_bytes_after": size_after[1],
+        "wal_bytes_most": wal_high,
         "seconds": args.seconds,
         "quiet_seconds": args.quiet_seconds,
     }
@@ -537,7 +588,8 @@ def table(r: dict) -> str:
     pages = r["pages"] or {}
     a = r["a"]["statuses"]
     a_line = "; ".join(
-        f"{name} " + ", ".join(f"{n:,}×{code}" for code, n in sorted(counts.items())) for name, counts in a.items()
+        f"{name} " + ", ".join(f"{n:,}x{code}" for code, n in sorted(counts.items()))
+        for name, counts in a.items()
     )
     growth = r["db_bytes_after"] - r["db_bytes_before"]
     lines = [
@@ -545,14 +597,14 @@ def table(r: dict) -> str:
         "|---|---:|---:|---:|---|",
         f"| `GET /v1/jobs` calls | {q['api_calls']:,} | {s['api_calls']:,} | | |",
         f"| `GET /v1/jobs` p50 | {q['api_p50_ms']:.1f} ms | {s['api_p50_ms']:.1f} ms | "
-        f"{s['api_p50_ms'] / q['api_p50_ms']:.2f}× | |",
+        f"{s['api_p50_ms'] / q['api_p50_ms']:.2f}x | |",
         f"| `GET /v1/jobs` p99 | {q['api_p99_ms']:.1f} ms | {s['api_p99_ms']:.1f} ms | "
-        f"{s['api_p99_ms'] / q['api_p99_ms']:.2f}× | ≤ 2× and < 250 ms: {ok(v['api_ratio'] and v['api_p99'])} |",
+        f"{s['api_p99_ms'] / q['api_p99_ms']:.2f}x | ≤ 2x and < 250 ms: {ok(v['api_ratio'] and v['api_p99'])} |",
         f"| `GET /v1/jobs` max | {q['api_max_ms']:.0f} ms | {s['api_max_ms']:.0f} ms | | |",
         f"| webhook delivery p50 | {q['delivery_p50_ms']:.1f} ms | {s['delivery_p50_ms']:.1f} ms | "
-        f"{s['delivery_p50_ms'] / q['delivery_p50_ms']:.2f}× | |",
+        f"{s['delivery_p50_ms'] / q['delivery_p50_ms']:.2f}x | |",
         f"| webhook delivery p99 | {q['delivery_p99_ms']:.1f} ms | {s['delivery_p99_ms']:.1f} ms | "
-        f"{s['delivery_p99_ms'] / q['delivery_p99_ms']:.2f}× | ≤ 1 s: {ok(v['delivery_p99'])} |",
+        f"{s['delivery_p99_ms'] / q['delivery_p99_ms']:.2f}x | ≤ 1 s: {ok(v['delivery_p99'])} |",
         f"| webhook delivery max; events not delivered | {q['delivery_max_ms']:.0f} ms; {q['not_delivered']} | "
         f"{s['delivery_max_ms']:.0f} ms; {s['not_delivered']} | | |",
         f"| B's 5xx | {q['5xx']} | {s['5xx']} | | none: {ok(q['5xx'] + s['5xx'] == 0)} |",
@@ -568,15 +620,19 @@ def table(r: dict) -> str:
         f"{p['run_s_median'] or 0:.1f} s (median), its longest `wait_for_event` step {p['wait_step_s_max'] or 0:.1f} s"
         + (f"; failures: {'; '.join(p['failures'])}" if p["failures"] else "")
         + ".",
-        f"- **The database** (SQLite file and WAL): {r['db_bytes_before'] / 1e6:.1f} MB before the storm, "
-        f"{r['db_bytes_after'] / 1e6:.1f} MB after it: +{growth / 1e6:.1f} MB in {r['seconds']:g} s.",
+        f"- **The database**: the SQLite file {r['db_bytes_before'] / 1e6:.1f} MB before the storm, "
+        f"{r['db_bytes_after'] / 1e6:.1f} MB after it: +{growth / 1e6:.1f} MB in {r['seconds']:g} s; its WAL "
+        f"{r['wal_bytes_before'] / 1e6:.1f} MB before, at most {r['wal_bytes_most'] / 1e6:.1f} MB during the storm "
+        f"(sampled every 0.5 s), {r['wal_bytes_after'] / 1e6:.1f} MB at its end.",
     ]
     return "\n".join(lines) + "\n\n" + "\n".join(notes)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=60, help="the storm's length (tenant B measured throughout)")
+    parser.add_argument(
+        "--seconds", type=float, default=60, help="the storm's length (tenant B measured throughout)"
+    )
     parser.add_argument("--quiet-seconds", type=float, default=20, help="tenant B alone, before the storm")
     parser.add_argument(
         "--storm",
@@ -586,6 +642,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     parser.add_argument("--json", help="also write the raw results to this file")
+    parser.add_argument("--keep", help="copy the instance folder (database) and the server's log here")
     args = parser.parse_args(argv)
     if shutil.which("wrk") is None:
         print("bench.neighbours: wrk is not installed (apt-get install wrk, or `make bench`); skipped")

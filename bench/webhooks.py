@@ -234,7 +234,9 @@ class Bench:
         if proc in self.procs:
             self.procs.remove(proc)
 
-    def receiver(self, name: str, hang: bool = False, delay: float = 0.0) -> tuple[str, Path, subprocess.Popen]:
+    def receiver(
+        self, name: str, hang: bool = False, delay: float = 0.0
+    ) -> tuple[str, Path, subprocess.Popen]:
         """A fast receiver process: its URL, its log of `event_id time` lines, the process."""
         url, log_file, proc = start_receiver(self.dir, name, hang=hang, delay=delay)
         self.procs.append(proc)

@@ -45,7 +45,7 @@ def _limits(app: Flask) -> dict[str, float]:
         "per_workspace": int(cfg.get("CONFORMANCE_RUNS_PER_WORKSPACE", DEFAULT_RUNS_PER_WORKSPACE)),
         "worker_runs": int(cfg.get("CONFORMANCE_WORKER_RUNS", DEFAULT_WORKER_RUNS)),
         # Longer than a run can last (the timeout, the grace, saving), so a live worker keeps its claim.
-        "lease": float(cfg.get("CONFORMANCE_LEASE_SECONDS", 2 * timeout + 30)),
+        "lease": float(cfg.get("CONFORMANCE_LEASE_SECONDS") or 2 * timeout + 30),
         "timeout": timeout,
     }
 

@@ -18,6 +18,15 @@ Checkpoints (copying the WAL back into the database file, with an fsync) are the
 that crosses `wal_autocheckpoint` pages does it while its connection holds the write gate, and every
 writer waits behind the fsync (measured under load: POSTs waiting up to 150 ms). Serving connections keep
 a large `wal_autocheckpoint` only as a safety net for a server running without its worker.
+
+A PASSIVE checkpoint never shrinks the WAL file, and SQLite starts writing the WAL from its beginning again
+only when a checkpoint has copied all of it and no reader still reads from it: under a steady stream of
+reads and writes (a room loading pages while a tenant's deliveries are recorded) that moment may not come,
+and the file grew by ~35 MB in 20 s (`python -m bench.neighbours`), without bound for as long as the load
+lasted. So once the WAL holds more than `WAL_TRUNCATE_FRAMES` pages, the loop takes the write gate (writers
+queue there, as behind any writer) and runs a TRUNCATE checkpoint, waiting at most `TRUNCATE_WAIT_MS` for
+the readers of older snapshots (a few ms: no new frames come meanwhile); if they take longer it gives up
+and tries again a second later.
 """
 
 from __future__ import annotations
@@ -51,6 +60,9 @@ PRAGMAS = (
     "PRAGMA wal_autocheckpoint=10000",
 )
 CHECKPOINT_SECONDS = 1.0
+# Past this many pages in the WAL (4 KB each: 16 MB), the checkpoint loop truncates it (see above).
+WAL_TRUNCATE_FRAMES = 4096
+TRUNCATE_WAIT_MS = 200
 
 
 class FileLock:
@@ -275,10 +287,31 @@ class CheckpointLoop:
 
         with app.app_context():
             self.engine = db.engine
+        self.gate: WriteGate | None = app.extensions.get("sqlite_write_gate")
 
     def checkpoint(self) -> None:
         with self.engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+            _busy, frames, _copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+            if frames >= WAL_TRUNCATE_FRAMES:
+                self.truncate(conn.connection.dbapi_connection)
+
+    def truncate(self, dbapi_connection: Any) -> bool:
+        """Copy the whole WAL into the database and empty the file (under the write gate); whether it did.
+
+        Runs on the DBAPI cursor, past the gate's statement hook, which would hand the gate back at once.
+        """
+        if self.gate is not None:
+            self.gate.enter(dbapi_connection)
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={TRUNCATE_WAIT_MS}")
+            busy, _frames, _copied = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return not busy
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.close()
+            if self.gate is not None:
+                self.gate.leave(dbapi_connection)
 
     def run_forever(self, stop: threading.Event) -> None:
         if not is_file_database(self.engine):

@@ -69,6 +69,49 @@ def test_the_checkpoint_loop_copies_the_wal_into_the_database_every_second(sqlit
         assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 50
 
 
+# committing: a second sqlite3 connection reads an older snapshot while the app's connections write and commit
+def test_a_wal_past_its_bound_is_truncated_even_while_a_reader_holds_an_old_snapshot(sqlite_app, monkeypatch):
+    """A PASSIVE checkpoint never shrinks the WAL; under steady reads it may never restart either (issue 31:
+    +35 MB in 20 s). Past WAL_TRUNCATE_FRAMES the loop empties it, under the write gate."""
+    from console.db import sqlite as sqlite_module
+
+    database = sqlite_app.extensions["sqlite_write_gate"].file_lock.path.removesuffix("-writelock")
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    loop = CheckpointLoop(sqlite_app)
+
+    def write(n: int) -> None:
+        with sqlite_app.app_context():
+            for _ in range(n):
+                _add_workspace(f"w{uuid.uuid4()}")
+                db.session.commit()
+            db.session.remove()
+
+    write(30)
+    # A reader of an older snapshot (another connection, in a read transaction) keeps the WAL in use.
+    reader = sqlite3.connect(database, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM workspaces").fetchone()
+    write(30)
+    wal_size = os.path.getsize(database + "-wal")
+    monkeypatch.setattr(sqlite_module, "WAL_TRUNCATE_FRAMES", 10**9)
+    loop.checkpoint()  # PASSIVE only: the file keeps its size
+    assert os.path.getsize(database + "-wal") == wal_size > 0
+    monkeypatch.setattr(sqlite_module, "WAL_TRUNCATE_FRAMES", 1)
+    monkeypatch.setattr(sqlite_module, "TRUNCATE_WAIT_MS", 10)
+    loop.checkpoint()  # the reader still reads its snapshot: the truncation gives up, and lets go of the gate
+    assert os.path.getsize(database + "-wal") == wal_size
+    assert not gate.lock.locked() and not gate.holders
+    reader.execute("COMMIT")
+    reader.close()
+    loop.checkpoint()
+    assert os.path.getsize(database + "-wal") == 0  # emptied: it grows again from nothing
+    assert not gate.lock.locked() and not gate.holders
+    write(1)  # writers go on as before
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 61
+        assert db.session.execute(text("PRAGMA busy_timeout")).scalar() == 5000
+
+
 def test_the_gate_is_held_from_the_first_write_to_the_commit_and_never_for_reads(sqlite_app):
     gate = sqlite_app.extensions["sqlite_write_gate"]
     with sqlite_app.app_context():

@@ -94,7 +94,9 @@ def _trusted(address: str, proxies: tuple[IPNetwork, ...]) -> bool:
 
 def client_address() -> str:
     """Who sent this request: the peer, or behind `TRUSTED_PROXIES` the nearest untrusted forwarded address."""
-    return address_of(request.remote_addr or "", request.headers.getlist("X-Forwarded-For"), _throttle().proxies)
+    return address_of(
+        request.remote_addr or "", request.headers.getlist("X-Forwarded-For"), _throttle().proxies
+    )
 
 
 def environ_address(proxies: tuple[IPNetwork, ...]):
