@@ -119,7 +119,9 @@ def test_a_webhook_keeps_its_newest_runs_and_no_more(app, hook, monkeypatch):
         db.session.commit()
         # Done, and dated in the past in order (one after another, whatever the clock's resolution).
         earlier = utcnow() - timedelta(seconds=100 - n)
-        done = update(ConformanceRun).where(ConformanceRun.id == run_id).values(status=DONE, created_at=earlier)
+        done = (
+            update(ConformanceRun).where(ConformanceRun.id == run_id).values(status=DONE, created_at=earlier)
+        )
         db.session.execute(done)
         db.session.commit()
     kept = {r.id for r in db.session.query(ConformanceRun).filter_by(webhook_id=webhook.id)}
