@@ -147,3 +147,14 @@ def released() -> Iterator[None]:
     finally:
         slots.acquire(preferred, address)
         _held.slots = slots
+
+
+@contextlib.contextmanager
+def released_by_api_call() -> Iterator[None]:
+    """`released`, for an API call only (waiting at the database's write gate). A page keeps its slot: to
+    resume, it would queue behind the other waiting pages while holding what it waited for."""
+    if getattr(_held, "slots", None) is None or not _held.preferred:
+        yield
+        return
+    with released():
+        yield

@@ -106,6 +106,19 @@ class FileLock:
             self._wanted.clear()  # the waiter hands the lock back when it gets it
             return self._granted.is_set()
 
+    def try_acquire(self) -> bool:
+        """The lock if it is free now (and nobody of this process waits for it), without waiting."""
+        if self._pid != os.getpid():
+            self._open()
+        with self._mutex:
+            if self._waiter_busy:
+                return False
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+
     def release(self) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -147,6 +160,14 @@ class PriorityLock:
         self._mutex = mutex
         self._held = False
         self._waiting = {True: 0, False: 0}
+
+    def try_acquire(self, preferred: bool = False) -> bool:
+        """The lock if it is free now and no one it would have to let ahead waits; never waits."""
+        with self._mutex:
+            if not self._held and (preferred or not self._waiting[True]):
+                self._held = True
+                return True
+            return False
 
     def acquire(self, timeout: float, preferred: bool = False) -> bool:
         deadline = time.monotonic() + timeout
@@ -199,10 +220,27 @@ class WriteGate:
         self.holders: dict[int, bool] = {}
 
     def enter(self, dbapi_connection: Any) -> None:
+        """Take the gate; an API call that has to wait for it gives its run slot back meanwhile.
+
+        Waiting at the gate is waiting on another writer, not running: holding a run slot meanwhile, two
+        API writers queued behind a long write (a trainee's workspace, a burst of a tenant's events) left a
+        serving process no slot for anyone's reads. A page keeps its slot (see `released_by_api_call`).
+        """
+        from console import runslots
+
         deadline = time.monotonic() + self.timeout
-        if not self.lock.acquire(self.timeout, _preferred.get()):
-            return  # proceed without it; SQLite's own lock and busy timeout still protect the data
-        across = self.file_lock is not None and self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
+        preferred = _preferred.get()
+        if not self.lock.try_acquire(preferred):
+            with runslots.released_by_api_call():
+                got = self.lock.acquire(self.timeout, preferred)
+            if not got:
+                return  # proceed without it; SQLite's own lock and busy timeout still protect the data
+        across = False
+        if self.file_lock is not None:
+            across = self.file_lock.try_acquire()
+            if not across:
+                with runslots.released_by_api_call():
+                    across = self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
         self.holders[id(dbapi_connection)] = across
 
     def leave(self, dbapi_connection: Any) -> None:

@@ -378,3 +378,53 @@ def test_api_requests_of_outside_callers_are_preferred_writers(app, api):
         event.remove(engine, "before_cursor_execute", statement)
     assert response.status_code == 200 and flags == [True]
     assert sqlite._preferred.get() is False
+
+
+# committing: two threads write through their own connections; the second waits for the first's commit
+def test_an_api_call_waiting_at_the_write_gate_gives_its_run_slot_back(sqlite_app):
+    """Waiting for another writer is not running: meanwhile the process's slot serves someone else (a read)."""
+    from console import runslots
+    from console.runslots import RunSlots, RunSlotsMiddleware
+
+    slots = RunSlots(1)
+    first_writing, first_may_commit, read_ran = threading.Event(), threading.Event(), threading.Event()
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+
+    def writer(hold: bool):
+        def app(environ, start_response):
+            with sqlite_app.app_context():
+                _add_workspace(environ["PATH_INFO"])
+                db.session.flush()  # the first write: takes the gate
+                if hold:
+                    first_writing.set()
+                    # Held until the second writer is queued at the gate and a read ran on the slot it gave back.
+                    with runslots.released():
+                        assert first_may_commit.wait(60)
+                db.session.commit()
+                db.session.remove()
+            start_response("200 OK", [])
+            return [b""]
+
+        return RunSlotsMiddleware(app, slots)
+
+    def reader(environ, start_response):
+        read_ran.set()
+        start_response("200 OK", [])
+        return [b""]
+
+    call = lambda app, path: threading.Thread(target=app, args=({"PATH_INFO": path}, lambda *_: None))  # noqa: E731
+    first = call(writer(hold=True), "/sandbox/v1/link_tokens?first")
+    first.start()
+    assert first_writing.wait(60)
+    second = call(writer(hold=False), "/sandbox/v1/link_tokens?second")
+    second.start()
+    assert wait_for(lambda: gate.lock._waiting[False] == 1, 60, 0.005)  # the second waits at the gate
+    read = call(RunSlotsMiddleware(reader, slots), "/sandbox/v1/jobs")
+    read.start()
+    assert read_ran.wait(60)  # the only slot was free: neither writer holds it while it waits
+    first_may_commit.set()
+    for thread in (first, second, read):
+        thread.join(60)
+    assert slots.in_use() == 0 and not gate.lock.locked()
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 2
