@@ -133,6 +133,10 @@ def from_environment() -> dict:
         "CONSOLE_CREATES_PER_MINUTE": _number(
             os.environ.get("CONSOLE_CREATES_PER_MINUTE"), DEFAULTS["CONSOLE_CREATES_PER_MINUTE"]
         ),
+        # On for a server (`console run`, Granian's factory); off in an app built from an explicit config.
+        "CONSOLE_PAGES_PER_SECOND": _number(
+            os.environ.get("CONSOLE_PAGES_PER_SECOND"), SERVER_PAGES_PER_SECOND
+        ),
         "API_KEYS_PER_MODE": _number(os.environ.get("API_KEYS_PER_MODE"), DEFAULTS["API_KEYS_PER_MODE"]),
         "WEBHOOKS_PER_KEY": _number(os.environ.get("WEBHOOKS_PER_KEY"), DEFAULTS["WEBHOOKS_PER_KEY"]),
         # Comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client; empty: none.
@@ -233,6 +237,8 @@ DEFAULT_THREADS = 32
 # Connections beyond one per request thread: the in-process worker threads, the request log's writer and
 # the CLI, with room to spare.
 POOL_HEADROOM = 6
+# `CONSOLE_PAGES_PER_SECOND` when a server reads its settings from the environment.
+SERVER_PAGES_PER_SECOND = 50
 
 DEFAULTS = {
     "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
@@ -279,6 +285,9 @@ DEFAULTS = {
     "TRAINING_JOINS_PER_MINUTE": 30,
     # The console's creating POSTs (workspaces, profiles, cohorts, joins) per client address per minute; 0: off.
     "CONSOLE_CREATES_PER_MINUTE": 60,
+    # Console requests (pages, polls, actions; not the API) per client address per second; 0: off. Off here
+    # (an app made from an explicit config: tests, in-process benchmarks); a server's default is below.
+    "CONSOLE_PAGES_PER_SECOND": 0,
     # Active API keys per workspace and mode; live webhooks per API key.
     "API_KEYS_PER_MODE": 10,
     "WEBHOOKS_PER_KEY": 10,
