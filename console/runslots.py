@@ -31,6 +31,9 @@ from typing import Any
 from console.modes import is_api_path
 
 HEALTH_PATH = "/healthz"  # a load balancer's check is not queued behind pages either
+# Not counted by the per-address page rate (`refuse`): static files, the inbox receiver (and /healthz, preferred).
+UNCOUNTED_PREFIXES = ("/static/", "/inbox/")
+RATE_CHECKED = "console.page_rate_checked"
 _held = threading.local()  # .slots: the RunSlots this thread's request holds a slot of, if any
 
 
@@ -109,9 +112,12 @@ class RunSlotsMiddleware:
         app: Callable[..., Iterable[bytes]],
         slots: RunSlots,
         address_of: Callable[[dict[str, Any]], str] | None = None,
+        refuse: Callable[[dict[str, Any], str], int | None] | None = None,
     ) -> None:
         self.app = app
         self.slots = slots
+        # For a page request and its client address: None, or the seconds to wait (a 429 at once, no turn taken).
+        self.refuse = refuse
         # Who sent a request (the console's client address, `TRUSTED_PROXIES` applied): pages queue per address.
         self.address_of = address_of or (lambda environ: environ.get("REMOTE_ADDR", ""))
 
@@ -123,6 +129,15 @@ class RunSlotsMiddleware:
         path = environ.get("PATH_INFO", "")
         preferred = is_api_path(path) or path == HEALTH_PATH
         address = "" if preferred else self.address_of(environ)
+        if not preferred and self.refuse is not None and not path.startswith(UNCOUNTED_PREFIXES):
+            wait = self.refuse(environ, address)
+            environ[RATE_CHECKED] = True  # counted once: the page hooks do not count it again
+            if wait is not None:
+                body = f"Too many console requests from your address; try again in {wait} s.\n".encode()
+                headers = [("Content-Type", "text/plain; charset=utf-8"), ("Retry-After", str(wait)),
+                           ("Content-Length", str(len(body)))]  # fmt: skip
+                start_response("429 Too Many Requests", headers)
+                return [body]
         self.slots.acquire(preferred, address)
         _held.slots, _held.preferred, _held.address = self.slots, preferred, address
         try:

@@ -216,3 +216,26 @@ def test_serving_processes_run_their_app_under_the_configured_slots(monkeypatch)
             assert isinstance(app.wsgi_app, RunSlotsMiddleware) and app.wsgi_app.slots.size == 2
         else:
             assert not isinstance(app.wsgi_app, RunSlotsMiddleware)
+
+
+def test_a_page_over_its_address_rate_is_refused_at_once_without_waiting_for_a_turn():
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()  # the only slot stays held by a page
+    refused_addresses = {"/flood"}
+    app = RunSlotsMiddleware(
+        inner,
+        RunSlots(1),
+        address_of=lambda environ: environ["PATH_INFO"],
+        refuse=lambda environ, address: 3 if address in refused_addresses else None,
+    )
+    first = _call(app, "/page")
+    assert wait_for(lambda: inner.started == ["/page"])
+    answers = []
+    environ = {"PATH_INFO": "/flood"}
+    body = app(environ, lambda status, headers: answers.append((status, dict(headers))))
+    assert answers[0][0].startswith("429") and answers[0][1]["Retry-After"] == "3"  # while the slot is held
+    assert b"Too many console requests" in b"".join(body) and environ[runslots.RATE_CHECKED]
+    assert _queued(app.slots) == 0 and inner.started == ["/page"]
+    inner.gate.set()
+    first.join(60)
+    assert app.slots.in_use() == 0

@@ -88,14 +88,30 @@ def init_app(app: Flask) -> None:
 
 
 def page_wait() -> int | None:
-    """One console request from this client address: None when allowed, else the seconds until it would be."""
-    throttle = current_app.extensions.get("console_throttle")
-    if throttle is None or not throttle.pages_per_second or throttle.counters is None:
+    """One console request from this client address: None when allowed, else the seconds until it would be.
+
+    Under `console run` the run slots' middleware counts it first, before the request waits for a turn
+    (`page_rate`); then this does not count it again."""
+    from console.runslots import RATE_CHECKED
+
+    if request.environ.get(RATE_CHECKED):
         return None
-    verdict = throttle.counters.hit(
-        RateLimitItemPerSecond(throttle.pages_per_second), f"console-pages/{client_address()}"
-    )
-    return None if verdict.allowed else max(1, int(verdict.reset_after))
+    throttle = current_app.extensions.get("console_throttle")
+    return page_rate(throttle)(request.environ, client_address()) if throttle is not None else None
+
+
+def page_rate(throttle: Throttle | None):
+    """The per-address page rate as a function of (environ, address): None, or the seconds to wait."""
+
+    def refuse(_environ: dict, address: str) -> int | None:
+        if throttle is None or not throttle.pages_per_second or throttle.counters is None:
+            return None
+        verdict = throttle.counters.hit(
+            RateLimitItemPerSecond(throttle.pages_per_second), f"console-pages/{address}"
+        )
+        return None if verdict.allowed else max(1, int(verdict.reset_after))
+
+    return refuse
 
 
 def _throttle() -> Throttle:
