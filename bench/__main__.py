@@ -12,6 +12,7 @@ MODULES = (
     "bench.api_instructions",
     "bench.api",
     "bench.crowd",
+    "bench.neighbours",
 )
 
 

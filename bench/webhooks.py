@@ -117,8 +117,9 @@ class Receiver:
 FAST_RESPONSE = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
 
-def fast_receiver_main(port_file: str, log_file: str, hang: bool = False) -> None:
-    """An asyncio HTTP/1.1 receiver (a separate process): logs `event_id receive_time` lines; may hang."""
+def fast_receiver_main(port_file: str, log_file: str, hang: bool = False, delay: float = 0.0) -> None:
+    """An asyncio HTTP/1.1 receiver (a separate process): logs `event_id receive_time` lines; may hang, or
+    answer each request `delay` seconds after it arrived (a slow endpoint)."""
 
     class Protocol(asyncio.Protocol):
         def connection_made(self, transport) -> None:
@@ -138,8 +139,16 @@ def fast_receiver_main(port_file: str, log_file: str, hang: bool = False) -> Non
                 marker = body.find(b'"event_id":"')
                 if marker >= 0:
                     log.write(f"{body[marker + 12 : marker + 48].decode()} {time.time():.6f}\n")
-                if not hang:
+                if hang:
+                    continue
+                if delay:
+                    asyncio.get_running_loop().call_later(delay, self._answer)
+                else:
                     self.transport.write(FAST_RESPONSE)
+
+        def _answer(self) -> None:
+            if not self.transport.is_closing():
+                self.transport.write(FAST_RESPONSE)
 
     async def serve() -> None:
         server = await asyncio.get_running_loop().create_server(Protocol, "127.0.0.1", 0, backlog=1024)
@@ -150,6 +159,23 @@ def fast_receiver_main(port_file: str, log_file: str, hang: bool = False) -> Non
     with open(log_file, "a", buffering=1) as log:
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         asyncio.run(serve())
+
+
+def start_receiver(
+    directory: Path, name: str, *, hang: bool = False, delay: float = 0.0
+) -> tuple[str, Path, subprocess.Popen]:
+    """`fast_receiver_main` in a process of its own: its URL, its log of `event_id time` lines, the process."""
+    port_file, log_file = directory / f"{name}.port", directory / f"{name}.log"
+    code = (
+        "from bench.webhooks import fast_receiver_main; "
+        f"fast_receiver_main({str(port_file)!r}, {str(log_file)!r}, {hang}, {float(delay)})"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT)
+    while not (port_file.exists() and port_file.read_text()):
+        if proc.poll() is not None:
+            raise RuntimeError(f"receiver {name} did not start")
+        time.sleep(0.02)
+    return f"http://127.0.0.1:{port_file.read_text()}/hook", log_file, proc
 
 
 # Harness ------------------------------------------------------------------------------------
@@ -208,14 +234,13 @@ class Bench:
         if proc in self.procs:
             self.procs.remove(proc)
 
-    def receiver(self, name: str, hang: bool = False) -> tuple[str, Path, subprocess.Popen]:
+    def receiver(
+        self, name: str, hang: bool = False, delay: float = 0.0
+    ) -> tuple[str, Path, subprocess.Popen]:
         """A fast receiver process: its URL, its log of `event_id time` lines, the process."""
-        port_file, log_file = self.dir / f"{name}.port", self.dir / f"{name}.log"
-        code = f"from bench.webhooks import fast_receiver_main; fast_receiver_main({str(port_file)!r}, {str(log_file)!r}, {hang})"
-        proc = self._spawn(["-c", code])
-        while not (port_file.exists() and port_file.read_text()):
-            time.sleep(0.02)
-        return f"http://127.0.0.1:{port_file.read_text()}/hook", log_file, proc
+        url, log_file, proc = start_receiver(self.dir, name, hang=hang, delay=delay)
+        self.procs.append(proc)
+        return url, log_file, proc
 
     def worker(self) -> subprocess.Popen:
         env = {"DATABASE_URL": self.url, "SECRET_KEY": self.secret_key, "CONSOLE_INSTANCE_DIR": str(self.dir)}

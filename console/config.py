@@ -133,11 +133,42 @@ def from_environment() -> dict:
         "CONSOLE_CREATES_PER_MINUTE": _number(
             os.environ.get("CONSOLE_CREATES_PER_MINUTE"), DEFAULTS["CONSOLE_CREATES_PER_MINUTE"]
         ),
+        # On for a server (`console run`, Granian's factory); off in an app built from an explicit config.
+        "CONSOLE_PAGES_PER_SECOND": _number(
+            os.environ.get("CONSOLE_PAGES_PER_SECOND"), SERVER_PAGES_PER_SECOND
+        ),
         "API_KEYS_PER_MODE": _number(os.environ.get("API_KEYS_PER_MODE"), DEFAULTS["API_KEYS_PER_MODE"]),
         "WEBHOOKS_PER_KEY": _number(os.environ.get("WEBHOOKS_PER_KEY"), DEFAULTS["WEBHOOKS_PER_KEY"]),
         # Comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client; empty: none.
         "TRUSTED_PROXIES": os.environ.get("TRUSTED_PROXIES", ""),
+        # Conformance runs (console.conformance.runs): active per workspace, executed at once per worker, and
+        # the lease of a claimed run (unset: 2 x WEBHOOK_TIMEOUT_SECONDS + 30).
+        "CONFORMANCE_RUNS_PER_WORKSPACE": _number(
+            os.environ.get("CONFORMANCE_RUNS_PER_WORKSPACE"), DEFAULTS["CONFORMANCE_RUNS_PER_WORKSPACE"]
+        ),
+        "CONFORMANCE_WORKER_RUNS": _number(
+            os.environ.get("CONFORMANCE_WORKER_RUNS"), DEFAULTS["CONFORMANCE_WORKER_RUNS"]
+        ),
+        "CONFORMANCE_LEASE_SECONDS": _number(
+            os.environ.get("CONFORMANCE_LEASE_SECONDS"), DEFAULTS["CONFORMANCE_LEASE_SECONDS"], float
+        ),
+        # The worker's fair sharing of its senders (console.webhooks.fairness); unset: the module's defaults.
+        **_optional_numbers(
+            WEBHOOK_TIMEOUT_SECONDS=(os.environ.get("WEBHOOK_TIMEOUT_SECONDS"), float),
+            WEBHOOK_THREADS=(os.environ.get("WEBHOOK_THREADS"), int),
+            WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE=(os.environ.get("WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE"), int),
+            WEBHOOK_MAX_IN_FLIGHT_PER_HOST=(os.environ.get("WEBHOOK_MAX_IN_FLIGHT_PER_HOST"), int),
+            WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK=(os.environ.get("WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK"), int),
+            WEBHOOK_RESERVED_SENDERS=(os.environ.get("WEBHOOK_RESERVED_SENDERS"), int),
+            WEBHOOK_RESERVED_SHARE=(os.environ.get("WEBHOOK_RESERVED_SHARE"), int),
+        ),
     }
+
+
+def _optional_numbers(**given: tuple[str | None, type]) -> dict:
+    """The settings of `given` (name=(raw value, kind)) that are set, as numbers; the others stay unset, so
+    the code's own defaults apply (`cfg.get(name, default)`)."""
+    return {name: kind(raw) for name, (raw, kind) in given.items() if raw not in (None, "")}
 
 
 def local_root(host: str, port: int) -> str:
@@ -206,6 +237,8 @@ DEFAULT_THREADS = 32
 # Connections beyond one per request thread: the in-process worker threads, the request log's writer and
 # the CLI, with room to spare.
 POOL_HEADROOM = 6
+# `CONSOLE_PAGES_PER_SECOND` when a server reads its settings from the environment.
+SERVER_PAGES_PER_SECOND = 50
 
 DEFAULTS = {
     "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
@@ -252,9 +285,17 @@ DEFAULTS = {
     "TRAINING_JOINS_PER_MINUTE": 30,
     # The console's creating POSTs (workspaces, profiles, cohorts, joins) per client address per minute; 0: off.
     "CONSOLE_CREATES_PER_MINUTE": 60,
+    # Console requests (pages, polls, actions; not the API) per client address per second; 0: off. Off here
+    # (an app made from an explicit config: tests, in-process benchmarks); a server's default is below.
+    "CONSOLE_PAGES_PER_SECOND": 0,
     # Active API keys per workspace and mode; live webhooks per API key.
     "API_KEYS_PER_MODE": 10,
     "WEBHOOKS_PER_KEY": 10,
+    # Conformance runs: at most this many queued or running per workspace (429 past it), this many executed
+    # at once by each worker; a claimed run's lease in seconds (None: 2 x the webhook timeout + 30).
+    "CONFORMANCE_RUNS_PER_WORKSPACE": 2,
+    "CONFORMANCE_WORKER_RUNS": 4,
+    "CONFORMANCE_LEASE_SECONDS": None,
     # Proxies whose X-Forwarded-For is believed for the client's address (console.web.shared.throttle).
     "TRUSTED_PROXIES": "",
 }

@@ -24,54 +24,102 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from console.modes import is_api_path
 
 HEALTH_PATH = "/healthz"  # a load balancer's check is not queued behind pages either
+# Not counted by the per-address page rate (`refuse`): static files, the inbox receiver (and /healthz, preferred).
+UNCOUNTED_PREFIXES = ("/static/", "/inbox/")
+RATE_CHECKED = "console.page_rate_checked"
 _held = threading.local()  # .slots: the RunSlots this thread's request holds a slot of, if any
 
 
 class RunSlots:
-    """`size` slots, handed to waiting threads in order of arrival, preferred waiters first."""
+    """`size` slots, handed to waiting threads in order of arrival, preferred waiters first.
+
+    Pages (waiters not preferred) hold at most `size - 1` slots at once (all of them when `size` is 1), so an
+    API call or a health check never waits for a page to finish: at worst it shares the process with the
+    pages that run. Waiting pages are queued per client address and served round-robin across addresses, so
+    one address loading pages as fast as it can (a room behind one NAT, a bot) makes another visitor's page
+    wait for at most one of its pages per turn, not for its whole queue.
+    """
 
     def __init__(self, size: int) -> None:
         self.size = size
+        self.page_limit = size - 1 if size > 1 else size
         self._free = size
+        self._pages = 0  # slots held by pages
         self._mutex = threading.Lock()
-        self._waiting: dict[bool, deque[threading.Lock]] = {True: deque(), False: deque()}
+        self._preferred: deque[threading.Lock] = deque()
+        # address -> its waiting pages; the address served last moves to the end (round-robin)
+        self._pages_waiting: OrderedDict[str, deque[threading.Lock]] = OrderedDict()
 
-    def acquire(self, preferred: bool = False) -> None:
+    def acquire(self, preferred: bool = False, address: str = "") -> None:
         with self._mutex:
-            if self._free and not self._waiting[True] and (preferred or not self._waiting[False]):
-                self._free -= 1
-                return
+            if self._free and not self._preferred:
+                if preferred:
+                    self._free -= 1
+                    return
+                if not self._pages_waiting and self._pages < self.page_limit:
+                    self._free -= 1
+                    self._pages += 1
+                    return
             turn = threading.Lock()
             turn.acquire()
-            self._waiting[preferred].append(turn)
+            if preferred:
+                self._preferred.append(turn)
+            else:
+                self._pages_waiting.setdefault(address, deque()).append(turn)
         turn.acquire()  # released by the `release` that hands this thread its slot
 
-    def release(self) -> None:
+    def release(self, preferred: bool = False) -> None:
         with self._mutex:
-            for preferred in (True, False):
-                if self._waiting[preferred]:
-                    self._waiting[preferred].popleft().release()  # the slot passes on directly
-                    return
+            if not preferred:
+                self._pages -= 1
             self._free += 1
+            while self._free:
+                if self._preferred:
+                    turn = self._preferred.popleft()
+                elif self._pages_waiting and self._pages < self.page_limit:
+                    address, queue = self._pages_waiting.popitem(last=False)
+                    turn = queue.popleft()
+                    if queue:
+                        self._pages_waiting[address] = queue  # its next page after the other addresses' next
+                    self._pages += 1
+                else:
+                    return
+                self._free -= 1
+                turn.release()  # the slot passes on directly
 
     def in_use(self) -> int:
         with self._mutex:
             return self.size - self._free
 
+    def queued(self) -> int:
+        """How many threads wait for a slot."""
+        with self._mutex:
+            return len(self._preferred) + sum(len(q) for q in self._pages_waiting.values())
+
 
 class RunSlotsMiddleware:
     """WSGI middleware: each request runs holding one of `slots` (API calls get theirs first)."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], slots: RunSlots) -> None:
+    def __init__(
+        self,
+        app: Callable[..., Iterable[bytes]],
+        slots: RunSlots,
+        address_of: Callable[[dict[str, Any]], str] | None = None,
+        refuse: Callable[[dict[str, Any], str], int | None] | None = None,
+    ) -> None:
         self.app = app
         self.slots = slots
+        # For a page request and its client address: None, or the seconds to wait (a 429 at once, no turn taken).
+        self.refuse = refuse
+        # Who sent a request (the console's client address, `TRUSTED_PROXIES` applied): pages queue per address.
+        self.address_of = address_of or (lambda environ: environ.get("REMOTE_ADDR", ""))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if getattr(_held, "slots", None) is not None:
@@ -80,13 +128,23 @@ class RunSlotsMiddleware:
             return self.app(environ, start_response)
         path = environ.get("PATH_INFO", "")
         preferred = is_api_path(path) or path == HEALTH_PATH
-        self.slots.acquire(preferred)
-        _held.slots, _held.preferred = self.slots, preferred
+        address = "" if preferred else self.address_of(environ)
+        if not preferred and self.refuse is not None and not path.startswith(UNCOUNTED_PREFIXES):
+            wait = self.refuse(environ, address)
+            environ[RATE_CHECKED] = True  # counted once: the page hooks do not count it again
+            if wait is not None:
+                body = f"Too many console requests from your address; try again in {wait} s.\n".encode()
+                headers = [("Content-Type", "text/plain; charset=utf-8"), ("Retry-After", str(wait)),
+                           ("Content-Length", str(len(body)))]  # fmt: skip
+                start_response("429 Too Many Requests", headers)
+                return [body]
+        self.slots.acquire(preferred, address)
+        _held.slots, _held.preferred, _held.address = self.slots, preferred, address
         try:
             return self.app(environ, start_response)
         finally:
             _held.slots = None
-            self.slots.release()
+            self.slots.release(preferred)
 
 
 @contextlib.contextmanager
@@ -96,11 +154,22 @@ def released() -> Iterator[None]:
     if slots is None:  # not under the middleware (tests, the CLI, the worker), or given back already
         yield
         return
-    preferred = _held.preferred
+    preferred, address = _held.preferred, _held.address
     _held.slots = None
-    slots.release()
+    slots.release(preferred)
     try:
         yield
     finally:
-        slots.acquire(preferred)
+        slots.acquire(preferred, address)
         _held.slots = slots
+
+
+@contextlib.contextmanager
+def released_by_api_call() -> Iterator[None]:
+    """`released`, for an API call only (waiting at the database's write gate). A page keeps its slot: to
+    resume, it would queue behind the other waiting pages while holding what it waited for."""
+    if getattr(_held, "slots", None) is None or not _held.preferred:
+        yield
+        return
+    with released():
+        yield

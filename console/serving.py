@@ -71,7 +71,15 @@ def serving_app() -> Flask:
     app = create_app()
     close_at_process_exit()  # the request log's last rows, at a stop
     if app.config["RUN_CONCURRENCY"]:
-        app.wsgi_app = RunSlotsMiddleware(app.wsgi_app, RunSlots(app.config["RUN_CONCURRENCY"]))
+        from console.web.shared.throttle import environ_address, page_rate
+
+        throttle = getattr(app, "extensions", {}).get("console_throttle")
+        app.wsgi_app = RunSlotsMiddleware(
+            app.wsgi_app,
+            RunSlots(app.config["RUN_CONCURRENCY"]),
+            environ_address(throttle.proxies if throttle else ()),
+            page_rate(throttle),
+        )
     settle_heap()
     batch_scheduling()
     keep_to_one_cpu()

@@ -18,7 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import delete, func, or_, select, update
 
 from console.conformance import services
 from console.conformance.checks import suite
@@ -34,6 +34,10 @@ from console.workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
 DEFAULT_RUNS_PER_WORKSPACE = 2
+# Finished runs kept per webhook (the newest); an older one goes when a new run is started. Each keeps its
+# report (a few KB to ~70 KB): kept forever, a tenant re-running a slow endpoint around the clock grew the
+# database for as long as it kept going.
+KEEP_RUNS_PER_WEBHOOK = 10
 DEFAULT_WORKER_RUNS = 4
 POLL_SECONDS = 0.2
 
@@ -45,7 +49,7 @@ def _limits(app: Flask) -> dict[str, float]:
         "per_workspace": int(cfg.get("CONFORMANCE_RUNS_PER_WORKSPACE", DEFAULT_RUNS_PER_WORKSPACE)),
         "worker_runs": int(cfg.get("CONFORMANCE_WORKER_RUNS", DEFAULT_WORKER_RUNS)),
         # Longer than a run can last (the timeout, the grace, saving), so a live worker keeps its claim.
-        "lease": float(cfg.get("CONFORMANCE_LEASE_SECONDS", 2 * timeout + 30)),
+        "lease": float(cfg.get("CONFORMANCE_LEASE_SECONDS") or 2 * timeout + 30),
         "timeout": timeout,
     }
 
@@ -78,7 +82,27 @@ def start(app: Flask, webhook: Webhook) -> ConformanceRun:
     )
     db.session.add(run)
     db.session.flush()  # the partial unique index refuses a second active run that raced us
+    _forget_old_runs(webhook.id)
     return run
+
+
+def _forget_old_runs(webhook_id: uuid.UUID) -> None:
+    """Delete the webhook's finished runs beyond the newest `KEEP_RUNS_PER_WEBHOOK` (the new one included)."""
+    kept = (
+        select(ConformanceRun.id)
+        .where(ConformanceRun.webhook_id == webhook_id)
+        .order_by(ConformanceRun.created_at.desc(), ConformanceRun.id.desc())
+        .limit(KEEP_RUNS_PER_WEBHOOK)
+    )
+    db.session.execute(
+        delete(ConformanceRun)
+        .where(
+            ConformanceRun.webhook_id == webhook_id,
+            ConformanceRun.status == DONE,
+            ConformanceRun.id.not_in(kept.scalar_subquery()),
+        )
+        .execution_options(synchronize_session=False)
+    )
 
 
 def get(webhook: Webhook, run_id: str | uuid.UUID | None = None) -> ConformanceRun:

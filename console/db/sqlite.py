@@ -18,6 +18,15 @@ Checkpoints (copying the WAL back into the database file, with an fsync) are the
 that crosses `wal_autocheckpoint` pages does it while its connection holds the write gate, and every
 writer waits behind the fsync (measured under load: POSTs waiting up to 150 ms). Serving connections keep
 a large `wal_autocheckpoint` only as a safety net for a server running without its worker.
+
+A PASSIVE checkpoint never shrinks the WAL file, and SQLite starts writing the WAL from its beginning again
+only when a checkpoint has copied all of it and no reader still reads from it: under a steady stream of
+reads and writes (a room loading pages while a tenant's deliveries are recorded) that moment may not come,
+and the file grew by ~35 MB in 20 s (`python -m bench.neighbours`), without bound for as long as the load
+lasted. So once the WAL holds more than `WAL_TRUNCATE_FRAMES` pages, the loop takes the write gate (writers
+queue there, as behind any writer) and runs a TRUNCATE checkpoint, waiting at most `TRUNCATE_WAIT_MS` for
+the readers of older snapshots (a few ms: no new frames come meanwhile); if they take longer it gives up
+and tries again a second later.
 """
 
 from __future__ import annotations
@@ -51,6 +60,9 @@ PRAGMAS = (
     "PRAGMA wal_autocheckpoint=10000",
 )
 CHECKPOINT_SECONDS = 1.0
+# Past this many pages in the WAL (4 KB each: 16 MB), the checkpoint loop truncates it (see above).
+WAL_TRUNCATE_FRAMES = 4096
+TRUNCATE_WAIT_MS = 200
 
 
 class FileLock:
@@ -94,6 +106,19 @@ class FileLock:
             self._wanted.clear()  # the waiter hands the lock back when it gets it
             return self._granted.is_set()
 
+    def try_acquire(self) -> bool:
+        """The lock if it is free now (and nobody of this process waits for it), without waiting."""
+        if self._pid != os.getpid():
+            self._open()
+        with self._mutex:
+            if self._waiter_busy:
+                return False
+            try:
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+
     def release(self) -> None:
         fcntl.flock(self.fd, fcntl.LOCK_UN)
 
@@ -135,6 +160,14 @@ class PriorityLock:
         self._mutex = mutex
         self._held = False
         self._waiting = {True: 0, False: 0}
+
+    def try_acquire(self, preferred: bool = False) -> bool:
+        """The lock if it is free now and no one it would have to let ahead waits; never waits."""
+        with self._mutex:
+            if not self._held and (preferred or not self._waiting[True]):
+                self._held = True
+                return True
+            return False
 
     def acquire(self, timeout: float, preferred: bool = False) -> bool:
         deadline = time.monotonic() + timeout
@@ -187,10 +220,27 @@ class WriteGate:
         self.holders: dict[int, bool] = {}
 
     def enter(self, dbapi_connection: Any) -> None:
+        """Take the gate; an API call that has to wait for it gives its run slot back meanwhile.
+
+        Waiting at the gate is waiting on another writer, not running: holding a run slot meanwhile, two
+        API writers queued behind a long write (a trainee's workspace, a burst of a tenant's events) left a
+        serving process no slot for anyone's reads. A page keeps its slot (see `released_by_api_call`).
+        """
+        from console import runslots
+
         deadline = time.monotonic() + self.timeout
-        if not self.lock.acquire(self.timeout, _preferred.get()):
-            return  # proceed without it; SQLite's own lock and busy timeout still protect the data
-        across = self.file_lock is not None and self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
+        preferred = _preferred.get()
+        if not self.lock.try_acquire(preferred):
+            with runslots.released_by_api_call():
+                got = self.lock.acquire(self.timeout, preferred)
+            if not got:
+                return  # proceed without it; SQLite's own lock and busy timeout still protect the data
+        across = False
+        if self.file_lock is not None:
+            across = self.file_lock.try_acquire()
+            if not across:
+                with runslots.released_by_api_call():
+                    across = self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
         self.holders[id(dbapi_connection)] = across
 
     def leave(self, dbapi_connection: Any) -> None:
@@ -275,10 +325,31 @@ class CheckpointLoop:
 
         with app.app_context():
             self.engine = db.engine
+        self.gate: WriteGate | None = app.extensions.get("sqlite_write_gate")
 
     def checkpoint(self) -> None:
         with self.engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+            _busy, frames, _copied = conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").one()
+            if frames >= WAL_TRUNCATE_FRAMES:
+                self.truncate(conn.connection.dbapi_connection)
+
+    def truncate(self, dbapi_connection: Any) -> bool:
+        """Copy the whole WAL into the database and empty the file (under the write gate); whether it did.
+
+        Runs on the DBAPI cursor, past the gate's statement hook, which would hand the gate back at once.
+        """
+        if self.gate is not None:
+            self.gate.enter(dbapi_connection)
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout={TRUNCATE_WAIT_MS}")
+            busy, _frames, _copied = cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            return not busy
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.close()
+            if self.gate is not None:
+                self.gate.leave(dbapi_connection)
 
     def run_forever(self, stop: threading.Event) -> None:
         if not is_file_database(self.engine):

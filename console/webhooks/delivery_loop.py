@@ -13,6 +13,7 @@ worker process's one (`ledger_for`), which the conformance loop takes its sender
 
 from __future__ import annotations
 
+import collections
 import functools
 import logging
 import os
@@ -44,6 +45,9 @@ D = WebhookDelivery
 # A claim polls again without the workspaces (and destinations) its candidates filled, at most this often.
 MAX_POLLS_PER_CLAIM = 8
 SECRET_CACHE_SECONDS = 60.0  # a key's secret never changes (rolling makes a new key); this bounds memory only
+# Claimed jobs waiting per sender the caps allow (`DeliveryLoop.waiting`). Each waits for at most this many
+# attempts ahead of it (a timeout each, 15 s) before its own, so fewer when the lease would not cover that.
+AHEAD = 2
 
 
 def settings(app: Flask) -> dict[str, float]:
@@ -311,13 +315,72 @@ class DeliveryLoop:
         # Shared with the conformance loop of this process: both take senders under the same caps.
         self.inflight = ledger_for(app)
         self.futures: dict[Future, Job] = {}
+        # Claimed jobs waiting for a sender of their own slot (at most AHEAD per sender the caps allow): a
+        # sender that finishes goes on with the next of its slot at once, instead of idling until the next
+        # loop turn records its result and claims again. Capped at 24 in flight per webhook, a turn (a
+        # transaction, 10-30 ms) between sends halved one webhook's throughput (718 / 522 against 1,188 /
+        # 1,421 deliveries/s with the caps at 64, alternated).
+        self.waiting: dict[Slot, collections.deque[Job]] = {}
+        self._waiting_lock = threading.Lock()
+        self._stopping = False
+        # The attempts ahead of a waiting job and its own must end within its lease (5 s to spare).
+        self.ahead = max(0, min(AHEAD, int((self.cfg["lease"] - 5) // self.cfg["timeout"]) - 1))
 
     def _send(self, job: Job, slot: Slot, transport: Transport) -> None:
-        try:
-            result = _safe_send(job, transport, self.cfg["timeout"])
-        finally:
-            self.inflight.release(slot)  # the sender is free the moment the answer (or timeout) is in
-        self.results.put(result)
+        while True:
+            try:
+                result = _safe_send(job, transport, self.cfg["timeout"])
+            finally:
+                following = self._next_waiting(slot)
+                if following is None:
+                    self.inflight.release(slot)  # the sender is free the moment the answer (or timeout) is in
+            self.results.put(result)
+            if following is None:
+                return
+            job = following  # the same slot: it stays counted in flight
+
+    def _next_waiting(self, slot: Slot) -> Job | None:
+        with self._waiting_lock:
+            jobs = self.waiting.get(slot)
+            if not jobs or self._stopping:
+                return None
+            job = jobs.popleft()
+            if not jobs:
+                del self.waiting[slot]
+            return job
+
+    def _claim_round(self) -> Round:
+        """What a claim may take: the ledger's caps times `AHEAD + 1`, counting what is in flight and waits."""
+        fair = self.inflight.round()
+        caps, times = fair.caps, self.ahead + 1
+        doubled = Caps(
+            threads=times * caps.threads,
+            per_workspace=times * caps.per_workspace,
+            per_host=times * caps.per_host,
+            per_webhook=times * caps.per_webhook,
+            reserve=caps.reserve,
+            reserve_share=caps.reserve_share,
+        )
+        with self._waiting_lock:
+            for slot, jobs in self.waiting.items():
+                fair.total += len(jobs)
+                fair.workspaces[slot.workspace_id] += len(jobs)
+                fair.hosts[slot.host] += len(jobs)
+                fair.webhooks[slot.webhook_id] += len(jobs)
+        return Round(doubled, fair.total, fair.workspaces, fair.hosts, fair.webhooks)
+
+    def _dispatch(self, jobs: list[Job], pool: ThreadPoolExecutor, transport: Transport) -> None:
+        """Send what the caps allow now; the rest waits for a sender of its slot (or the next turn)."""
+        with self._waiting_lock:
+            earlier = [job for jobs_ in self.waiting.values() for job in jobs_]
+            self.waiting.clear()
+        for job in [*earlier, *jobs]:
+            slot = self._slot(job)
+            if self.inflight.try_acquire([slot]):
+                self.futures[pool.submit(self._send, job, slot, transport)] = job
+            else:
+                with self._waiting_lock:
+                    self.waiting.setdefault(slot, collections.deque()).append(job)
 
     def _slot(self, job: Job) -> Slot:
         own = self.inbox.workspace_of(job.url) == job.workspace_id
@@ -341,23 +404,21 @@ class DeliveryLoop:
 
         Reads come first and writes last, so on SQLite the write lock is held as briefly as possible.
         """
-        with self.inflight.claiming:  # the conformance loop takes senders from the same ledger
-            fair = self.inflight.round()
-            capacity = min(fair.free, int(self.cfg["batch"]))
-            jobs: list[Job] = []
-            try:
-                if claim and capacity > 0:
-                    jobs = claimer.find(capacity, fair=fair, inbox=self.inbox)
-                if batch:
-                    delivery.record(batch, self.cfg["timeout"])
-                jobs = claimer.take(jobs)
-                db.session.commit()
-            except Exception:
-                # Unrecorded attempts keep their lease: they are sent again when it expires (at least once).
-                log.exception("webhook delivery bookkeeping failed (%d results)", len(batch))
-                db.session.rollback()
-                return []
-            self.inflight.acquire([self._slot(job) for job in jobs])
+        fair = self._claim_round()
+        capacity = min(fair.free, int(self.cfg["batch"]))
+        jobs: list[Job] = []
+        try:
+            if claim and capacity > 0:
+                jobs = claimer.find(capacity, fair=fair, inbox=self.inbox)
+            if batch:
+                delivery.record(batch, self.cfg["timeout"])
+            jobs = claimer.take(jobs)
+            db.session.commit()
+        except Exception:
+            # Unrecorded attempts keep their lease: they are sent again when it expires (at least once).
+            log.exception("webhook delivery bookkeeping failed (%d results)", len(batch))
+            db.session.rollback()
+            return []
         return jobs
 
     def run_forever(self, stop: threading.Event) -> None:
@@ -369,8 +430,7 @@ class DeliveryLoop:
             try:
                 while not stop.is_set():
                     jobs = self._step(self._collect(wait), claimer, claim=True)
-                    for job in jobs:
-                        self.futures[pool.submit(self._send, job, self._slot(job), transport)] = job
+                    self._dispatch(jobs, pool, transport)
                     wait = self._next_wait(len(jobs), wait)
                 self._shutdown(claimer)
             finally:
@@ -388,7 +448,7 @@ class DeliveryLoop:
         if claimed >= int(self.cfg["batch"]):
             return 0.0
         poll = self.cfg["poll_interval"]
-        if claimed or self.inflight:
+        if claimed or self.inflight or self.waiting:
             return poll
         return min(max(wait * 2, poll), max(poll, self.cfg["idle_poll_interval"]))
 
@@ -397,6 +457,10 @@ class DeliveryLoop:
         unsent = [job for future, job in self.futures.items() if future.cancel()]
         for job in unsent:
             self.inflight.release(self._slot(job))
+        with self._waiting_lock:
+            self._stopping = True  # a sender that finishes now stops instead of going on with these
+            unsent += [job for jobs in self.waiting.values() for job in jobs]
+            self.waiting.clear()
         try:
             release(unsent)
         except Exception:

@@ -106,3 +106,30 @@ def test_a_run_whose_worker_died_is_claimed_again_after_its_lease(app, hook):
     assert status(run.id) == DONE
     assert runs.finish(run.id, dead_token, again[2], {"passed": True}) is False  # the dead worker's late save
     assert db.session.get(ConformanceRun, run.id).attempts == 2
+
+
+def test_a_webhook_keeps_its_newest_runs_and_no_more(app, hook, monkeypatch):
+    """Re-running a webhook around the clock must not grow the database: the oldest finished runs go."""
+    webhook, _rx = hook
+    monkeypatch.setattr(runs, "KEEP_RUNS_PER_WEBHOOK", 3)
+    started = []
+    for n in range(5):
+        run_id = runs.start(app, webhook).id
+        started.append(run_id)
+        db.session.commit()
+        # Done, and dated in the past in order (one after another, whatever the clock's resolution).
+        earlier = utcnow() - timedelta(seconds=100 - n)
+        done = (
+            update(ConformanceRun).where(ConformanceRun.id == run_id).values(status=DONE, created_at=earlier)
+        )
+        db.session.execute(done)
+        db.session.commit()
+    kept = {r.id for r in db.session.query(ConformanceRun).filter_by(webhook_id=webhook.id)}
+    assert kept == set(started[-3:])
+    # An active run is never deleted, however many newer ones there would be.
+    db.session.execute(update(ConformanceRun).where(ConformanceRun.id == started[-3]).values(status=QUEUED))
+    db.session.commit()
+    with pytest.raises(Conflict):
+        runs.start(app, webhook)  # one active run per webhook, as before
+    db.session.rollback()
+    assert {r.id for r in db.session.query(ConformanceRun).filter_by(webhook_id=webhook.id)} == kept

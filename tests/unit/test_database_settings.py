@@ -100,3 +100,38 @@ def test_migrations_are_not_cut_short_by_the_statement_timeout():
                 assert connection.execute(text("SHOW statement_timeout")).scalar() == "1s"
             db.engine.dispose()
     assert seen == ["0"]
+
+
+def test_conformance_and_fair_delivery_limits_come_from_the_environment(environment, tmp_path):
+    """`console run` and `console worker` build their app from the environment: these limits must reach it."""
+    from console.conformance import runs
+    from console.webhooks.fairness import DEFAULT_PER_HOST, Caps
+
+    names = ("CONFORMANCE_RUNS_PER_WORKSPACE", "CONFORMANCE_WORKER_RUNS", "CONFORMANCE_LEASE_SECONDS",
+             "WEBHOOK_TIMEOUT_SECONDS", "WEBHOOK_MAX_IN_FLIGHT_PER_HOST", "WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE")  # fmt: skip
+    for name in names:
+        environment.delenv(name, raising=False)
+    settings = config.from_environment()
+    assert (settings["CONFORMANCE_RUNS_PER_WORKSPACE"], settings["CONFORMANCE_WORKER_RUNS"]) == (2, 4)
+    assert "WEBHOOK_MAX_IN_FLIGHT_PER_HOST" not in settings  # unset: the module's default applies
+    assert Caps.from_config(settings).per_host == DEFAULT_PER_HOST
+    for name, value in {
+        "CONFORMANCE_RUNS_PER_WORKSPACE": "5",
+        "CONFORMANCE_WORKER_RUNS": "8",
+        "CONFORMANCE_LEASE_SECONDS": "90",
+        "WEBHOOK_TIMEOUT_SECONDS": "7.5",
+        "WEBHOOK_MAX_IN_FLIGHT_PER_HOST": "6",
+        "WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE": "9",
+    }.items():
+        environment.setenv(name, value)
+    app = create_app(
+        {**config.from_environment(), "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'c.db'}"}
+    )
+    assert runs._limits(app) == {"per_workspace": 5, "worker_runs": 8, "lease": 90.0, "timeout": 7.5}
+    caps = Caps.from_config(app.config)
+    assert (caps.per_host, caps.per_workspace) == (6, 9)
+    environment.delenv("CONFORMANCE_LEASE_SECONDS")
+    app = create_app(
+        {**config.from_environment(), "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'c.db'}"}
+    )
+    assert runs._limits(app)["lease"] == 2 * 7.5 + 30  # unset: outlasts a run

@@ -14,6 +14,8 @@ import threading
 import uuid
 from collections import Counter
 
+from sqlalchemy import select
+
 from bench.webhooks import Receiver
 from console.clock.services import now
 from console.events.services import record_event
@@ -21,8 +23,9 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import create_key
 from console.webhooks import services
-from console.webhooks.delivery_loop import Claimer
+from console.webhooks.delivery_loop import Claimer, DeliveryLoop
 from console.webhooks.fairness import Caps, Ledger, Slot, destination, round_robin
+from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
 from console.workspaces.services import create_workspace
 from tests.unit.test_delivery_worker import Running
@@ -79,6 +82,9 @@ class Silent:
         counted = False
         with self.lock:
             self.open.append(conn)
+            if self.closing.is_set():  # accepted while closing: ended like the others
+                conn.close()
+                return
         try:
             while True:
                 data = conn.recv(65536)
@@ -166,6 +172,11 @@ def test_a_silent_workspace_cannot_delay_another_beyond_its_first_claim(app, wor
             assert wait_for(lambda: len(fine.requests) == 2, TIMEOUT / 2)
             assert silent_one.ended == silent_two.ended == 0
             assert tally.most == 4 and silent_one.most <= 3 and silent_two.most <= 3
+            for silent in (
+                silent_one,
+                silent_two,
+            ):  # both at once: an attempt freed at one may go to the other
+                silent.closing.set()
             silent_one.__exit__()
             silent_two.__exit__()  # end the hanging attempts, so the loop stops at once
 
@@ -215,3 +226,56 @@ def test_the_own_inbox_is_a_destination_per_workspace():
     url = "http://127.0.0.1:5000/inbox/x"
     assert destination(url, a, own_inbox=True) != destination(url, b, own_inbox=True)
     assert destination("HTTPS://Example.com/a", a, own_inbox=False) == ("https", "example.com", 443)
+
+
+# committing: the delivery loop runs on a thread of its own and reads what the test committed
+def test_deliveries_claimed_ahead_wait_for_a_sender_of_their_webhook_within_its_cap(app, workspace):
+    """A turn claims ahead of the senders (so a busy webhook's senders never idle between turns), but what is
+    in flight stays within the caps; a stop hands what waits back at once."""
+    app.config.update(
+        WEBHOOK_TIMEOUT_SECONDS=TIMEOUT, WEBHOOK_MAX_IN_FLIGHT_PER_WEBHOOK=1, WEBHOOK_MAX_IN_FLIGHT_PER_HOST=1
+    )
+    gate = threading.Event()
+    at_once = Tally()
+
+    def respond(record):
+        at_once.add(1)
+        gate.wait(TIMEOUT)
+        at_once.add(-1)
+        return 200, b"ok"
+
+    with app.app_context(), Receiver(respond) as rx:
+        ws = db.session.get(Workspace, uuid.UUID(workspace.id))
+        hook(db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"])), rx.url)
+        for _ in range(5):
+            emit(ws)
+        db.session.commit()
+        loop = DeliveryLoop(app)
+        waiting = lambda: sum(len(jobs) for jobs in loop.waiting.values())  # noqa: E731
+        stop = threading.Event()
+        thread = threading.Thread(target=loop.run_forever, args=(stop,))
+        thread.start()
+        try:
+            assert (
+                loop.ahead >= 1
+            )  # as many as the lease covers (each waits for an attempt's timeout at most)
+            # One attempt in flight (the cap) and the next claimed, waiting for its sender.
+            assert wait_for(lambda: len(rx.requests) == 1 and waiting() == loop.ahead, TIMEOUT / 2)
+            gate.set()
+            assert wait_for(lambda: len(rx.requests) == 5, TIMEOUT / 2)
+            assert at_once.most == 1
+            gate.clear()
+            for _ in range(3):
+                emit(ws)
+            db.session.commit()
+            assert wait_for(lambda: len(rx.requests) == 6 and waiting() == loop.ahead, TIMEOUT / 2)
+            stop.set()
+            assert wait_for(lambda: loop._stopping, TIMEOUT / 2)
+        finally:
+            stop.set()
+            gate.set()
+            thread.join(TIMEOUT)
+        assert not thread.is_alive() and len(rx.requests) == 6 and at_once.most == 1
+        db.session.expire_all()
+        counts = Counter(db.session.scalars(select(WebhookDelivery.status)))
+        assert counts == {"delivered": 6, "pending": 2}  # handed back at the stop, not left to their lease

@@ -68,8 +68,14 @@ def test_a_heartbeat_updates_its_own_row_and_forgets_long_gone_workers(app):
         assert gone not in {r.worker_id for r in rows}
 
 
-def test_healthz_is_not_rate_limited(client):
-    assert {client.get("/healthz").status_code for _ in range(30)} == {200}
+def test_healthz_is_not_rate_limited(app, client):
+    # The question is the rate limit, not the machine's speed: a database probe that takes longer than its
+    # 2 s under load answered 503 here once. Its wait is a backstop now (the timeout has its own test below),
+    # so only a database that does not answer at all could fail this, and a 429 or a Retry-After never may.
+    app.extensions["database_probe"].timeout = 120
+    responses = [client.get("/healthz") for _ in range(30)]
+    assert [r.status_code for r in responses] == [200] * 30
+    assert not any("Retry-After" in r.headers for r in responses)
 
 
 def _listening_socket_that_never_answers():

@@ -39,8 +39,7 @@ class Recorder:
 
 def _queued(slots: RunSlots) -> int:
     """How many threads wait for a slot."""
-    with slots._mutex:
-        return len(slots._waiting[True]) + len(slots._waiting[False])
+    return slots.queued()
 
 
 def _call(app, path: str) -> threading.Thread:
@@ -51,12 +50,55 @@ def _call(app, path: str) -> threading.Thread:
 
 def test_at_most_the_given_number_of_requests_run_at_once():
     inner = Recorder(hold=0.01)
-    app = RunSlotsMiddleware(inner, RunSlots(2))
-    threads = [_call(app, f"/page{i}") for i in range(12)]
+    app = RunSlotsMiddleware(inner, RunSlots(3))
+    threads = [_call(app, f"/sandbox/v1/jobs?{i}") for i in range(12)]
     for thread in threads:
         thread.join(60)
     assert len(inner.started) == 12
-    assert inner.most == 2
+    assert inner.most == 3
+
+
+def test_pages_never_hold_the_last_slot_so_an_api_call_never_waits_for_a_page():
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()  # every request that starts holds its slot until the gate opens
+    app = RunSlotsMiddleware(inner, RunSlots(2))
+    pages = [_call(app, f"/page{i}") for i in range(3)]
+    assert wait_for(lambda: len(inner.started) == 1 and _queued(app.slots) == 2)  # one page runs, two wait
+    api = _call(app, "/sandbox/v1/jobs")
+    assert wait_for(lambda: "/sandbox/v1/jobs" in inner.started)  # ran beside the page, not after it
+    assert inner.running == 2 and _queued(app.slots) == 2
+    inner.gate.set()
+    for thread in [*pages, api]:
+        thread.join(60)
+    assert inner.most == 2 and len(inner.started) == 4 and app.slots.in_use() == 0
+
+
+def test_waiting_pages_take_turns_across_client_addresses():
+    """A room (or a bot) loading pages from one address cannot queue another visitor behind all of them."""
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()
+    app = RunSlotsMiddleware(inner, RunSlots(1), address_of=lambda environ: environ["PATH_INFO"][:2])
+    first = _call(app, "/a0")
+    assert wait_for(lambda: inner.started == ["/a0"])
+    waiters = []
+    for n, path in enumerate(["/a1", "/a2", "/a3", "/b1", "/a4", "/b2"], 1):
+        waiters.append(_call(app, path))
+        assert wait_for(lambda n=n: _queued(app.slots) == n, 60, 0.005)  # queued in this order
+    inner.gate.set()
+    for thread in [first, *waiters]:
+        thread.join(60)
+    assert inner.started == ["/a0", "/a1", "/b1", "/a2", "/b2", "/a3", "/a4"]
+
+
+def test_the_serving_address_of_a_request_believes_x_forwarded_for_only_from_a_trusted_proxy():
+    from console.web.shared.throttle import environ_address, parse_proxies
+
+    address_of = environ_address(parse_proxies("127.0.0.1"))
+    forwarded = {"REMOTE_ADDR": "127.0.0.1", "HTTP_X_FORWARDED_FOR": "198.51.100.7, 203.0.113.9"}
+    assert address_of(forwarded) == "203.0.113.9"  # the nearest hop the proxy heard from
+    assert address_of({**forwarded, "REMOTE_ADDR": "192.0.2.1"}) == "192.0.2.1"  # not our proxy: ignored
+    assert address_of({"REMOTE_ADDR": "127.0.0.1"}) == "127.0.0.1"
+    assert environ_address(())(forwarded) == "127.0.0.1"  # no trusted proxies: the peer
 
 
 def test_waiting_requests_get_their_turn_in_order_of_arrival():
@@ -174,3 +216,26 @@ def test_serving_processes_run_their_app_under_the_configured_slots(monkeypatch)
             assert isinstance(app.wsgi_app, RunSlotsMiddleware) and app.wsgi_app.slots.size == 2
         else:
             assert not isinstance(app.wsgi_app, RunSlotsMiddleware)
+
+
+def test_a_page_over_its_address_rate_is_refused_at_once_without_waiting_for_a_turn():
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()  # the only slot stays held by a page
+    refused_addresses = {"/flood"}
+    app = RunSlotsMiddleware(
+        inner,
+        RunSlots(1),
+        address_of=lambda environ: environ["PATH_INFO"],
+        refuse=lambda environ, address: 3 if address in refused_addresses else None,
+    )
+    first = _call(app, "/page")
+    assert wait_for(lambda: inner.started == ["/page"])
+    answers = []
+    environ = {"PATH_INFO": "/flood"}
+    body = app(environ, lambda status, headers: answers.append((status, dict(headers))))
+    assert answers[0][0].startswith("429") and answers[0][1]["Retry-After"] == "3"  # while the slot is held
+    assert b"Too many console requests" in b"".join(body) and environ[runslots.RATE_CHECKED]
+    assert _queued(app.slots) == 0 and inner.started == ["/page"]
+    inner.gate.set()
+    first.join(60)
+    assert app.slots.in_use() == 0

@@ -69,6 +69,49 @@ def test_the_checkpoint_loop_copies_the_wal_into_the_database_every_second(sqlit
         assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 50
 
 
+# committing: a second sqlite3 connection reads an older snapshot while the app's connections write and commit
+def test_a_wal_past_its_bound_is_truncated_even_while_a_reader_holds_an_old_snapshot(sqlite_app, monkeypatch):
+    """A PASSIVE checkpoint never shrinks the WAL; under steady reads it may never restart either (issue 31:
+    +35 MB in 20 s). Past WAL_TRUNCATE_FRAMES the loop empties it, under the write gate."""
+    from console.db import sqlite as sqlite_module
+
+    database = sqlite_app.extensions["sqlite_write_gate"].file_lock.path.removesuffix("-writelock")
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    loop = CheckpointLoop(sqlite_app)
+
+    def write(n: int) -> None:
+        with sqlite_app.app_context():
+            for _ in range(n):
+                _add_workspace(f"w{uuid.uuid4()}")
+                db.session.commit()
+            db.session.remove()
+
+    write(30)
+    # A reader of an older snapshot (another connection, in a read transaction) keeps the WAL in use.
+    reader = sqlite3.connect(database, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM workspaces").fetchone()
+    write(30)
+    wal_size = os.path.getsize(database + "-wal")
+    monkeypatch.setattr(sqlite_module, "WAL_TRUNCATE_FRAMES", 10**9)
+    loop.checkpoint()  # PASSIVE only: the file keeps its size
+    assert os.path.getsize(database + "-wal") == wal_size > 0
+    monkeypatch.setattr(sqlite_module, "WAL_TRUNCATE_FRAMES", 1)
+    monkeypatch.setattr(sqlite_module, "TRUNCATE_WAIT_MS", 10)
+    loop.checkpoint()  # the reader still reads its snapshot: the truncation gives up, and lets go of the gate
+    assert os.path.getsize(database + "-wal") == wal_size
+    assert not gate.lock.locked() and not gate.holders
+    reader.execute("COMMIT")
+    reader.close()
+    loop.checkpoint()
+    assert os.path.getsize(database + "-wal") == 0  # emptied: it grows again from nothing
+    assert not gate.lock.locked() and not gate.holders
+    write(1)  # writers go on as before
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 61
+        assert db.session.execute(text("PRAGMA busy_timeout")).scalar() == 5000
+
+
 def test_the_gate_is_held_from_the_first_write_to_the_commit_and_never_for_reads(sqlite_app):
     gate = sqlite_app.extensions["sqlite_write_gate"]
     with sqlite_app.app_context():
@@ -335,3 +378,53 @@ def test_api_requests_of_outside_callers_are_preferred_writers(app, api):
         event.remove(engine, "before_cursor_execute", statement)
     assert response.status_code == 200 and flags == [True]
     assert sqlite._preferred.get() is False
+
+
+# committing: two threads write through their own connections; the second waits for the first's commit
+def test_an_api_call_waiting_at_the_write_gate_gives_its_run_slot_back(sqlite_app):
+    """Waiting for another writer is not running: meanwhile the process's slot serves someone else (a read)."""
+    from console import runslots
+    from console.runslots import RunSlots, RunSlotsMiddleware
+
+    slots = RunSlots(1)
+    first_writing, first_may_commit, read_ran = threading.Event(), threading.Event(), threading.Event()
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+
+    def writer(hold: bool):
+        def app(environ, start_response):
+            with sqlite_app.app_context():
+                _add_workspace(environ["PATH_INFO"])
+                db.session.flush()  # the first write: takes the gate
+                if hold:
+                    first_writing.set()
+                    # Held until the second writer is queued at the gate and a read ran on the slot it gave back.
+                    with runslots.released():
+                        assert first_may_commit.wait(60)
+                db.session.commit()
+                db.session.remove()
+            start_response("200 OK", [])
+            return [b""]
+
+        return RunSlotsMiddleware(app, slots)
+
+    def reader(environ, start_response):
+        read_ran.set()
+        start_response("200 OK", [])
+        return [b""]
+
+    call = lambda app, path: threading.Thread(target=app, args=({"PATH_INFO": path}, lambda *_: None))  # noqa: E731
+    first = call(writer(hold=True), "/sandbox/v1/link_tokens?first")
+    first.start()
+    assert first_writing.wait(60)
+    second = call(writer(hold=False), "/sandbox/v1/link_tokens?second")
+    second.start()
+    assert wait_for(lambda: gate.lock._waiting[False] == 1, 60, 0.005)  # the second waits at the gate
+    read = call(RunSlotsMiddleware(reader, slots), "/sandbox/v1/jobs")
+    read.start()
+    assert read_ran.wait(60)  # the only slot was free: neither writer holds it while it waits
+    first_may_commit.set()
+    for thread in (first, second, read):
+        thread.join(60)
+    assert slots.in_use() == 0 and not gate.lock.locked()
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 2

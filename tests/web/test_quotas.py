@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
@@ -169,3 +170,37 @@ def test_the_console_counters_keep_a_file_of_their_own_beside_the_apis(tmp_path)
     assert api_counters.hit(parse("10/second"), "k").allowed
     assert console_counters.hit(RateLimitItemPerMinute(60), "k").allowed
     assert api_counters.hit(parse("10/second"), "k").remaining == 8
+
+
+def test_console_requests_past_the_per_address_rate_get_a_short_429_and_nothing_else_waits(app):
+    """A flood of pages from one address is refused before its turn or any rendering; other addresses, the API,
+    static files and /healthz are not counted. The limiter's clock is frozen: one second never passes here."""
+    app.config["TRUSTED_PROXIES"] = "127.0.0.1"
+    throttle.init_app(app)
+    limiter = app.extensions["console_throttle"]
+    app.extensions["console_throttle"] = dataclasses.replace(limiter, pages_per_second=3)
+    app.extensions["console_throttle"].counters.clock = lambda: 1000.0
+    client = app.test_client()
+    flood = {"X-Forwarded-For": "198.51.100.7"}
+    assert [client.get("/present", headers=flood).status_code for _ in range(3)] == [200] * 3
+    refused = client.get("/training", headers=flood)
+    assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
+    assert refused.mimetype == "text/plain" and b"Too many console requests" in refused.data
+    assert client.get("/present", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 200  # another
+    assert client.get("/healthz", headers=flood).status_code == 200
+    static = client.get("/static/link.js", headers=flood)
+    assert static.status_code == 200
+    static.close()
+    assert client.get("/sandbox/v1/openapi.json", headers=flood).status_code == 200
+    assert client.get("/present", headers=flood).status_code == 429  # still the same second
+
+
+def test_the_page_rate_is_on_for_a_server_and_off_for_an_explicit_config(monkeypatch):
+    from console import config
+
+    monkeypatch.delenv("CONSOLE_PAGES_PER_SECOND", raising=False)
+    monkeypatch.setenv("SECRET_KEY", "test-secret")
+    assert config.from_environment()["CONSOLE_PAGES_PER_SECOND"] == config.SERVER_PAGES_PER_SECOND == 50
+    assert config.DEFAULTS["CONSOLE_PAGES_PER_SECOND"] == 0
+    monkeypatch.setenv("CONSOLE_PAGES_PER_SECOND", "0")
+    assert config.from_environment()["CONSOLE_PAGES_PER_SECOND"] == 0

@@ -25,6 +25,7 @@ from flask import Flask, g, has_request_context, render_template, request
 
 from console import runslots
 from console.modes import is_api_path
+from console.web.shared import throttle
 
 PAGE_WAIT_SECONDS = 30
 RETRY_AFTER_SECONDS = 2
@@ -39,6 +40,10 @@ def init_app(app: Flask) -> None:
     def take_slot():
         if is_api_path(request.path) or request.endpoint in UNCAPPED_ENDPOINTS:
             return None
+        wait = throttle.page_wait()  # before any wait or rendering: a flood's refusals cost next to nothing
+        if wait is not None:
+            message = f"Too many console requests from your address; try again in {wait} s.\n"
+            return message, 429, {"Retry-After": str(wait), "Content-Type": "text/plain; charset=utf-8"}
         if not slots.acquire(timeout=PAGE_WAIT_SECONDS):
             page = render_template(
                 "unavailable.html",

@@ -9,6 +9,10 @@ address may create:
   the first action, Reset or a presenter restart; a presenter profile; a cohort; a join) per client
   address per minute. Beyond it the page says when to try again (429 `RATE_LIMIT_EXCEEDED`, `Retry-After`).
 - `TRAINING_JOINS_PER_MINUTE` (default 30; 0: off): joins per cohort per minute, whoever sends them.
+- `CONSOLE_PAGES_PER_SECOND` (default 50 on a server; 0: off): console requests of any kind (pages, their live polls,
+  actions; not the API, static files, `/healthz` or the inbox) per client address per second. Beyond it a
+  short 429 with `Retry-After`, answered before the page's turn is waited for or anything rendered: 40 clients
+  loading pages as fast as they answered took most of both cores (`python -m bench.neighbours`).
 
 The client address is the connection's peer, unless that peer is one of `TRUSTED_PROXIES` (comma-separated
 addresses or CIDRs, empty by default): then it is the nearest address in `X-Forwarded-For` that is not a
@@ -24,7 +28,7 @@ import ipaddress
 from dataclasses import dataclass
 
 from flask import Flask, current_app, request
-from limits import RateLimitItemPerMinute
+from limits import RateLimitItemPerMinute, RateLimitItemPerSecond
 
 from console.api.ratelimit import counters_for
 from console.core.errors import RateLimited
@@ -32,6 +36,7 @@ from console.core.networks import IPNetwork, parse_networks
 
 DEFAULT_CREATES_PER_MINUTE = 60
 DEFAULT_JOINS_PER_MINUTE = 30
+DEFAULT_PAGES_PER_SECOND = 0  # off unless configured; a server's environment default is 50 (console.config)
 # The most either setting may be: each counter keeps one time per allowed request.
 MAX_PER_MINUTE = 10_000
 
@@ -55,7 +60,8 @@ class Throttle:
     creates_per_minute: int
     joins_per_minute: int
     proxies: tuple[IPNetwork, ...]
-    counters: object | None  # console.api.ratelimit counters; None when both limits are off
+    counters: object | None  # console.api.ratelimit counters; None when every limit is off
+    pages_per_second: int = DEFAULT_PAGES_PER_SECOND
 
     def hit(self, amount: int, key: str, message: str) -> None:
         if not amount or self.counters is None:
@@ -73,11 +79,39 @@ def init_app(app: Flask) -> None:
     creates = _per_minute(app, "CONSOLE_CREATES_PER_MINUTE", DEFAULT_CREATES_PER_MINUTE)
     joins = _per_minute(app, "TRAINING_JOINS_PER_MINUTE", DEFAULT_JOINS_PER_MINUTE)
     proxies = parse_proxies(app.config.get("TRUSTED_PROXIES"))
-    capacity = max(creates, joins)
+    pages = _per_minute(app, "CONSOLE_PAGES_PER_SECOND", DEFAULT_PAGES_PER_SECOND)
+    capacity = max(creates, joins, pages)
     counters = (
         counters_for(app.config["RATELIMIT_STORAGE_URI"], capacity, table="console") if capacity else None
     )
-    app.extensions["console_throttle"] = Throttle(creates, joins, proxies, counters)
+    app.extensions["console_throttle"] = Throttle(creates, joins, proxies, counters, pages)
+
+
+def page_wait() -> int | None:
+    """One console request from this client address: None when allowed, else the seconds until it would be.
+
+    Under `console run` the run slots' middleware counts it first, before the request waits for a turn
+    (`page_rate`); then this does not count it again."""
+    from console.runslots import RATE_CHECKED
+
+    if request.environ.get(RATE_CHECKED):
+        return None
+    throttle = current_app.extensions.get("console_throttle")
+    return page_rate(throttle)(request.environ, client_address()) if throttle is not None else None
+
+
+def page_rate(throttle: Throttle | None):
+    """The per-address page rate as a function of (environ, address): None, or the seconds to wait."""
+
+    def refuse(_environ: dict, address: str) -> int | None:
+        if throttle is None or not throttle.pages_per_second or throttle.counters is None:
+            return None
+        verdict = throttle.counters.hit(
+            RateLimitItemPerSecond(throttle.pages_per_second), f"console-pages/{address}"
+        )
+        return None if verdict.allowed else max(1, int(verdict.reset_after))
+
+    return refuse
 
 
 def _throttle() -> Throttle:
@@ -94,16 +128,25 @@ def _trusted(address: str, proxies: tuple[IPNetwork, ...]) -> bool:
 
 def client_address() -> str:
     """Who sent this request: the peer, or behind `TRUSTED_PROXIES` the nearest untrusted forwarded address."""
-    peer = request.remote_addr or ""
-    proxies = _throttle().proxies
+    return address_of(
+        request.remote_addr or "", request.headers.getlist("X-Forwarded-For"), _throttle().proxies
+    )
+
+
+def environ_address(proxies: tuple[IPNetwork, ...]):
+    """`client_address` for a WSGI environ, before Flask has a request (the run slots' queue per address)."""
+
+    def of(environ: dict) -> str:
+        forwarded = environ.get("HTTP_X_FORWARDED_FOR")
+        return address_of(environ.get("REMOTE_ADDR") or "", [forwarded] if forwarded else [], proxies)
+
+    return of
+
+
+def address_of(peer: str, forwarded_headers: list[str], proxies: tuple[IPNetwork, ...]) -> str:
     if not proxies or not _trusted(peer, proxies):
         return peer
-    forwarded = [
-        part.strip()
-        for header in request.headers.getlist("X-Forwarded-For")
-        for part in header.split(",")
-        if part.strip()
-    ]
+    forwarded = [part.strip() for header in forwarded_headers for part in header.split(",") if part.strip()]
     # Right to left: each trusted proxy appended the address it heard from; the first one not ours is the client.
     for address in reversed(forwarded):
         if not _trusted(address, proxies):
