@@ -22,6 +22,8 @@ from console.link_tokens.models import LinkToken
 from tests.conftest import VERSION, Api, assert_error
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.both_backends
+
 VALID = {
     "org_name": "Acme",
     "end_user_id": "user-123",
@@ -179,6 +181,7 @@ def test_a_server_error_after_the_view_committed_is_stored_so_the_change_is_not_
     assert link_token_count(app) == 1
 
 
+@pytest.mark.committing
 def test_the_applied_mark_commits_with_the_views_change(app, api, monkeypatch):
     """Seen from another connection right after the view's commit: the change and the mark, together."""
     seen = {}
@@ -198,6 +201,7 @@ def test_the_applied_mark_commits_with_the_views_change(app, api, monkeypatch):
     assert record.status == DONE and record.response_status == 200
 
 
+@pytest.mark.committing
 def test_the_reservation_is_committed_before_the_view_runs(app, api, monkeypatch):
     seen = {}
     original = link_token_services.create_link_token
@@ -353,6 +357,7 @@ def test_the_key_belongs_to_one_api_key(app, client, workspace, api, view_calls)
 # --- Concurrency ----------------------------------------------------------------------------------------
 
 
+@pytest.mark.committing
 def test_a_key_in_use_is_409_with_retry_after_then_replays(app, api, monkeypatch):
     entered, release = threading.Event(), threading.Event()
     original = link_token_services.create_link_token
@@ -387,6 +392,7 @@ def test_a_key_in_use_is_409_with_retry_after_then_replays(app, api, monkeypatch
     assert link_token_count(app) == 1
 
 
+@pytest.mark.committing
 def test_concurrent_requests_on_a_real_server_run_once(app, workspace, monkeypatch):
     """Threads sending one key to a threaded HTTP server at once: one runs, the rest wait their turn or 409."""
     original = link_token_services.create_link_token

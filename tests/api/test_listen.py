@@ -16,6 +16,8 @@ from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
 from tests.conftest import assert_error
 
+pytestmark = pytest.mark.committing
+
 
 @pytest.fixture(autouse=True)
 def generous_rate_limit(app):

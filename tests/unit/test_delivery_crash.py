@@ -25,6 +25,8 @@ from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
 from tests.waiting import wait_for
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 EVENTS = 1000
 LEASE_SECONDS = 2
 

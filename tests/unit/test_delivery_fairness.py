@@ -14,6 +14,8 @@ import threading
 import uuid
 from collections import Counter
 
+import pytest
+
 from bench.webhooks import Receiver
 from console.clock.services import now
 from console.events.services import record_event
@@ -27,6 +29,8 @@ from console.workspaces.models import Workspace
 from console.workspaces.services import create_workspace
 from tests.unit.test_delivery_worker import Running
 from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
 TIMEOUT = 60.0  # an attempt at the silent endpoint ends only when the test closes it
 

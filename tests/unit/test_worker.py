@@ -124,6 +124,8 @@ import os, signal, threading
 import console.worker as worker_module
 from console import create_app
 
+pytestmark = pytest.mark.committing
+
 class SignalInsideSet(threading.Event):
     # A second signal arriving while `set` holds the event's lock: the moment that deadlocked.
     def set(self):

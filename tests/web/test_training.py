@@ -285,6 +285,7 @@ def check_now(app, api, hook_id) -> dict:
     return api.get(path).get_json()["data"]
 
 
+@pytest.mark.committing
 def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, trainee):
     api = backend(app, trainee)
     secret = sandbox_secret(app, trainee.workspace_id)
@@ -303,6 +304,7 @@ def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, tr
     assert result(app, trainee, "conformance").done is True
 
 
+@pytest.mark.committing
 def test_exercise_4_ignores_the_inbox_passing(app, trainee):
     with app.app_context():
         hook = db.session.scalars(select(Webhook).where(Webhook.workspace_id == trainee.workspace_id)).one()
@@ -445,6 +447,7 @@ def test_a_visitor_outside_any_cohort_gets_no_exercises_and_no_workspace(app):
         assert db.session.scalars(select(Workspace)).all() == []
 
 
+@pytest.mark.committing
 def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
     """Jobs searches stay read-only (the hot path's two queries) except the one that recovers the held job."""
     from tests.api.test_hot_path import recorded

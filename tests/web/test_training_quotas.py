@@ -96,6 +96,7 @@ def test_joins_per_cohort_per_minute_are_limited(app, trainer):
     join(app, other, "Linus")  # per cohort: another class is not held up
 
 
+@pytest.mark.committing
 def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     ada = join(app, cohort, "Ada")
