@@ -16,14 +16,23 @@ from console.link_tokens.models import LinkToken
 from console.workspaces.models import Workspace
 from console.world.models import Platform
 
+# A deposit target and platform-matching identity as a customer sends them in a Link token's body.
+TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}
+MATCHING = {
+    "social_security_number": "123456789",
+    "first_name": "Ada",
+    "last_name": "Lovelace",
+    "date_of_birth": "1990-05-17",
+    "mobile_phone_number": "5551234567",
+    "home_address_zip_code": "94107",
+    "email": "ada@example.com",
+}
 # The smallest valid `POST /v1/link_tokens` body (one target, no options).
 LINK_TOKEN = {
     "org_name": "Acme",
     "end_user_id": "user-1",
     "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
+    "allocation": {"targets": [TARGET]},
 }
 
 PARAMS = {

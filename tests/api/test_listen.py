@@ -16,7 +16,7 @@ from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
 from tests.conftest import assert_error
 
-pytestmark = pytest.mark.committing
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,8 @@ from console.requestlog.writer import Writer
 from tests.conftest import Api
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.both_backends
+
 
 def _rows(app, workspace_id) -> list[RequestLogEntry]:
     with app.app_context():

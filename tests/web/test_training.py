@@ -33,19 +33,12 @@ from console.workspaces.models import Workspace
 from console.world.seed_data import PLATFORM_IDS
 from tests.api.test_conformance import Endpoint
 from tests.conftest import Api
+from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
 from tests.web.helpers import sandbox_secret
 
 PAYCREST = str(PLATFORM_IDS["paycrest"])
 SSA = str(PLATFORM_IDS["ssa-retirement"])
-TOKEN_BODY = {
-    "org_name": "Acme",
-    "end_user_id": "trainee-user",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
-    },
-}
 EVENTS = ["account.added", "direct_deposit_switch.added"]
 
 
@@ -89,7 +82,7 @@ def result(app, trainee: Visitor, key: str) -> exercises.Result:
 
 
 def new_token(api: Api, **changes) -> dict:
-    response = api.post("/link_tokens", json={**TOKEN_BODY, **changes})
+    response = api.post("/link_tokens", json={**LINK_TOKEN, "end_user_id": "trainee-user", **changes})
     assert response.status_code == 200, response.get_json()
     return response.get_json()["data"]
 

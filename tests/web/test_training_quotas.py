@@ -20,6 +20,8 @@ from console.workspaces.models import Workspace
 from tests.web.conftest import Visitor
 from tests.web.test_training import create_cohort, join
 
+pytestmark = pytest.mark.both_backends
+
 
 def join_path(cohort: dict) -> str:
     return "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
