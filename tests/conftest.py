@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import inspect
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -259,9 +260,13 @@ def app(request, database_url):
 
 @pytest.fixture(autouse=True)
 def _own_apps_leave_no_rows(request):
-    """A test on the test database with an app of its own (not `app`) commits for real: emptied after it."""
+    """A test taking `database_url` for an app of its own (not `app`) commits for real: emptied after it.
+
+    Only a test that names `database_url` itself: a module's fixture over it (the fuzzer's app) keeps its rows
+    for the module's tests and empties them itself."""
     yield
-    if "database_url" in request.fixturenames and "app" not in request.fixturenames:
+    own = "database_url" in inspect.signature(request.function).parameters
+    if own and "app" not in request.fixturenames:
         url = request.getfixturevalue("database_url")
         session_app = _session_apps.get(url)
         if session_app is None:

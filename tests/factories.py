@@ -35,6 +35,12 @@ LINK_TOKEN = {
     "allocation": {"targets": [TARGET]},
 }
 
+
+def webhook_body(url: str, events: tuple[str, ...] = ("account.added",)) -> dict:
+    """A `POST /v1/webhooks` body: an active webhook at `url` for `events`."""
+    return {"url": url, "status": "active", "enabled_events": list(events), "version": "2023-11-22"}
+
+
 PARAMS = {
     "action": "partial_switch",
     "allocation": {"type": "amount", "value": 12500, "target": {"account_type": "checking"}},

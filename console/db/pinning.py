@@ -89,3 +89,11 @@ class PinnableSession(Session):
             if connection is not None:
                 return connection
         return super().get_bind(mapper=mapper, clause=clause, bind=bind, **kwargs)
+
+
+def is_pinned(connection: Connection) -> bool:
+    """Whether `connection` is the app's pinned one (a test's transaction, which nothing else writes to)."""
+    if not has_app_context():
+        return False
+    held = current_app.extensions.get(_KEY)
+    return held is not None and held.connection is connection

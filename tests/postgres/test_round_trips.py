@@ -21,7 +21,7 @@ from console.extensions import db
 from console.link_tokens.models import LinkToken
 from tests.factories import LINK_TOKEN
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.committing]
 
 
 @pytest.fixture

@@ -23,6 +23,8 @@ from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.committing
+
 SCHEDULER_ONLY = ("console.scheduler.loop.SchedulerLoop",)
 SLOW_STARTED = threading.Event()
 
@@ -123,8 +125,6 @@ NESTED_SIGNAL_SCRIPT = """
 import os, signal, threading
 import console.worker as worker_module
 from console import create_app
-
-pytestmark = pytest.mark.committing
 
 class SignalInsideSet(threading.Event):
     # A second signal arriving while `set` holds the event's lock: the moment that deadlocked.
