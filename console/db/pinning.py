@@ -97,3 +97,8 @@ def is_pinned(connection: Connection) -> bool:
         return False
     held = current_app.extensions.get(_KEY)
     return held is not None and held.connection is connection
+
+
+def pin_of(app: Flask) -> Pin | None:
+    """The app's pin (its connection, owning thread and the violations seen so far), or None."""
+    return app.extensions.get(_KEY)
