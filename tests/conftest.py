@@ -256,6 +256,9 @@ def app(request, database_url):
     with app.app_context():
         db.session.remove()
         _clear_customer_tables()
+        # The pool's connections may be in any state after such a test (their server side terminated by the
+        # round-trip tests, held by a thread): the next test starts with new ones.
+        db.engine.dispose()
 
 
 @pytest.fixture(autouse=True)
