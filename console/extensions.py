@@ -5,7 +5,12 @@ from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 
 from console.db.base import Base
+from console.db.pinning import PinnableSession
 
-db = SQLAlchemy(model_class=Base)
+# The session class and join mode only matter when a test pins a connection (console/db/pinning.py).
+db = SQLAlchemy(
+    model_class=Base,
+    session_options={"class_": PinnableSession, "join_transaction_mode": "create_savepoint"},
+)
 migrate = Migrate()
 csrf = CSRFProtect()

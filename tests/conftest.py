@@ -3,21 +3,29 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import functools
+import inspect
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from flask import Flask
 from jinja2 import StrictUndefined
 from sqlalchemy import text
-from werkzeug.routing import Rule
 
 from console import create_app
+from console.api import ratelimit
+from console.db import pinning
 from console.extensions import db
+from console.health.services import DatabaseProbe
 from console.modes import MODES, URL_PREFIXES
+from console.requestlog import writer as requestlog_writer
 from console.requestlog.writer import writer_for
+from console.web.shared import throttle
 
 VERSION = "2023-11-22"
 
@@ -66,30 +74,6 @@ def _per_worker_services() -> None:
 _per_worker_services()  # before anything below (or any test module) reads the two variables
 
 
-def _reuse_url_builders() -> None:
-    """Compile each URL rule's builder once per process instead of once per app.
-
-    Every test builds a new app (its own config, limiter and writer), and werkzeug compiles a Python function
-    for each of the ~200 rules on each: 0.16 s of every test's setup, a third of the suite's time. A builder
-    depends only on the rule's text, its parsed parts and its defaults, so apps with the same rules share them.
-    If werkzeug changes the private method, the original runs untouched.
-    """
-    original = getattr(Rule, "_compile_builder", None)
-    if original is None:
-        return
-    cache: dict = {}
-
-    def compile_builder(self, append_unknown: bool = True):
-        key = (self.rule, tuple(self._trace), repr(sorted((self.defaults or {}).items())), append_unknown)
-        builder = cache.get(key)
-        if builder is None:
-            builder = cache[key] = original(self, append_unknown)
-        return builder
-
-    Rule._compile_builder = compile_builder
-
-
-_reuse_url_builders()
 BACKENDS = ["sqlite"] + (["postgres"] if os.environ.get("TEST_DATABASE_URL") else [])
 # World tables are seeded once per session and never written by tests (switches write workspace rows).
 WORLD_PREFIX = "world_"
@@ -114,7 +98,23 @@ def base_config(database_url: str) -> dict:
     }
 
 
-@pytest.fixture(scope="session", params=BACKENDS)
+def pytest_generate_tests(metafunc):
+    """The backends a test runs on: SQLite, both (`both_backends`), or PostgreSQL only (`postgres`).
+
+    Without TEST_DATABASE_URL a `postgres` test gets SQLite and skips itself, with the reason.
+    """
+    if "database_url" not in metafunc.fixturenames:
+        return
+    if metafunc.definition.get_closest_marker("postgres"):
+        backends = BACKENDS[-1:]
+    elif metafunc.definition.get_closest_marker("both_backends"):
+        backends = BACKENDS
+    else:
+        backends = ["sqlite"]
+    metafunc.parametrize("database_url", backends, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
 def database_url(request, tmp_path_factory):
     """A schema created once per backend, with the world seeded.
 
@@ -150,7 +150,6 @@ def _clearing_statements() -> tuple:
 
 
 def _clear_customer_tables() -> None:
-    # Plain SQL text: each test's app has a new engine, and compiling 24 DELETE constructs again cost ~20 ms.
     for statement in _clearing_statements():
         db.session.execute(statement)
     # Workspace-scoped payroll changes live in a world table but belong to a workspace.
@@ -158,10 +157,97 @@ def _clear_customer_tables() -> None:
     db.session.commit()
 
 
-@pytest.fixture
-def app(database_url):
-    app = create_app(base_config(database_url))
+class SessionApp:
+    """The one app of a backend in this process, and its settings as built (each test starts from them)."""
+
+    def __init__(self, database_url: str) -> None:
+        self.app = make_app(database_url)
+        self.config = copy.deepcopy(dict(self.app.config))
+
+    def fresh(self) -> Flask:
+        """The app as a new one would be: its settings back, and new per-app state (rate-limit counters,
+        the console's throttle, the request log's writer, the health probe, the webhook senders' ledger)."""
+        app = self.app
+        app.config.clear()
+        app.config.update(copy.deepcopy(self.config))
+        ratelimit.init_app(app)
+        throttle.init_app(app)
+        requestlog_writer.init_app(app)
+        app.extensions["database_probe"] = DatabaseProbe(app)
+        app.extensions.pop("webhook_senders", None)
+        return app
+
+
+_session_apps: dict[str, SessionApp] = {}
+
+
+def make_app(database_url: str, **config) -> Flask:
+    """A new app on the test database, with `config` on top of the tests' settings (a few tests need their
+    own; most share the session's app through the `app` fixture)."""
+    app = create_app({**base_config(database_url), **config})
     app.jinja_env.undefined = StrictUndefined
+    return app
+
+
+@contextlib.contextmanager
+def _rolled_back(app: Flask) -> Iterator[None]:
+    """Everything the test does to the database happens on one connection, in a transaction rolled back
+    afterwards (console/db/pinning.py); the app's commits release SAVEPOINTs inside it."""
+    with app.app_context():
+        engine = db.engine
+    connection = engine.connect()
+    dbapi_connection = connection.connection.dbapi_connection
+    sqlite = engine.dialect.name == "sqlite"
+    if sqlite:
+        # pysqlite begins and commits on its own and breaks SAVEPOINTs; SQLAlchemy's documented workaround:
+        # the driver does nothing, and BEGIN is sent here.
+        isolation_level = dbapi_connection.isolation_level
+        dbapi_connection.isolation_level = None
+    outer = connection.begin()
+    if sqlite:
+        connection.exec_driver_sql("BEGIN")
+    held = pinning.pin(app, connection)
+    try:
+        yield
+    finally:
+        writer_for(app).close()
+        pinning.unpin(app)
+        outer.rollback()
+        if sqlite:
+            dbapi_connection.isolation_level = isolation_level
+        connection.close()
+    if held.violations:
+        pytest.fail(held.violations[0], pytrace=False)
+    # Writes made around the pinned connection (an app of the test's own on this database) were committed
+    # and would reach the next tests: emptied here, and the test told what it needs.
+    with app.app_context():
+        leaked = db.session.scalar(text("SELECT count(*) FROM workspaces"))
+        if leaked:
+            _clear_customer_tables()
+        db.session.remove()
+    if leaked:
+        pytest.fail(
+            f"{leaked} workspace(s) committed outside the test's rolled-back transaction: mark it `committing`",
+            pytrace=False,
+        )
+
+
+@pytest.fixture
+def app(request, database_url):
+    """The backend's session app, fresh for this test.
+
+    Unless the test is marked `committing`, it runs in a transaction rolled back afterwards. A `committing`
+    test commits for real (its writes are for other threads, processes or connections to see), and the
+    customer tables are emptied before and after it.
+    """
+    session_app = _session_apps.get(database_url)
+    if session_app is None:
+        session_app = _session_apps[database_url] = SessionApp(database_url)
+    app = session_app.fresh()
+    if request.node.get_closest_marker("committing") is None:
+        with _rolled_back(app):
+            yield app
+        return
     with app.app_context():
         _clear_customer_tables()
     yield app
@@ -170,7 +256,27 @@ def app(database_url):
     with app.app_context():
         db.session.remove()
         _clear_customer_tables()
+        # The pool's connections may be in any state after such a test (their server side terminated by the
+        # round-trip tests, held by a thread): the next test starts with new ones.
         db.engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _own_apps_leave_no_rows(request):
+    """A test taking `database_url` for an app of its own (not `app`) commits for real: emptied after it.
+
+    Only a test that names `database_url` itself: a module's fixture over it (the fuzzer's app) keeps its rows
+    for the module's tests and empties them itself."""
+    yield
+    own = "database_url" in inspect.signature(request.function).parameters
+    if own and "app" not in request.fixturenames:
+        url = request.getfixturevalue("database_url")
+        session_app = _session_apps.get(url)
+        if session_app is None:
+            session_app = _session_apps[url] = SessionApp(url)
+        with session_app.app.app_context():
+            _clear_customer_tables()
+            db.session.remove()
 
 
 @pytest.fixture

@@ -16,15 +16,30 @@ from console.link_tokens.models import LinkToken
 from console.workspaces.models import Workspace
 from console.world.models import Platform
 
+# A deposit target and platform-matching identity as a customer sends them in a Link token's body.
+TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}
+MATCHING = {
+    "social_security_number": "123456789",
+    "first_name": "Ada",
+    "last_name": "Lovelace",
+    "date_of_birth": "1990-05-17",
+    "mobile_phone_number": "5551234567",
+    "home_address_zip_code": "94107",
+    "email": "ada@example.com",
+}
 # The smallest valid `POST /v1/link_tokens` body (one target, no options).
 LINK_TOKEN = {
     "org_name": "Acme",
     "end_user_id": "user-1",
     "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
+    "allocation": {"targets": [TARGET]},
 }
+
+
+def webhook_body(url: str, events: tuple[str, ...] = ("account.added",)) -> dict:
+    """A `POST /v1/webhooks` body: an active webhook at `url` for `events`."""
+    return {"url": url, "status": "active", "enabled_events": list(events), "version": "2023-11-22"}
+
 
 PARAMS = {
     "action": "partial_switch",

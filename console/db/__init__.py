@@ -5,6 +5,7 @@ What the rest of the app uses of it:
 - `direct`, `rows`: statements compiled once and run straight on the driver (`Direct`), plain inserts
   and value snapshots without the ORM's bookkeeping (`insert_now`, `new`, `Snapshot`, `entity`);
 - `lookup`: one customer record by id within its workspace and mode (`get_scoped`);
+- `pinning`: the session class, and the one connection a test pins in a rolled-back transaction (tests only);
 - `sqlite`, `postgres`: each backend's connection settings, set up by `configure(app)` below (SQLite's
   pragmas and its write gate; PostgreSQL's deferred BEGIN and idle-only ping).
 """

@@ -29,6 +29,7 @@ from sqlalchemy import bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from console.db.direct import Direct
+from console.db.pinning import pinned
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.requestlog.models import KeyUsageDay, RequestLogEntry
@@ -109,7 +110,9 @@ class Writer:
                     self._rows.append(row)
                 else:
                     counts["unlogged"] += 1
-            if self._thread is None and not self._closed:
+            # With a pinned connection (tests, console/db/pinning.py) no thread may use it: the rows wait
+            # for `flush`, which the test calls, and are written on the pinned connection.
+            if self._thread is None and not self._closed and pinned(self.app) is None:
                 self._thread = threading.Thread(target=self._run, name="request-log-writer", daemon=True)
                 self._thread.start()
 
@@ -224,7 +227,14 @@ class Writer:
 
     @contextlib.contextmanager
     def _transaction(self, engine):
-        """A transaction on the writer's own connection (opened on first use, reopened after a failure)."""
+        """A transaction on the writer's own connection (opened on first use, reopened after a failure).
+
+        With a pinned connection (tests), a SAVEPOINT on that one instead."""
+        held = pinned(self.app)
+        if held is not None:
+            with held.begin_nested():
+                yield held
+            return
         if self._conn is None:
             conn = engine.connect()
             conn.detach()  # not the pool's: a disposed engine never reopens it behind a test's back

@@ -22,18 +22,10 @@ from console.extensions import db
 from console.idempotency.models import IdempotencyKey
 from console.link_tokens.models import LinkToken
 from tests.conftest import assert_error
+from tests.factories import LINK_TOKEN
 
 CAP = 1024 * 1024
-VALID = json.dumps(
-    {
-        "org_name": "Acme",
-        "end_user_id": "user-1",
-        "required_jobs": ["direct_deposit_switch"],
-        "allocation": {
-            "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
-        },
-    }
-).encode()
+VALID = json.dumps(LINK_TOKEN).encode()  # the valid body, as bytes on the wire
 
 
 class Pieces(io.RawIOBase):

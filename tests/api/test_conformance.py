@@ -19,6 +19,8 @@ from console.webhooks import WebhookVerificationError, urls, verify
 from console.webhooks.models import WebhookDelivery
 from tests.conftest import Api, assert_error
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 ALL_EVENTS = ["account.added", "direct_deposit_switch.added", "employment.added", "income.added"]
 SENDING_CHECKS = ["signed_event", "forged_signature", "altered_body", "stale_timestamp", "duplicate_event"]
 

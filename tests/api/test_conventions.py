@@ -8,15 +8,7 @@ import pytest
 
 from console.modes import MODES
 from tests.conftest import VERSION, Api, assert_error
-
-VALID = {
-    "org_name": "Acme",
-    "end_user_id": "user-123",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
-    },
-}
+from tests.factories import LINK_TOKEN
 
 
 def _is_uuid(value: str) -> bool:
@@ -25,7 +17,7 @@ def _is_uuid(value: str) -> bool:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_each_mode_has_its_own_base_url(client, workspace, mode):
-    response = Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=VALID)
+    response = Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=LINK_TOKEN)
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["data"]["mode"] == mode
 
@@ -35,28 +27,33 @@ def test_each_mode_has_its_own_base_url(client, workspace, mode):
     [(k, u) for k in MODES for u in MODES if k != u],
 )
 def test_key_is_rejected_at_another_modes_base_url(client, workspace, key_mode, url_mode):
-    response = Api(client, workspace.secrets[key_mode], url_mode).post("/link_tokens", json=VALID)
+    response = Api(client, workspace.secrets[key_mode], url_mode).post("/link_tokens", json=LINK_TOKEN)
     error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "WRONG_MODE")
     assert workspace.secrets[key_mode] not in error["message"]
 
 
 def test_missing_secret_is_401(client):
     assert_error(
-        Api(client, None).post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET"
+        Api(client, None).post("/link_tokens", json=LINK_TOKEN),
+        401,
+        "UNAUTHORIZED_REQUEST",
+        "MISSING_API_SECRET",
     )
 
 
 def test_an_empty_secret_says_so_and_why_it_may_be(client):
     # Behind Granian (`console run`) a header value with non-ASCII bytes reaches the app empty.
-    response = Api(client, "").post("/link_tokens", json=VALID)
+    response = Api(client, "").post("/link_tokens", json=LINK_TOKEN)
     error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET")
     assert "is empty" in error["message"] and "non-ASCII" in error["message"]
-    absent = assert_error(Api(client, None).post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST")
+    absent = assert_error(
+        Api(client, None).post("/link_tokens", json=LINK_TOKEN), 401, "UNAUTHORIZED_REQUEST"
+    )
     assert absent["message"] == "Missing x-api-secret header."
 
 
 def test_wrong_secret_is_401(client, workspace):
-    response = Api(client, workspace.secrets["sandbox"] + "x").post("/link_tokens", json=VALID)
+    response = Api(client, workspace.secrets["sandbox"] + "x").post("/link_tokens", json=LINK_TOKEN)
     assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
 
 
@@ -64,27 +61,27 @@ def test_revoked_key_is_401(app, api, workspace):
     from console.extensions import db
     from console.keys.services import get_key, revoke_key
 
-    assert api.post("/link_tokens", json=VALID).status_code == 200
+    assert api.post("/link_tokens", json=LINK_TOKEN).status_code == 200
     with app.app_context():
         revoke_key(get_key(workspace.key_ids["sandbox"]))
         db.session.commit()
-    assert_error(api.post("/link_tokens", json=VALID), 401, "UNAUTHORIZED_REQUEST", "API_KEY_REVOKED")
+    assert_error(api.post("/link_tokens", json=LINK_TOKEN), 401, "UNAUTHORIZED_REQUEST", "API_KEY_REVOKED")
 
 
 def test_missing_version_header_is_400(api):
-    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": None})
+    response = api.post("/link_tokens", json=LINK_TOKEN, headers={"Service-Version": None})
     assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "MISSING_VERSION_HEADER")
     assert response.headers["Service-Version"] == VERSION
 
 
 def test_unsupported_version_names_the_supported_ones(api):
-    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": "2020-01-01"})
+    response = api.post("/link_tokens", json=LINK_TOKEN, headers={"Service-Version": "2020-01-01"})
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_VERSION")
     assert "2023-04-18" in error["message"] and "2023-11-22" in error["message"]
 
 
 def test_an_empty_version_says_so_and_names_the_supported_ones(api):
-    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": " "})
+    response = api.post("/link_tokens", json=LINK_TOKEN, headers={"Service-Version": " "})
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_VERSION")
     assert "is empty" in error["message"] and "non-ASCII" in error["message"]
     assert "2023-04-18" in error["message"] and "2023-11-22" in error["message"]
@@ -92,13 +89,13 @@ def test_an_empty_version_says_so_and_names_the_supported_ones(api):
 
 @pytest.mark.parametrize("version", ["2023-04-18", "2023-11-22"])
 def test_response_names_the_version_used(api, version):
-    response = api.post("/link_tokens", json=VALID, headers={"Service-Version": version})
+    response = api.post("/link_tokens", json=LINK_TOKEN, headers={"Service-Version": version})
     assert response.status_code == 200
     assert response.headers["Service-Version"] == version
 
 
 def test_authentication_is_checked_before_the_version(client):
-    response = Api(client, None).post("/link_tokens", json=VALID, headers={"Service-Version": None})
+    response = Api(client, None).post("/link_tokens", json=LINK_TOKEN, headers={"Service-Version": None})
     assert_error(response, 401, "UNAUTHORIZED_REQUEST")
 
 
@@ -114,8 +111,8 @@ def test_authentication_is_checked_before_the_version(client):
 def test_every_response_has_a_fresh_request_id(client, workspace, method, path, status):
     secret = None if status == 401 else workspace.secrets["sandbox"]
     api = Api(client, secret)
-    first = api.request(method, path, json=VALID if method == "POST" else None)
-    second = api.request(method, path, json=VALID if method == "POST" else None)
+    first = api.request(method, path, json=LINK_TOKEN if method == "POST" else None)
+    second = api.request(method, path, json=LINK_TOKEN if method == "POST" else None)
     assert first.status_code == status
     assert _is_uuid(first.headers["x-service-request-id"])
     assert first.headers["x-service-request-id"] != second.headers["x-service-request-id"]
@@ -167,7 +164,7 @@ def test_unexpected_failure_is_500_unknown_error(app, api, monkeypatch):
         raise RuntimeError("database exploded")
 
     monkeypatch.setattr(services, "create_link_token", boom)
-    response = api.post("/link_tokens", json=VALID)
+    response = api.post("/link_tokens", json=LINK_TOKEN)
     error = assert_error(response, 500, "UNKNOWN_ERROR", "INTERNAL_ERROR")
     assert "exploded" not in error["message"]
     assert _is_uuid(response.headers["x-service-request-id"])
@@ -178,9 +175,9 @@ def test_rate_limit_returns_429_with_retry_after(app, client, workspace):
         "memory://", {"sandbox": "3/minute", "development": "3/minute", "production": "5/minute"}
     )
     api = Api(client, workspace.secrets["sandbox"])
-    statuses = [api.post("/link_tokens", json=VALID).status_code for _ in range(4)]
+    statuses = [api.post("/link_tokens", json=LINK_TOKEN).status_code for _ in range(4)]
     assert statuses == [200, 200, 200, 429]
-    response = api.post("/link_tokens", json=VALID)
+    response = api.post("/link_tokens", json=LINK_TOKEN)
     assert_error(response, 429, "RATE_LIMIT_EXCEEDED", "RATE_LIMIT_EXCEEDED")
     assert int(response.headers["Retry-After"]) >= 1
     assert response.headers["X-RateLimit-Limit"] == "3"
@@ -192,8 +189,11 @@ def test_rate_limit_is_per_key(app, client, workspace):
         "memory://", {"sandbox": "1/minute", "development": "1/minute", "production": "1/minute"}
     )
     for mode in MODES:
-        assert Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=VALID).status_code == 200
-    assert Api(client, workspace.secrets["sandbox"]).post("/link_tokens", json=VALID).status_code == 429
+        assert (
+            Api(client, workspace.secrets[mode], mode).post("/link_tokens", json=LINK_TOKEN).status_code
+            == 200
+        )
+    assert Api(client, workspace.secrets["sandbox"]).post("/link_tokens", json=LINK_TOKEN).status_code == 429
 
 
 def test_default_rate_limits_follow_the_spec(app):
@@ -205,7 +205,7 @@ def test_default_rate_limits_follow_the_spec(app):
 
 def test_sandbox_allows_ten_requests_per_second(client, workspace):
     api = Api(client, workspace.secrets["sandbox"])
-    statuses = [api.post("/link_tokens", json=VALID).status_code for _ in range(12)]
+    statuses = [api.post("/link_tokens", json=LINK_TOKEN).status_code for _ in range(12)]
     # Twelve requests take far less than a second here; the first ten pass, the rest are limited.
     assert statuses[:10] == [200] * 10
     assert 429 in statuses[10:]

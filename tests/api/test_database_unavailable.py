@@ -14,6 +14,8 @@ from console import create_app
 from console.extensions import db
 from tests.conftest import VERSION, Api, assert_error, base_config
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 
 def unavailable(response) -> dict:
     error = assert_error(response, 503, "SERVICE_UNAVAILABLE", "SERVICE_UNAVAILABLE")

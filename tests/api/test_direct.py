@@ -24,6 +24,8 @@ from console.scheduler.services import new_task
 from console.workspaces.models import Workspace
 from tests.factories import new_switch
 
+pytestmark = pytest.mark.both_backends
+
 _SOME_UUID = uuid.UUID("6f1c2a3b-4d5e-4f60-8a9b-0c1d2e3f4a5b")
 
 
@@ -129,6 +131,7 @@ def test_a_database_error_is_sqlalchemys_exception(app, workspace):
         db.session.rollback()
 
 
+@pytest.mark.committing
 def test_the_engines_cursor_listeners_run(app, workspace):
     """The SQLite write gate and the tests' query counters hang on these events."""
     seen = []

@@ -18,6 +18,8 @@ from console.webhooks.delivery_loop import deliver_due
 from console.workspaces.models import Workspace
 from tests.conftest import assert_error
 
+pytestmark = pytest.mark.both_backends
+
 BODY = {"status": "active", "enabled_events": ["account.added"], "version": "2023-11-22"}
 
 

@@ -13,6 +13,8 @@ from console.extensions import db
 from console.keys.services import authenticate
 from tests.factories import LINK_TOKEN, new_switch
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 
 @contextlib.contextmanager
 def recorded(app):

@@ -10,28 +10,13 @@ from datetime import datetime, timedelta
 import pytest
 
 from tests.conftest import assert_error
+from tests.factories import LINK_TOKEN, MATCHING, TARGET
 
-TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
-VALID = {
-    "org_name": "Acme",
-    "end_user_id": "user-123",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {"targets": [TARGET]},
-}
-MATCHING = {
-    "social_security_number": "123456789",
-    "first_name": "Ada",
-    "last_name": "Lovelace",
-    "date_of_birth": "1990-05-17",
-    "mobile_phone_number": "5551234567",
-    "home_address_zip_code": "94107",
-    "email": "ada@example.com",
-}
 DATETIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}\+00:00$")
 
 
 def body(**changes):
-    result = copy.deepcopy(VALID)
+    result = copy.deepcopy(LINK_TOKEN)
     for key, value in changes.items():
         if value is ...:
             result.pop(key, None)
@@ -61,7 +46,7 @@ def expect_fields(response, *names):
 
 
 def test_creates_a_token(api):
-    response = api.post("/link_tokens", json=VALID)
+    response = api.post("/link_tokens", json=LINK_TOKEN)
     assert response.status_code == 200
     data = response.get_json()["data"]
     assert set(response.get_json()) == {"data"}
@@ -75,18 +60,18 @@ def test_creates_a_token(api):
 
 
 def test_token_is_random_and_opaque(api):
-    tokens = [api.post("/link_tokens", json=VALID).get_json()["data"]["token"] for _ in range(3)]
+    tokens = [api.post("/link_tokens", json=LINK_TOKEN).get_json()["data"]["token"] for _ in range(3)]
     assert len(set(tokens)) == 3
     for token in tokens:
         assert len(token) >= 40
-        assert "user-123" not in token and "Acme" not in token and "sandbox" not in token
+        assert LINK_TOKEN["end_user_id"] not in token and "Acme" not in token and "sandbox" not in token
 
 
 def test_token_is_not_stored_in_clear(app, api):
     from console.extensions import db
     from console.link_tokens.models import LinkToken
 
-    data = api.post("/link_tokens", json=VALID).get_json()["data"]
+    data = api.post("/link_tokens", json=LINK_TOKEN).get_json()["data"]
     with app.app_context():
         row = db.session.get(LinkToken, uuid.UUID(data["id"]))
         assert data["token"] not in repr(vars(row))
@@ -100,7 +85,7 @@ def test_token_expiry_follows_the_workspace_clock(app, api, workspace):
     with app.app_context():
         db.session.get(Workspace, uuid.UUID(workspace.id)).clock_offset_seconds = 86_400 * 3
         db.session.commit()
-    expires = datetime.fromisoformat(api.post("/link_tokens", json=VALID).get_json()["data"]["expires"])
+    expires = datetime.fromisoformat(api.post("/link_tokens", json=LINK_TOKEN).get_json()["data"]["expires"])
     assert expires - datetime.now(expires.tzinfo) > timedelta(days=2, hours=23)
 
 

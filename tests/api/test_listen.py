@@ -15,6 +15,9 @@ from console.webhooks import relay, signing
 from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
 from tests.conftest import assert_error
+from tests.factories import webhook_body
+
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
 
 @pytest.fixture(autouse=True)
@@ -207,15 +210,7 @@ def test_result_body_needs_exactly_one_of_status_code_and_error(api):
 def test_poll_and_report_only_for_the_workspaces_relayed_webhooks(app, api, client):
     from tests.conftest import Api
 
-    direct = api.post(
-        "/webhooks",
-        json={
-            "url": "http://localhost:3000/h",
-            "status": "active",
-            "enabled_events": ["account.added"],
-            "version": "2023-11-22",
-        },
-    ).get_json()["data"]
+    direct = api.post("/webhooks", json=webhook_body("http://localhost:3000/h")).get_json()["data"]
     assert_error(api.post(f"/sandbox/listen/{direct['id']}/poll", json={}), 404, "RECORD_NOT_FOUND")
     hook = listen(api)
     with app.app_context():
@@ -238,15 +233,7 @@ def test_poll_and_report_only_for_the_workspaces_relayed_webhooks(app, api, clie
 
 
 def test_deliveries_to_a_direct_webhook_are_not_relayed(app, api):
-    direct = api.post(
-        "/webhooks",
-        json={
-            "url": "http://localhost:3000/h",
-            "status": "active",
-            "enabled_events": ["account.added"],
-            "version": "2023-11-22",
-        },
-    ).get_json()["data"]
+    direct = api.post("/webhooks", json=webhook_body("http://localhost:3000/h")).get_json()["data"]
     hook = listen(api)
     test_event(api, direct["id"])
     assert poll(api, hook["id"]) == []

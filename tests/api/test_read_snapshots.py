@@ -21,6 +21,8 @@ from console.webhooks import delivery, services
 from console.webhooks.delivery_loop import Claimer
 from console.workspaces.models import Workspace
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 SUBSCRIBERS = 3
 
 

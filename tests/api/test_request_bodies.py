@@ -20,17 +20,8 @@ from console.core.errors import FieldError, ValidationFailed
 from console.core.jsontext import MAX_JSON_DEPTH, json_depth
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS
 from tests.conftest import assert_error
+from tests.factories import MATCHING, TARGET
 
-TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
-MATCHING = {
-    "social_security_number": "123456789",
-    "first_name": "Ada",
-    "last_name": "Lovelace",
-    "date_of_birth": "1990-05-17",
-    "mobile_phone_number": "5551234567",
-    "home_address_zip_code": "94107",
-    "email": "ada@example.com",
-}
 LINK_TOKEN = {
     "org_name": "Acme",
     "end_user_id": "user-123",

@@ -21,10 +21,10 @@ from console.requestlog.redact import MASK
 from console.requestlog.writer import writer_for
 from console.world.seed_data import PLATFORM_IDS
 from tests.conftest import assert_error
+from tests.factories import LINK_TOKEN
 
 PAYCREST = str(PLATFORM_IDS["paycrest"])
 SSA = str(PLATFORM_IDS["ssa-retirement"])
-TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
 WRONG_PASSWORD = "Correct-Horse-Battery-9"
 
 
@@ -38,12 +38,7 @@ def generous_rate_limit(app):
 def new_token(api) -> dict:
     response = api.post(
         "/link_tokens",
-        json={
-            "org_name": "Acme",
-            "end_user_id": "user-1",
-            "required_jobs": ["direct_deposit_switch"],
-            "allocation": {"targets": [TARGET]},
-        },
+        json=LINK_TOKEN,
     )
     assert response.status_code == 200, response.get_json()
     return response.get_json()["data"]
@@ -174,12 +169,7 @@ def test_the_sandbox_test_data_answer_is_logged_without_its_passwords_and_codes(
 def test_a_link_tokens_token_is_logged_with_its_last_four_only(app, api):
     response = api.post(
         "/link_tokens",
-        json={
-            "org_name": "Acme",
-            "end_user_id": "user-1",
-            "required_jobs": ["direct_deposit_switch"],
-            "allocation": {"targets": [TARGET]},
-        },
+        json=LINK_TOKEN,
     )
     token = response.get_json()["data"]["token"]
     row = logged(app, response)

@@ -197,6 +197,7 @@ def no_sockets(monkeypatch):
         "https://demo.example.com/console",  # ... mounted under a path by the proxy
     ],
 )
+@pytest.mark.committing
 def test_the_inbox_is_delivered_in_process(app, api, workspace, no_sockets, root):
     port = free_port()  # nothing listens there: a socket delivery could only fail
     public = root.format(port=port) if "example" in root else None

@@ -16,6 +16,8 @@ from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import Webhook
 from tests.conftest import assert_error
 
+pytestmark = pytest.mark.both_backends
+
 LOCAL = "http://127.0.0.1:9/hook"
 BODY = {"url": LOCAL, "status": "active", "enabled_events": ["account.added"], "version": "2023-11-22"}
 FIELDS = {

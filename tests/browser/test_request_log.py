@@ -7,6 +7,7 @@ import re
 import requests
 
 from tests.browser.test_console_walkthrough import start
+from tests.factories import LINK_TOKEN, TARGET
 
 
 def test_a_call_from_outside_the_console_appears_in_the_request_log(page, live_server):
@@ -20,14 +21,7 @@ def test_a_call_from_outside_the_console_appears_in_the_request_log(page, live_s
     # The developer's own backend: plain HTTP to the live server, nothing to do with the console.
     response = requests.post(
         live_server.api_url("sandbox", "/link_tokens"),
-        json={
-            "org_name": "Acme",
-            "end_user_id": "backend-user",
-            "required_jobs": ["direct_deposit_switch"],
-            "allocation": {
-                "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "99887766"}]
-            },
-        },
+        json={**LINK_TOKEN, "end_user_id": "backend-user"},
         headers={"x-api-secret": secret, "Service-Version": "2023-11-22", "User-Agent": "my-backend/2.0"},
         timeout=30,
     )
@@ -50,7 +44,11 @@ def test_a_call_from_outside_the_console_appears_in_the_request_log(page, live_s
     detail = row.locator(".request-detail")
     detail.get_by_text("my-backend/2.0").first.wait_for()
     text = detail.inner_text()
-    assert secret not in text and "99887766" not in text and "••••7766" in text
+    assert (
+        secret not in text
+        and TARGET["account_number"] not in text
+        and "••••" + TARGET["account_number"][-4:] in text
+    )
 
     # The request id filter finds it, and only it.
     page.get_by_label("Request id").fill(request_id)

@@ -21,7 +21,7 @@ from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.waiting import wait_for
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.committing]
 TASKS = 60
 RUNS: Counter = Counter()
 RUNNERS: dict[str, set[str]] = {}

@@ -19,16 +19,9 @@ from console.core.timeutil import utcnow
 from console.db import postgres
 from console.extensions import db
 from console.link_tokens.models import LinkToken
+from tests.factories import LINK_TOKEN
 
-pytestmark = pytest.mark.postgres
-VALID_LINK_TOKEN_BODY = {
-    "org_name": "Acme",
-    "end_user_id": "user-1",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
-}
+pytestmark = [pytest.mark.postgres, pytest.mark.committing]
 
 
 @pytest.fixture
@@ -110,7 +103,7 @@ def test_needs_transaction_lets_only_plain_selects_run_outside_one():
 
 
 def test_a_get_is_its_selects_and_nothing_else(wire, api):
-    created = api.post("/link_tokens", json=VALID_LINK_TOKEN_BODY)
+    created = api.post("/link_tokens", json=LINK_TOKEN)
     assert created.status_code == 200, created.get_data(as_text=True)
     token_id = created.get_json()["data"]["id"]
     for _ in range(2):  # the second time on a pooled connection, used a moment ago
@@ -124,7 +117,7 @@ def test_a_get_is_its_selects_and_nothing_else(wire, api):
 
 def test_a_post_is_one_transaction_begun_at_its_first_write(wire, api):
     wire.take()
-    response = api.post("/link_tokens", json=VALID_LINK_TOKEN_BODY)
+    response = api.post("/link_tokens", json=LINK_TOKEN)
     assert response.status_code == 200
     sent = wire.take()
     assert '"BEGIN"' in sent and sent[-1] == '"COMMIT"', sent

@@ -20,9 +20,10 @@ from console.keys.models import ApiKey
 from console.webhooks import services
 from console.webhooks.models import WebhookAttempt, WebhookDelivery
 from console.workspaces.models import Workspace
+from tests.factories import webhook_body
 from tests.unit.test_delivery_crash import start_worker, wait_for
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.committing]
 EVENTS = 400
 
 
@@ -50,12 +51,7 @@ def test_three_workers_send_each_delivery_once(app, workspace, database_url, tmp
     with app.app_context(), Receiver(respond) as rx:
         ws = db.session.get(Workspace, uuid.UUID(workspace.id))
         key = db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"]))
-        body = {
-            "url": rx.url,
-            "status": "active",
-            "enabled_events": ["account.added"],
-            "version": "2023-11-22",
-        }
+        body = webhook_body(rx.url)
         services.create_webhook(key, body)
         services.create_webhook(key, body)  # two webhooks: 2 deliveries per event
         db.session.commit()

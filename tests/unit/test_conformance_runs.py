@@ -22,6 +22,8 @@ from console.webhooks.delivery_loop import ledger_for
 from console.webhooks.own_inbox import OwnInbox
 from tests.waiting import wait_for
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 
 @pytest.fixture
 def hook(app, workspace):

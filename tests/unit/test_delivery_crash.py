@@ -23,7 +23,10 @@ from console.keys.models import ApiKey
 from console.webhooks import services
 from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
+from tests.factories import webhook_body
 from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
 EVENTS = 1000
 LEASE_SECONDS = 2
@@ -50,12 +53,7 @@ def test_sigkill_mid_burst_loses_nothing(app, workspace, tmp_path):
     with app.app_context(), Receiver() as rx:
         ws = db.session.get(Workspace, uuid.UUID(workspace.id))
         key = db.session.get(ApiKey, uuid.UUID(workspace.key_ids["sandbox"]))
-        body = {
-            "url": rx.url,
-            "status": "active",
-            "enabled_events": ["account.added"],
-            "version": "2023-11-22",
-        }
+        body = webhook_body(rx.url)
         services.create_webhook(key, body)
         db.session.commit()
         worker = start_worker(app, tmp_path)

@@ -14,6 +14,7 @@ import threading
 import uuid
 from collections import Counter
 
+import pytest
 from sqlalchemy import select
 
 from bench.webhooks import Receiver
@@ -30,6 +31,8 @@ from console.workspaces.models import Workspace
 from console.workspaces.services import create_workspace
 from tests.unit.test_delivery_worker import Running
 from tests.waiting import wait_for
+
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
 TIMEOUT = 60.0  # an attempt at the silent endpoint ends only when the test closes it
 

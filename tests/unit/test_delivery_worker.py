@@ -23,6 +23,8 @@ from console.webhooks.fairness import Slot
 from console.webhooks.models import WebhookDelivery
 from console.workspaces.models import Workspace
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 
 @pytest.fixture
 def ctx(app, workspace):

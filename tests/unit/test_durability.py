@@ -18,6 +18,8 @@ from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.factories import new_switch
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 SCHEDULER_ONLY = ("console.scheduler.loop.SchedulerLoop",)
 FINAL = {
     "pending_then_success": "success",

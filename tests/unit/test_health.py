@@ -17,6 +17,8 @@ from console.health.models import WorkerHeartbeat
 from tests.conftest import Api, base_config
 from tests.factories import LINK_TOKEN
 
+pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
+
 
 def _beat(app, seconds_ago: float = 0.0) -> str:
     with app.app_context():

@@ -20,6 +20,8 @@ from console.scheduler.models import ScheduledTask
 from console.workspaces.models import Workspace
 from tests.factories import PARAMS, make_parties, new_switch, set_clock
 
+pytestmark = pytest.mark.both_backends
+
 LEGAL = [(f, t) for f, targets in TRANSITIONS.items() for t in sorted(targets)]
 ILLEGAL = [(f, t) for f in (None, *OUTCOMES) for t in OUTCOMES if (f, t) not in LEGAL]
 

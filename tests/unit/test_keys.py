@@ -13,6 +13,8 @@ from console.keys import services as keys
 from console.keys.models import ApiKey
 from console.workspaces.services import create_workspace
 
+pytestmark = pytest.mark.both_backends
+
 
 def test_secret_is_stored_only_as_hash_and_ciphertext(app):
     with app.app_context():

@@ -27,6 +27,8 @@ from console.webhooks import signing
 from tests import waiting
 from tests.children import run_python
 
+pytestmark = pytest.mark.committing
+
 ROOT = Path(__file__).resolve().parents[2]
 VERSION = "2023-11-22"
 

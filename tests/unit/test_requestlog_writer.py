@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
+import pytest
 from sqlalchemy import select
 
 from console.core.timeutil import utcnow
@@ -14,6 +15,8 @@ from console.requestlog.models import KeyUsageDay, RequestLogEntry
 from console.requestlog.writer import Writer
 from tests.conftest import Api
 from tests.waiting import wait_for
+
+pytestmark = pytest.mark.both_backends
 
 
 def _rows(app, workspace_id) -> list[RequestLogEntry]:
@@ -38,6 +41,7 @@ def _writer(app, **kwargs) -> Writer:
     return writer
 
 
+@pytest.mark.committing
 def test_the_thread_writes_a_batch_within_the_interval(app, client, workspace):
     writer = _writer(app, interval=0.05)
     api = Api(client, workspace.secrets["sandbox"])
@@ -90,6 +94,7 @@ def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(app, clien
     assert len(transactions) == 3 + 2 + 1
 
 
+@pytest.mark.committing
 def test_the_writer_keeps_one_connection_and_hands_the_write_gate_back(app, client, workspace):
     """Flush after flush on the same connection (no open and close each time), never holding the gate."""
     writer = _writer(app, interval=3600)
@@ -190,6 +195,7 @@ def test_requests_refused_before_authentication_are_not_logged(app, client, work
     writer.close()
 
 
+@pytest.mark.committing
 def test_a_forked_child_starts_with_its_own_empty_writer(app, client, workspace):
     from console.requestlog import writer as writer_module
 
@@ -205,6 +211,7 @@ def test_a_forked_child_starts_with_its_own_empty_writer(app, client, workspace)
     writer.close()
 
 
+@pytest.mark.committing
 def test_a_writer_dropped_without_close_closes_its_connection(app, client, workspace):
     """An app thrown away without `close` (tests, a reloaded app) leaves no connection open behind it."""
     import gc

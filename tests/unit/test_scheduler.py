@@ -17,6 +17,8 @@ from console.scheduler.models import ScheduledTask
 from console.workspaces.models import Workspace
 from console.workspaces.services import create_workspace
 
+pytestmark = pytest.mark.both_backends
+
 RAN: list[str] = []
 
 

@@ -23,6 +23,8 @@ from console.workspaces.models import Workspace
 from tests.conftest import base_config
 from tests.waiting import wait_for
 
+pytestmark = pytest.mark.committing
+
 SCHEDULER_ONLY = ("console.scheduler.loop.SchedulerLoop",)
 SLOW_STARTED = threading.Event()
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import func, select
 
 from console.conformance import runs
@@ -15,6 +16,8 @@ from console.web.requests import queries as requestlog
 from console.web.webhooks import queries as webhooklist
 from console.web.webhooks.models import InboxMessage
 from console.webhooks.models import WebhookDelivery
+
+pytestmark = pytest.mark.committing
 
 
 def inbox_webhook_id(app, visitor) -> str:

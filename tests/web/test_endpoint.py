@@ -22,6 +22,8 @@ from console.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
 from console.workspaces.models import Workspace
 from tests.web.helpers import deliver_to_inbox, run_headless
 
+pytestmark = pytest.mark.committing
+
 
 @pytest.fixture(autouse=True)
 def generous_rate_limit(app):

@@ -7,6 +7,7 @@ import uuid
 from datetime import timedelta
 from html import unescape
 
+import pytest
 from sqlalchemy import func, select
 
 from console.core.timeutil import utcnow
@@ -152,6 +153,7 @@ def test_the_live_poll_redraws_a_badge_whose_delivery_changed(app, visitor):
     assert visitor.get(poll + f"&shown={uuid.uuid4()}:pending", htmx=True).status_code == 204
 
 
+@pytest.mark.committing
 def test_a_resent_delivery_is_followed_until_the_worker_has_sent_it(app, visitor):
     """The open detail asks again every second while a delivery is being sent, keeping the resend's
     exchange (only the deliveries block is swapped), and stops once the attempt is in."""

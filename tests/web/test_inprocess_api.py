@@ -144,6 +144,7 @@ def test_without_public_url_the_listen_address_is_shown(app):
     assert "0.0.0.0" not in html
 
 
+@pytest.mark.committing
 def test_the_console_holds_no_connection_while_the_api_runs(app, database_url):
     """With a pool of ONE connection, every console action still works: the console request gives its
     connection back before the in-process API call takes one (else the call would wait for itself)."""

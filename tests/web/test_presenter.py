@@ -240,6 +240,7 @@ def test_set_inbox_behaviour(app, visitor):
         assert inbox.behaviour(ws.id) == "ok"
 
 
+@pytest.mark.committing
 def test_wait_for_event_finds_a_verified_delivery_and_gives_up_quickly(app, visitor):
     app.config["PRESENTER_WAIT_SECONDS"] = 0.3
     with app.app_context():
@@ -260,6 +261,7 @@ def test_wait_for_event_finds_a_verified_delivery_and_gives_up_quickly(app, visi
 # --- the stage, step by step -----------------------------------------------------------------------
 
 
+@pytest.mark.committing
 @pytest.mark.parametrize("key", SHIPPED)
 def test_every_shipped_story_runs_to_the_end(app, visitor, key):
     with app.app_context():
@@ -275,6 +277,7 @@ def test_every_shipped_story_runs_to_the_end(app, visitor, key):
     assert "✓ signature verified" in page
 
 
+@pytest.mark.committing
 def test_federal_story_shows_processing_then_sent(app, visitor):
     key = "30-federal-benefits"
     for number in range(1, 5):
@@ -286,6 +289,7 @@ def test_federal_story_shows_processing_then_sent(app, visitor):
     assert "The sandbox clock moved ahead" in page
 
 
+@pytest.mark.committing
 def test_failure_and_recovery_shows_the_refused_then_delivered_webhook(app, visitor):
     key = "50-failure-and-recovery"
     with app.app_context():
@@ -431,6 +435,7 @@ def test_the_backend_poll_answers_204_until_something_changes(app, visitor):
     assert uuid.UUID(str(visitor.workspace_id))
 
 
+@pytest.mark.committing
 def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, visitor):
     key = "10-standard-switch"
     with app.app_context():

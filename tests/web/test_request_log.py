@@ -15,27 +15,12 @@ from console.keys.models import ApiKey
 from console.requestlog.models import RequestLogEntry
 from console.requestlog.writer import writer_for
 from tests.conftest import Api
+from tests.factories import LINK_TOKEN, MATCHING, TARGET
 from tests.web.helpers import sandbox_secret
 from tests.web.test_walkthrough import link_token_form
 
-MATCHING = {
-    "social_security_number": "123456789",
-    "first_name": "Ada",
-    "last_name": "Lovelace",
-    "date_of_birth": "1990-05-17",
-    "mobile_phone_number": "5551234567",
-    "home_address_zip_code": "94107",
-    "email": "ada@example.com",
-}
-LINK_TOKEN = {
-    "org_name": "Acme",
-    "end_user_id": "user-123",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "87654321"}]
-    },
-    "end_user": {"platform_matching": MATCHING},
-}
+# A Link token whose body carries personal data the log must redact.
+MATCHED_LINK_TOKEN = {**LINK_TOKEN, "end_user": {"platform_matching": MATCHING}}
 
 
 def rows_of(app, workspace_id) -> list[RequestLogEntry]:
@@ -57,7 +42,7 @@ def outside(app, visitor) -> Api:
 def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(app, visitor):
     api = outside(app, visitor)
     secret = api.secret
-    response = api.post("/link_tokens", json=LINK_TOKEN, headers={"User-Agent": "ci-job/1.0"})
+    response = api.post("/link_tokens", json=MATCHED_LINK_TOKEN, headers={"User-Agent": "ci-job/1.0"})
     assert response.status_code == 200, response.get_json()
     request_id = response.headers["x-service-request-id"]
     writer_for(app).flush()
@@ -76,9 +61,9 @@ def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(
     stored = str(row.request_headers) + row.request_body + row.response_body
     assert secret not in stored
     assert row.request_headers["User-Agent"] == "ci-job/1.0"
-    for personal in ("123456789", "1990-05-17", "5551234567", "ada@example.com", "87654321"):
+    for personal in ("123456789", "1990-05-17", "5551234567", "ada@example.com", TARGET["account_number"]):
         assert personal not in stored
-    assert "••••4321" in row.request_body and "Lovelace" in row.request_body
+    assert "••••" + TARGET["account_number"][-4:] in row.request_body and "Lovelace" in row.request_body
     assert row.response_headers["x-service-request-id"] == request_id
     assert "X-RateLimit-Limit" in row.response_headers
     # Time-ordered ids, for the writer's index pages (console.core.ids): still UUIDs, as the spec says.
@@ -94,7 +79,7 @@ def test_a_call_from_outside_the_console_is_logged_with_its_fields_and_redacted(
 def test_a_link_tokens_token_is_logged_masked_and_the_console_still_opens_link_with_it(app, visitor):
     """The service keeps a Link token only as a hash: its log keeps the last four, from outside and from
     the console, while the console's own page still gets the real token to open Link with."""
-    theirs = outside(app, visitor).post("/link_tokens", json=LINK_TOKEN).get_json()["data"]["token"]
+    theirs = outside(app, visitor).post("/link_tokens", json=MATCHED_LINK_TOKEN).get_json()["data"]["token"]
     page = visitor.post("/walkthrough/link-token", link_token_form(), htmx=True).get_data(as_text=True)
     ours = re.search(r'data-link-token="([^"]+)"', page).group(1)
     writer_for(app).flush()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from console.web.shared.headers import CONSOLE_CSP
-from tests.api.test_conventions import VALID
+from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
 from tests.web.test_workspace_lifecycle import console_get_urls
 
@@ -50,7 +50,7 @@ def test_console_actions_errors_and_unknown_urls_send_them_too(app, visitor):
 
 
 def test_link_screens_stay_framable_by_the_page_that_opens_them(app, api, client):
-    created = api.post("/link_tokens", json=VALID)
+    created = api.post("/link_tokens", json=LINK_TOKEN)
     token = created.get_json()["data"]["token"]
     response = client.get(f"/sandbox/link?token={token}&origin=https://shop.example")
     csp = csp_directives(response)

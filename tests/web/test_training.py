@@ -33,19 +33,12 @@ from console.workspaces.models import Workspace
 from console.world.seed_data import PLATFORM_IDS
 from tests.api.test_conformance import Endpoint
 from tests.conftest import Api
+from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
 from tests.web.helpers import sandbox_secret
 
 PAYCREST = str(PLATFORM_IDS["paycrest"])
 SSA = str(PLATFORM_IDS["ssa-retirement"])
-TOKEN_BODY = {
-    "org_name": "Acme",
-    "end_user_id": "trainee-user",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "12345678"}]
-    },
-}
 EVENTS = ["account.added", "direct_deposit_switch.added"]
 
 
@@ -89,7 +82,7 @@ def result(app, trainee: Visitor, key: str) -> exercises.Result:
 
 
 def new_token(api: Api, **changes) -> dict:
-    response = api.post("/link_tokens", json={**TOKEN_BODY, **changes})
+    response = api.post("/link_tokens", json={**LINK_TOKEN, "end_user_id": "trainee-user", **changes})
     assert response.status_code == 200, response.get_json()
     return response.get_json()["data"]
 
@@ -285,6 +278,7 @@ def check_now(app, api, hook_id) -> dict:
     return api.get(path).get_json()["data"]
 
 
+@pytest.mark.committing
 def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, trainee):
     api = backend(app, trainee)
     secret = sandbox_secret(app, trainee.workspace_id)
@@ -303,6 +297,7 @@ def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, tr
     assert result(app, trainee, "conformance").done is True
 
 
+@pytest.mark.committing
 def test_exercise_4_ignores_the_inbox_passing(app, trainee):
     with app.app_context():
         hook = db.session.scalars(select(Webhook).where(Webhook.workspace_id == trainee.workspace_id)).one()
@@ -445,6 +440,7 @@ def test_a_visitor_outside_any_cohort_gets_no_exercises_and_no_workspace(app):
         assert db.session.scalars(select(Workspace)).all() == []
 
 
+@pytest.mark.committing
 def test_only_the_first_outside_search_of_the_held_token_writes(app, trainee):
     """Jobs searches stay read-only (the hot path's two queries) except the one that recovers the held job."""
     from tests.api.test_hot_path import recorded

@@ -20,6 +20,8 @@ from console.workspaces.models import Workspace
 from tests.web.conftest import Visitor
 from tests.web.test_training import create_cohort, join
 
+pytestmark = pytest.mark.both_backends
+
 
 def join_path(cohort: dict) -> str:
     return "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
@@ -96,6 +98,7 @@ def test_joins_per_cohort_per_minute_are_limited(app, trainer):
     join(app, other, "Linus")  # per cohort: another class is not held up
 
 
+@pytest.mark.committing
 def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     ada = join(app, cohort, "Ada")
