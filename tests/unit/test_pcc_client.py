@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 
+import pytest
 import requests
 
 from console.webhooks import signing
@@ -25,7 +26,8 @@ def _run(folder, *args, **kwargs):
     return [sys.executable, "-I", "-S", str(folder / "pcc.py"), *args], {"cwd": folder, "env": env, **kwargs}
 
 
-# committing: the app serves on a real port (another thread) and pcc.py runs in a subprocess
+# The app serves on a real port (another thread) and pcc.py runs in a subprocess: its writes must be committed.
+@pytest.mark.committing
 def test_pcc_listen_relays_a_signed_delivery_and_trigger_runs_a_scenario(
     served, workspace, receiver, service, tmp_path
 ):
