@@ -360,6 +360,7 @@ def test_an_unexpected_error_is_a_sentence_not_a_traceback(app, visitor, monkeyp
     assert "Something went wrong on the server" in text and "secret internals" not in text
 
 
+@pytest.mark.committing  # the story's steps run on the stage's thread pool
 def test_every_run_starts_on_a_fresh_workspace_at_step_1(app, visitor):
     key = "10-standard-switch"
     with app.app_context():
@@ -776,6 +777,7 @@ def test_the_shipped_stories_read_true_on_paper(app):
                 )
 
 
+@pytest.mark.committing  # the story's steps run on the stage's thread pool
 def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_apart(app, visitor):
     key = "50-failure-and-recovery"
     for number in range(1, 5):  # a pending switch, the clock moved to its retry, the webhook received

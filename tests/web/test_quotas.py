@@ -172,6 +172,7 @@ def test_the_console_counters_keep_a_file_of_their_own_beside_the_apis(tmp_path)
     assert api_counters.hit(parse("10/second"), "k").remaining == 8
 
 
+@pytest.mark.committing  # /healthz probes the database on a connection of its own
 def test_console_requests_past_the_per_address_rate_get_a_short_429_and_nothing_else_waits(app):
     """A flood of pages from one address is refused before its turn or any rendering; other addresses, the API,
     static files and /healthz are not counted. The limiter's clock is frozen: one second never passes here."""
