@@ -52,20 +52,18 @@ format: $(TEST_STAMP) ## Apply ruff's formatting and safe fixes.
 TEST_WORKERS ?= 2
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
-# The browser tests run after the rest, one at a time on a quiet machine: beside another worker's tests, on
-# 2 cores, Chromium and its live server were starved past the tests' waits (a Link frame not closing in 10 s).
-# A browser test that fails is run once more (BROWSER_RERUNS), as Playwright's own runner retries on CI: on this
-# shared 2-core machine a timing failure of one test among 59 had failed whole CI runs. A test that needed its
-# retry is listed in the summary ("rerun"); one that fails twice fails the run.
+# One pytest run for everything, browser tests included: loadgroup keeps a browser module's tests (and its one
+# live server) on one worker, and the workers balance Chromium's waits against the rest. A browser test that
+# fails is run once more (BROWSER_RERUNS, read by tests/browser/conftest.py), as Playwright's own runner retries
+# on CI; a test that needed its retry is listed in the summary ("rerun"), one that fails twice fails the run.
 BROWSER_RERUNS ?= 1
-test: $(TEST_STAMP) browser-deps lint ## Lint, then the whole pytest suite (on 2 xdist workers), then the browser tests.
-	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
-	$(BIN)/pytest -q -p no:xdist -m browser --reruns $(BROWSER_RERUNS) -r R
+test: $(TEST_STAMP) browser-deps lint ## Lint, then the whole suite, browser tests included, on 2 xdist workers.
+	BROWSER_RERUNS=$(BROWSER_RERUNS) $(BIN)/pytest -q $(PYTEST_PARALLEL) -r R
 
 test-fast: $(TEST_STAMP) ## The suite without the browser tests (on 2 xdist workers).
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
 
-coverage: $(STAMP) ## Line and branch coverage of console/ over the suite without the browser tests.
+coverage: $(TEST_STAMP) ## Line and branch coverage of console/ over the suite without the browser tests.
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser" --cov=console --cov-branch --cov-report=term:skip-covered
 
 bench-deps: ## Install Debian's wrk (bench.api's load generator) and valgrind (bench.api_instructions), if missing.

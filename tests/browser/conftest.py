@@ -58,6 +58,12 @@ LINK_MATCHING_DELAY_MS = 300
 BACKSTOP_MS = 30_000
 
 
+# A browser test that fails is run once more (the Makefile's BROWSER_RERUNS), as Playwright's own runner retries
+# on CI: Chromium beside the rest of the suite on 2 shared cores. A test that needed its retry is listed in the
+# summary (`-r R`: "rerun"); one that fails twice fails the run. Only browser tests get it.
+BROWSER_RERUNS = int(os.environ.get("BROWSER_RERUNS", "0") or 0)
+
+
 def pytest_collection_modifyitems(config, items):
     # Under pytest-xdist with `--dist loadgroup`, a module's tests stay on one worker, so its live server is
     # made once, not once on each worker its tests were spread over.
@@ -66,6 +72,8 @@ def pytest_collection_modifyitems(config, items):
         path = str(item.fspath).replace(os.sep, "/")
         if "tests/browser/" in path:
             item.add_marker(pytest.mark.browser)
+            if BROWSER_RERUNS:
+                item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
             if grouped:
                 item.add_marker(pytest.mark.xdist_group(f"browser:{path.rsplit('/', 1)[-1]}"))
 
