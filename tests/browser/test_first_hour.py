@@ -159,6 +159,8 @@ def test_request_rows_keep_one_height_and_the_webhook_url_stays_readable(browser
             url.wait_for()
             box = url.bounding_box()
             assert box["width"] >= 200, box  # not one character a line
+            version_lines = page.eval_on_selector(".webhook-version", "el => el.getClientRects().length")
+            assert version_lines == 1, "the version date wraps onto two lines"
             shot(page, f"webhooks-{width}")
             page.goto(live_server.url + "/requests")
             rows = page.locator(".request-row summary")
