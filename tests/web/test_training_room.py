@@ -104,7 +104,8 @@ def test_the_fix_names_this_machines_address_when_it_has_one(monkeypatch):
     monkeypatch.setattr(room, "lan_address", lambda: "192.168.4.2")
     found = room.class_root({"LISTEN_HOST": "127.0.0.1", "LISTEN_PORT": 8080}, "http://127.0.0.1:8080/")
     assert found.url == "http://127.0.0.1:8080"
-    assert found.problem.endswith("PUBLIC_URL=http://192.168.4.2:8080 make run HOST=0.0.0.0")
+    # make run serves on 5000 unless told: the fix names the port PUBLIC_URL promises
+    assert found.problem.endswith("PUBLIC_URL=http://192.168.4.2:8080 make run HOST=0.0.0.0 PORT=8080")
     assert room.class_root(
         {"PUBLIC_URL": "https://class.example/", "LISTEN_HOST": "127.0.0.1"}, "x"
     ) == room.Root("https://class.example", None)
