@@ -354,11 +354,15 @@ def grid(cohort: Cohort, now: datetime | None = None) -> list[Row]:
     rows = []
     for member in people:
         found = results(cohort, member)
-        moments = [_aware(m) for m in (calls.get(member.workspace_id), member.joined_at) if m is not None]
+        call = calls.get(member.workspace_id)
+        moments = [_aware(m) for m in (call, member.joined_at) if m is not None]
         last = max(moments) if moments else None
         unfinished = any(not result.done for _, result in found)
         stuck = unfinished and last is not None and now - last >= timedelta(minutes=STUCK_MINUTES)
-        rows.append(Row(member, found, last, stuck, ago(last, now) if last is not None else ""))
+        text = ago(last, now) if last is not None else ""
+        if text and (call is None or _aware(call) < last):  # the join, not an API call: say so
+            text = f"joined {text}"
+        rows.append(Row(member, found, last, stuck, text))
     return rows
 
 

@@ -44,7 +44,9 @@ def lan_address() -> str | None:
 
 def _fix(port: int) -> str:
     address = lan_address() or "<this laptop's address>"
-    return f"PUBLIC_URL=http://{address}:{port} make run HOST=0.0.0.0"
+    # make run serves on its default port unless told: name the port PUBLIC_URL promises when it is another
+    port_arg = "" if port == 5000 else f" PORT={port}"
+    return f"PUBLIC_URL=http://{address}:{port} make run HOST=0.0.0.0{port_arg}"
 
 
 def class_root(config: dict[str, Any], request_root: str) -> Root:

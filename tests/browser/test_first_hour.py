@@ -159,6 +159,8 @@ def test_request_rows_keep_one_height_and_the_webhook_url_stays_readable(browser
             url.wait_for()
             box = url.bounding_box()
             assert box["width"] >= 200, box  # not one character a line
+            version_lines = page.eval_on_selector(".webhook-version", "el => el.getClientRects().length")
+            assert version_lines == 1, "the version date wraps onto two lines"
             shot(page, f"webhooks-{width}")
             page.goto(live_server.url + "/requests")
             rows = page.locator(".request-row summary")
@@ -168,6 +170,43 @@ def test_request_rows_keep_one_height_and_the_webhook_url_stays_readable(browser
             shot(page, f"requests-{width}")
         finally:
             context.close()
+
+
+def test_event_rows_at_390_put_the_time_on_its_own_line_so_event_names_line_up(browser, live_server):
+    """At phone width a short event name sat beside the time and a long one under it: rows of two shapes."""
+    import requests
+
+    with live_server.app.app_context():
+        secret = demo_sandbox_secret()
+    headers = {"x-api-secret": secret, "Service-Version": "2023-11-22"}
+    token = requests.post(
+        live_server.api_url("sandbox", "/link_tokens"),
+        json={"org_name": "Acme", "end_user_id": "user-1", "required_jobs": ["direct_deposit_switch"],
+              "allocation": {"targets": [{"type": "checking", "routing_number": "011000015",
+                                          "account_number": "1234567890"}]}},
+        headers=headers, timeout=30,
+    ).json()["data"]  # fmt: skip
+    done = requests.post(
+        live_server.api_url("sandbox", f"/sandbox/link_tokens/{token['id']}/complete"),
+        json={"platform_id": "8e8483e0-5235-5127-93ca-2efa4d35d6dc",
+              "credentials": {"username": "user_good", "password": "pass_good"}},
+        headers=headers, timeout=30,
+    )  # fmt: skip
+    assert done.status_code == 200, done.text
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        _open_demo_workspace(page, live_server, secret)
+        page.goto(live_server.url + "/events")
+        rows = page.locator(".event-row summary")
+        rows.nth(3).wait_for()  # account, employment, income and the switch
+        for i in range(rows.count()):
+            when = rows.nth(i).locator("time").bounding_box()
+            name = rows.nth(i).locator(".event-type").bounding_box()
+            assert name["y"] >= when["y"] + when["height"] - 1, (i, rows.nth(i).inner_text())
+        shot(page, "events-390")
+    finally:
+        context.close()
 
 
 def test_a_button_shows_it_is_busy_while_its_request_is_in_flight(page, live_server):

@@ -289,3 +289,23 @@ def test_standalone_link_page(page, live):
     page.get_by_role("button", name="Done").click()
     page.get_by_text("You have left Link").wait_for()
     assert not [m for m in page.console_messages if m.startswith(("error", "pageerror"))]
+
+
+def test_a_matched_accounts_employer_reads_in_words_in_a_phone_wide_link(browser, live):
+    """The stage's phone is about 280 px wide: the match's employer sits under its platform, not squeezed beside it
+    (it broke as 'Ligh / thouse / Outfitt / ers' beside 'Harbor Pay (Partnership)')."""
+    token = new_token(live, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["one"]})
+    context = browser.new_context(viewport={"width": 280, "height": 600})
+    try:
+        page = context.new_page()
+        page.goto(f"{live.url}/sandbox/link?token={token['token']}")
+        page.get_by_role("button", name="Continue").click()
+        page.get_by_text("We found your payroll account").wait_for()
+        name = page.locator("button.choice .choice-name").first.bounding_box()
+        detail = page.locator("button.choice .choice-detail").first
+        box = detail.bounding_box()
+        line = detail.evaluate("el => parseFloat(getComputedStyle(el).fontSize) * 1.5")  # a line, generously
+        assert box["height"] < 1.5 * line, f"{detail.inner_text()!r} takes {box['height'] / line:.1f} lines"
+        assert box["y"] >= name["y"] + name["height"] - 1  # under the platform's name
+    finally:
+        context.close()

@@ -571,3 +571,22 @@ def test_the_stage_full_of_a_run_passes_axe_in_both_themes(page, console_live):
     page.goto(f"{console_live.url}/present/50-failure-and-recovery?step=8&theme=dark")
     page.locator('#backend [data-state="refused"]').first.wait_for()
     assert axe_violations(page, console_live.url) == []
+
+
+def test_the_stage_hints_that_question_mark_shows_the_controls_then_the_hint_fades(page, console_live):
+    """The controls are hidden from the room; a small hint on opening the stage says how to get them, then goes."""
+    page.goto(f"{console_live.url}/present/10-standard-switch")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    hint = page.locator("[data-stage-hint]")
+    assert hint.is_visible() and "?" in hint.inner_text()
+    assert not page.locator("nav.controls").is_visible()
+    page.keyboard.press("?")  # the hint's promise kept, and the hint out of the way of the controls
+    assert page.locator("nav.controls").is_visible() and not hint.is_visible()
+    page.keyboard.press("?")
+    page.reload()
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    # A step swaps the stage, not the hint: it keeps fading, it does not come back.
+    press(page, "ArrowRight", 1)
+    hint.wait_for(state="hidden")  # fades by itself within seconds, without a key
+    press(page, "ArrowRight", 2)
+    assert not hint.is_visible()

@@ -55,6 +55,11 @@ def test_a_twenty_trainee_grid_is_readable_at_half_size_on_a_projector(browser, 
                 and box["x"] + box["width"] <= PROJECTOR["width"]
             )
         assert page.evaluate("document.documentElement.scrollWidth") <= PROJECTOR["width"]
+        # Each "Last API call" in its column, not spilling out of it ("joined 12 min ago" is the longest).
+        spilled = page.locator("td.last-activity").evaluate_all(
+            "cells => cells.filter(c => c.scrollWidth > c.clientWidth).map(c => c.innerText)"
+        )
+        assert spilled == [], spilled
         # Done cells in a success colour with white text, pending ones quiet (no blue, no underline).
         done = page.locator('td[data-done="yes"]').first
         assert done.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(26, 127, 55)"

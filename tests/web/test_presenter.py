@@ -161,6 +161,13 @@ def test_the_console_navigation_links_the_presenter(visitor):
     assert 'href="/present"' in visitor.get("/").get_data(as_text=True)
 
 
+def test_the_presenter_page_says_the_controls_are_hidden_until_question_mark(visitor):
+    """The stage's controls start hidden: the page preparing a demo must not say a key hides them."""
+    page = visitor.get("/present").get_data(as_text=True)
+    assert "hides the controls" not in page
+    assert "<kbd>?</kbd> shows the controls" in page
+
+
 # --- each action -----------------------------------------------------------------------------------
 
 

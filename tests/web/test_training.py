@@ -386,7 +386,16 @@ def test_the_trainee_page_ticks_live(app, trainee):
     answer = trainee.get(poll, htmx=True)
     html = answer.get_data(as_text=True)
     assert answer.status_code == 200
-    assert re.search(r'id="status-link_token" class="status" data-done="yes" hx-swap-oob="true"', html)
+    assert re.search(
+        r'id="status-link_token" class="exercise-status" data-done="yes" hx-swap-oob="true"', html
+    )
+
+
+def test_an_exercise_status_reads_as_prose_not_as_an_http_status_badge(trainee):
+    """`.status` is the request log's HTTP status badge (bold monospace): a sentence in it read as code."""
+    page = trainee.get("/training/me").get_data(as_text=True)
+    assert re.search(r'<p id="status-link_token" class="exercise-status"', page)
+    assert 'class="status"' not in page
 
 
 def test_the_grid_updates_live_and_links_each_reason(app, trainer, cohort, trainee):

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from console.core import timeutil
 from console.extensions import db
 from console.requestlog.models import RequestLogEntry
+from console.requestlog.writer import writer_for
 from console.training import cohorts, exercises, room
 from console.training.models import CohortMember
 from console.webhooks.signing import sign
@@ -104,7 +105,8 @@ def test_the_fix_names_this_machines_address_when_it_has_one(monkeypatch):
     monkeypatch.setattr(room, "lan_address", lambda: "192.168.4.2")
     found = room.class_root({"LISTEN_HOST": "127.0.0.1", "LISTEN_PORT": 8080}, "http://127.0.0.1:8080/")
     assert found.url == "http://127.0.0.1:8080"
-    assert found.problem.endswith("PUBLIC_URL=http://192.168.4.2:8080 make run HOST=0.0.0.0")
+    # make run serves on 5000 unless told: the fix names the port PUBLIC_URL promises
+    assert found.problem.endswith("PUBLIC_URL=http://192.168.4.2:8080 make run HOST=0.0.0.0 PORT=8080")
     assert room.class_root(
         {"PUBLIC_URL": "https://class.example/", "LISTEN_HOST": "127.0.0.1"}, "x"
     ) == room.Root("https://class.example", None)
@@ -225,6 +227,7 @@ def test_the_grid_names_exercises_colours_states_and_sums_up_the_class(app, on_t
     cohort = create_cohort(trainer)
     ada, grace = join(app, cohort, "Ada"), join(app, cohort, "Grace")
     new_token(backend(app, ada))
+    writer_for(app).flush()  # Ada's call in the request log, where "Last API call" reads it
     html = page_of(trainer.get(f"/training/{cohort['id']}"))
     assert "No workspace yet" not in html and 'id="workspace-bar"' not in html
     heads = re.findall(
@@ -244,6 +247,9 @@ def test_the_grid_names_exercises_colours_states_and_sums_up_the_class(app, on_t
     assert 'data-copy="#join-link"' in html
     assert re.search(r"<svg[^>]*><title>QR code of the join link of Tuesday class</title>", html)
     assert grace  # joined, nothing done
+    grace_row = re.search(r'<tr data-trainee="Grace".*?</tr>', html, re.S).group(0)
+    # Under "Last API call", a trainee who has made none says so: joined, not called
+    assert re.search(r'<td class="last-activity"><time datetime="[^"]+">joined just now</time>', grace_row)
 
 
 def test_a_trainee_quiet_for_ten_minutes_is_highlighted(app, trainer, monkeypatch):
