@@ -166,6 +166,7 @@ class Connection:
 @dataclass
 class TenantB:
     api_seconds: list[float] = field(default_factory=list)
+    api_started: list[float] = field(default_factory=list)  # wall clock (time.time) of each call, to find stalls
     statuses: Counter = field(default_factory=Counter)
     # event id -> when the event was recorded (its `created_at`: B's workspace clock is never moved, so real time)
     events: dict[str, float] = field(default_factory=dict)
@@ -180,6 +181,7 @@ def tenant_b(port: int, seeded: Seeded, stop: threading.Event) -> TenantB:
         while not stop.is_set():
             n += 1
             started = time.monotonic()
+            result.api_started.append(time.time())
             conn.request(
                 "GET", "/sandbox/v1/jobs", headers=api_headers(seeded.b_secrets[n % len(seeded.b_secrets)])
             )
@@ -544,6 +546,8 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
             "api_p50_ms": percentile(phase.api_seconds, 0.5),
             "api_p99_ms": percentile(phase.api_seconds, 0.99),
             "api_max_ms": max(phase.api_seconds, default=0) * 1000,
+            # B's calls over 500 ms: (wall-clock start, seconds), to line up with stack dumps taken meanwhile
+            "api_slow": [(round(t, 2), round(s, 3)) for t, s in zip(phase.api_started, phase.api_seconds) if s > 0.5],
             "events": len(phase.events),
             "delivery_p50_ms": percentile(latencies, 0.5),
             "delivery_p99_ms": percentile(latencies, 0.99),

@@ -122,9 +122,10 @@ class RunSlotsMiddleware:
         self.address_of = address_of or (lambda environ: environ.get("REMOTE_ADDR", ""))
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if getattr(_held, "slots", None) is not None:
+        if getattr(_held, "slots", None) is not None or getattr(_held, "owed", None) is not None:
             # A request made from inside one that runs (the console's in-process API calls): it runs on
-            # its caller's slot; waiting for a second one could wait for good.
+            # its caller's slot (or, in a write its caller began without one, on none); waiting for a
+            # second one could wait for good.
             return self.app(environ, start_response)
         path = environ.get("PATH_INFO", "")
         preferred = is_api_path(path) or path == HEALTH_PATH
@@ -143,8 +144,9 @@ class RunSlotsMiddleware:
         try:
             return self.app(environ, start_response)
         finally:
-            _held.slots = None
-            self.slots.release(preferred)
+            held, _held.slots, _held.owed = _held.slots, None, None
+            if held is not None:  # not if it ended in a write it began without its slot (`give_back`)
+                self.slots.release(preferred)
 
 
 @contextlib.contextmanager
@@ -173,3 +175,40 @@ def released_by_api_call() -> Iterator[None]:
         return
     with released():
         yield
+
+
+class Owed:
+    """A run slot an API call gave back to wait at the database's write gate, and takes back after it."""
+
+    def __init__(self, slots: RunSlots, preferred: bool, address: str) -> None:
+        self.slots, self.preferred, self.address = slots, preferred, address
+        self.thread = threading.get_ident()
+
+
+def give_back() -> Owed | None:
+    """For an API call about to wait at the write gate: give its run slot back (None if it holds none, or is a page).
+
+    It does not take the slot back when the gate is its own (`take_back`, once it has left the gate): the gate's
+    holder waiting for a slot held every writer of every process behind the slot's whole queue, that is behind
+    every request waiting in this process (`bench.neighbours` stalls: a serving process's 28 requests queued for
+    its 2 slots, none running, while the one thread holding the gate and the file lock waited among them). So a
+    write that had to wait runs to its commit without a slot: at most one thread per process more than
+    `RUN_CONCURRENCY` (the gate is one writer per process), for the length of one transaction.
+    """
+    slots = getattr(_held, "slots", None)
+    if slots is None or not _held.preferred:
+        return None
+    owed = Owed(slots, _held.preferred, _held.address)
+    _held.slots, _held.owed = None, owed
+    slots.release(owed.preferred)
+    return owed
+
+
+def take_back(owed: Owed | None) -> None:
+    """Take back the slot `give_back` gave (after the gate is left). Only on the thread that gave it: the
+    gate may be left elsewhere (a pool's event); that request then runs its last steps without a slot."""
+    if owed is None or owed.thread != threading.get_ident() or getattr(_held, "owed", None) is not owed:
+        return
+    _held.owed = None
+    owed.slots.acquire(owed.preferred, owed.address)
+    _held.slots = owed.slots

@@ -218,6 +218,8 @@ class WriteGate:
         self.timeout = timeout
         self.file_lock = FileLock(lock_path) if lock_path else None
         self.holders: dict[int, bool] = {}
+        # The run slots its holders gave back to wait for it, taken back once they leave (`enter`).
+        self.owed: dict[int, Any] = {}
 
     def enter(self, dbapi_connection: Any) -> None:
         """Take the gate; an API call that has to wait for it gives its run slot back meanwhile.
@@ -225,31 +227,44 @@ class WriteGate:
         Waiting at the gate is waiting on another writer, not running: holding a run slot meanwhile, two
         API writers queued behind a long write (a trainee's workspace, a burst of a tenant's events) left a
         serving process no slot for anyone's reads. A page keeps its slot (see `released_by_api_call`).
+
+        Having got the gate, the call does not queue for its slot again until it leaves the gate (`leave`):
+        the holder of the gate (and of the file lock, which every process's writers wait for) must never wait
+        behind the requests queued for a run slot (see `runslots.give_back`).
         """
         from console import runslots
 
         deadline = time.monotonic() + self.timeout
         preferred = _preferred.get()
+        owed = None
         if not self.lock.try_acquire(preferred):
-            with runslots.released_by_api_call():
-                got = self.lock.acquire(self.timeout, preferred)
+            owed = runslots.give_back()
+            got = self.lock.acquire(self.timeout, preferred)
             if not got:
+                runslots.take_back(owed)
                 return  # proceed without it; SQLite's own lock and busy timeout still protect the data
         across = False
         if self.file_lock is not None:
             across = self.file_lock.try_acquire()
             if not across:
-                with runslots.released_by_api_call():
-                    across = self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
+                owed = owed or runslots.give_back()
+                across = self.file_lock.acquire(max(0.0, deadline - time.monotonic()))
         self.holders[id(dbapi_connection)] = across
+        if owed is not None:
+            self.owed[id(dbapi_connection)] = owed
 
     def leave(self, dbapi_connection: Any) -> None:
         across = self.holders.pop(id(dbapi_connection), None)
         if across is None:
             return
+        owed = self.owed.pop(id(dbapi_connection), None)
         if across:
             self.file_lock.release()  # type: ignore[union-attr]
         self.lock.release()
+        if owed is not None:
+            from console import runslots
+
+            runslots.take_back(owed)  # its run slot, now that it holds nothing another writer waits for
 
 
 def configure(engine: Engine) -> WriteGate:

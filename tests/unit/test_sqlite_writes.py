@@ -428,3 +428,62 @@ def test_an_api_call_waiting_at_the_write_gate_gives_its_run_slot_back(sqlite_ap
     assert slots.in_use() == 0 and not gate.lock.locked()
     with sqlite_app.app_context():
         assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 2
+
+
+# committing: threads write through their own connections; the writer that waited must see the gate free
+def test_the_gate_s_holder_never_queues_for_a_run_slot(sqlite_app):
+    """An API call that waited at the gate runs its write to the commit without queueing for its slot again.
+
+    `bench.neighbours` stalls (tenant B's calls stopped for seconds): a serving process's requests all queued for
+    its 2 run slots while the thread holding the write gate (and the file lock every process's writers wait for)
+    queued among them, behind the others, for the slot it had given back. The fact checked: once the gate is
+    the waiting call's, it is not in the slot's queue while it holds the gate; it queues only after leaving it.
+    """
+    from console.runslots import RunSlots, RunSlotsMiddleware
+
+    slots = RunSlots(1)
+    gate = sqlite_app.extensions["sqlite_write_gate"]
+    wrote, may_commit, slot_taken, may_finish = (threading.Event() for _ in range(4))
+    seen_while_holding: list[tuple[int, bool]] = []  # (threads queued for a slot, gate held) at the write
+
+    def writer(environ, start_response):
+        with sqlite_app.app_context():
+            _add_workspace("waited at the gate")
+            db.session.flush()  # its first write: waits for the gate, held below by another writer
+            seen_while_holding.append((slots.queued(), gate.lock.locked()))
+            wrote.set()
+            assert may_commit.wait(60)
+            db.session.commit()  # leaves the gate; only then queues for its slot (held by `other`)
+            db.session.remove()
+        start_response("200 OK", [])
+        return [b""]
+
+    def other(environ, start_response):  # an API call that takes the slot the writer gave back
+        slot_taken.set()
+        assert may_finish.wait(60)
+        start_response("200 OK", [])
+        return [b""]
+
+    call = lambda app, path: threading.Thread(target=RunSlotsMiddleware(app, slots), args=({"PATH_INFO": path}, lambda *_: None))  # noqa: E731
+    assert gate.lock.try_acquire()  # another writer holds the gate
+    first = call(writer, "/sandbox/v1/link_tokens")
+    first.start()
+    assert wait_for(lambda: gate.lock._waiting[False] == 1, 60, 0.005)  # it waits at the gate, its slot given back
+    second = call(other, "/sandbox/v1/jobs")
+    second.start()
+    assert slot_taken.wait(60)  # the only slot is the other call's now
+    gate.lock.release()  # the other writer commits: the gate is the waiting writer's
+    # Either it writes (the fix), or it holds the gate and queues for the slot (the stall): wait for whichever.
+    assert wait_for(lambda: wrote.is_set() or (slots.queued() == 1 and gate.lock.locked()), 60, 0.005)
+    assert wrote.is_set(), "the gate's holder queued for a run slot"
+    assert seen_while_holding == [(0, True)]  # it wrote holding the gate, nobody queued for a slot
+    assert slots.in_use() == 1  # running without a slot: one thread above the process's slots, no more
+    may_commit.set()
+    assert wait_for(lambda: slots.queued() == 1, 60, 0.005)  # after its commit it queues for its slot...
+    assert not gate.lock.locked() and not gate.holders and not gate.owed  # ...holding no gate
+    may_finish.set()
+    for thread in (first, second):
+        thread.join(60)
+    assert slots.in_use() == 0 and slots.queued() == 0  # every slot back, none released twice
+    with sqlite_app.app_context():
+        assert db.session.execute(text("SELECT count(*) FROM workspaces")).scalar() == 1
