@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,28 +16,84 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _subprocess_cli(env: dict, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    """The `console` command in a process of its own, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "console.cli", *args], cwd=cwd, env=env, capture_output=True, text=True
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class UpgradedDatabase:
+    path: Path
+    first_output: str  # what `console db upgrade` said on the empty database
+    env: dict
+
+
+@pytest.fixture(scope="session")
+def upgraded_database(tmp_path_factory) -> UpgradedDatabase:
+    """One SQLite database upgraded by a real `console db upgrade` (the migrations, not create_all), once a
+    session: each test that needs a schema gets a copy of it instead of running the migrations again."""
+    folder = tmp_path_factory.mktemp("cli-template")
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'cli.db'}", "SECRET_KEY": "cli-test-secret"}
+    env["CONSOLE_INSTANCE_DIR"] = str(folder / "instance")
+    result = _subprocess_cli(env, ROOT, "db", "upgrade")
+    assert result.returncode == 0, result.stderr
+    return UpgradedDatabase(folder / "cli.db", result.stdout, env)
+
+
+@pytest.fixture
+def upgraded(upgraded_database, tmp_path) -> None:
+    """This test's database is an upgraded and seeded one (a copy of the session's)."""
+    shutil.copyfile(upgraded_database.path, tmp_path / "cli.db")
+
+
 @pytest.fixture
 def run_cli(tmp_path):
+    """The `console` command called in this process (click's runner): the same code from `main` down, without
+    a Python start and the imports per call. The apps it builds are disposed of at the end of the test.
+
+    What needs a real process (the command on another working directory, the instance folder) is tested
+    below with one."""
+    from click.testing import CliRunner
+
+    from console import cli
+
     env = {
-        **os.environ,
         "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
         "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
         "SECRET_KEY": "cli-test-secret",
+        "RATELIMIT_STORAGE_URI": "memory://",  # no shared rate-limit file: no command here serves requests
     }
+    apps = []
+    build = cli._app
 
-    def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-        result = subprocess.run(
-            [sys.executable, "-m", "console.cli", *args], cwd=ROOT, env=env, capture_output=True, text=True
-        )
+    def tracked_app():
+        app = build()
+        apps.append(app)
+        return app
+
+    runner = CliRunner()
+
+    def run(*args: str, check: bool = True):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cli, "_app", tracked_app)
+            result = runner.invoke(cli.main, list(args), env=env, catch_exceptions=False)
         if check:
-            assert result.returncode == 0, result.stderr
+            assert result.exit_code == 0, result.stderr
+        result.returncode = result.exit_code
         return result
 
-    return run
+    yield run
+    from console.extensions import db
+
+    for app in apps:
+        with app.app_context():
+            db.session.remove()
+            db.engine.dispose()
 
 
-def test_db_upgrade_then_keys_lifecycle(run_cli, tmp_path):
-    run_cli("db", "upgrade")
+def test_db_upgrade_then_keys_lifecycle(upgraded, run_cli, tmp_path):
     workspace = json.loads(run_cli("workspaces", "create", "--name", "Acme", "--json").stdout)
     assert workspace["name"] == "Acme"
 
@@ -55,15 +113,13 @@ def test_db_upgrade_then_keys_lifecycle(run_cli, tmp_path):
     assert listed[0]["revoked_at"] is not None
 
 
-def test_keys_create_defaults_to_the_demo_workspace(run_cli):
-    run_cli("db", "upgrade")
+def test_keys_create_defaults_to_the_demo_workspace(upgraded, run_cli):
     first = json.loads(run_cli("keys", "create", "--mode", "sandbox", "--json").stdout)
     second = json.loads(run_cli("keys", "create", "--mode", "development", "--json").stdout)
     assert first["workspace_id"] == second["workspace_id"]
 
 
-def test_unknown_workspace_is_a_clear_error(run_cli):
-    run_cli("db", "upgrade")
+def test_unknown_workspace_is_a_clear_error(upgraded, run_cli):
     result = run_cli("keys", "create", "--mode", "sandbox", "--workspace", "nope", check=False)
     assert result.returncode != 0
     assert "No workspace" in result.stderr
@@ -87,12 +143,17 @@ def test_bad_mode_is_refused(run_cli):
     assert "staging" in result.stderr
 
 
-def test_db_upgrade_says_what_it_did(run_cli, tmp_path):
-    first = run_cli("db", "upgrade").stdout
-    assert f"Database sqlite:///{tmp_path / 'cli.db'}" in first
+def test_db_upgrade_says_what_it_did(upgraded_database):
+    """On the session's database: its first upgrade (made by a real process, on an empty file), then again."""
+    first = upgraded_database.first_output
+    assert f"Database sqlite:///{upgraded_database.path}" in first
     assert "Created the schema (revision " in first and "seeded the simulated world (" in first
     assert "up to date" not in first
-    again = run_cli("db", "upgrade").stdout
+    # In a process of its own too: Alembic's env.py configures logging (fileConfig) in the process it runs in.
+    # The session's database is left as it was: this upgrade finds nothing to do.
+    result = _subprocess_cli(upgraded_database.env, ROOT, "db", "upgrade")
+    assert result.returncode == 0, result.stderr
+    again = result.stdout
     assert "The schema was already up to date (revision " in again
     assert "the simulated world was already seeded" in again
 
@@ -148,8 +209,7 @@ def test_a_relative_instance_folder_is_relative_to_where_the_command_runs(tmp_pa
     assert result.stdout.strip() == str(tmp_path / "here")
 
 
-def test_keys_list_of_an_empty_workspace_suggests_creating_a_key_there(run_cli):
-    run_cli("db", "upgrade")
+def test_keys_list_of_an_empty_workspace_suggests_creating_a_key_there(upgraded, run_cli):
     workspace = json.loads(run_cli("workspaces", "create", "--json").stdout)
     out = run_cli("keys", "list", "--workspace", workspace["id"]).stdout
     assert f"console keys create --mode sandbox --workspace {workspace['id']}" in out
@@ -173,7 +233,7 @@ def cli_app(tmp_path):
         db.engine.dispose()
 
 
-def test_keys_roll_prints_the_new_secret_once_and_moves_the_webhooks(run_cli, cli_app):
+def test_keys_roll_prints_the_new_secret_once_and_moves_the_webhooks(upgraded, run_cli, cli_app):
     import uuid
 
     from console.core.errors import Unauthorized
@@ -183,7 +243,6 @@ def test_keys_roll_prints_the_new_secret_once_and_moves_the_webhooks(run_cli, cl
     from console.webhooks import services as webhooks
     from console.webhooks.models import Webhook
 
-    run_cli("db", "upgrade")
     old = json.loads(run_cli("keys", "create", "--mode", "sandbox", "--json").stdout)
     body = {"url": "http://127.0.0.1:9/hook", "status": "active", "enabled_events": ["account.added"]}
     with cli_app.app_context():
@@ -208,16 +267,14 @@ def test_keys_roll_prints_the_new_secret_once_and_moves_the_webhooks(run_cli, cl
     assert text.count("sk_sandbox_") == 1 and "shown once" in text
 
 
-def test_keys_roll_of_an_unknown_key_is_a_clear_error(run_cli):
-    run_cli("db", "upgrade")
+def test_keys_roll_of_an_unknown_key_is_a_clear_error(upgraded, run_cli):
     result = run_cli("keys", "roll", "nope", check=False)
     assert result.returncode != 0 and "No API key with id nope" in result.stderr
 
 
-def test_keys_roll_with_a_grace_period_keeps_the_old_secret_working(run_cli, cli_app):
+def test_keys_roll_with_a_grace_period_keeps_the_old_secret_working(upgraded, run_cli, cli_app):
     from console.keys.services import authenticate
 
-    run_cli("db", "upgrade")
     old = json.loads(run_cli("keys", "create", "--mode", "sandbox", "--json").stdout)
     rolled = json.loads(run_cli("keys", "roll", old["id"], "--grace", "1h", "--json").stdout)
     assert rolled["replaced_key_expires_at"] is not None

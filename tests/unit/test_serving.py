@@ -420,14 +420,32 @@ class Console:
         return set(children) - workers, workers
 
     def cli(self, *args: str) -> str:
-        result = subprocess.run(
-            [sys.executable, "-m", "console.cli", *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-        )
-        assert result.returncode == 0, result.stderr
+        """A `console` command on this server's database, called in this process (click's runner): what the
+        command does as a process of its own is tests/unit/test_cli.py's; here it only prepares data."""
+        from click.testing import CliRunner
+
+        from console import cli
+        from console.extensions import db
+
+        apps = []
+
+        def tracked_app():
+            apps.append(build())
+            return apps[-1]
+
+        build = cli._app
+        # No shared rate-limit file of this process's: the command serves no request.
+        env = {**self.env, "RATELIMIT_STORAGE_URI": "memory://"}
+        try:
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(cli, "_app", tracked_app)
+                result = CliRunner().invoke(cli.main, list(args), env=env, catch_exceptions=False)
+        finally:
+            for app in apps:
+                with app.app_context():
+                    db.session.remove()
+                    db.engine.dispose()
+        assert result.exit_code == 0, result.stderr
         return result.stdout
 
     def api(self, method: str, path: str, secret: str, body: dict | None = None, **params):
