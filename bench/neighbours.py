@@ -166,7 +166,9 @@ class Connection:
 @dataclass
 class TenantB:
     api_seconds: list[float] = field(default_factory=list)
-    api_started: list[float] = field(default_factory=list)  # wall clock (time.time) of each call, to find stalls
+    api_started: list[float] = field(
+        default_factory=list
+    )  # wall clock (time.time) of each call, to find stalls
     statuses: Counter = field(default_factory=Counter)
     # event id -> when the event was recorded (its `created_at`: B's workspace clock is never moved, so real time)
     events: dict[str, float] = field(default_factory=dict)
@@ -547,7 +549,11 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
             "api_p99_ms": percentile(phase.api_seconds, 0.99),
             "api_max_ms": max(phase.api_seconds, default=0) * 1000,
             # B's calls over 500 ms: (wall-clock start, seconds), to line up with stack dumps taken meanwhile
-            "api_slow": [(round(t, 2), round(s, 3)) for t, s in zip(phase.api_started, phase.api_seconds) if s > 0.5],
+            "api_slow": [
+                (round(t, 2), round(s, 3))
+                for t, s in zip(phase.api_started, phase.api_seconds, strict=True)
+                if s > 0.5
+            ],
             "events": len(phase.events),
             "delivery_p50_ms": percentile(latencies, 0.5),
             "delivery_p99_ms": percentile(latencies, 0.99),

@@ -464,11 +464,16 @@ def test_the_gate_s_holder_never_queues_for_a_run_slot(sqlite_app):
         start_response("200 OK", [])
         return [b""]
 
-    call = lambda app, path: threading.Thread(target=RunSlotsMiddleware(app, slots), args=({"PATH_INFO": path}, lambda *_: None))  # noqa: E731
+    def call(app, path):
+        return threading.Thread(
+            target=RunSlotsMiddleware(app, slots), args=({"PATH_INFO": path}, lambda *_: None)
+        )
+
     assert gate.lock.try_acquire()  # another writer holds the gate
     first = call(writer, "/sandbox/v1/link_tokens")
     first.start()
-    assert wait_for(lambda: gate.lock._waiting[False] == 1, 60, 0.005)  # it waits at the gate, its slot given back
+    # It waits at the gate, its slot given back.
+    assert wait_for(lambda: gate.lock._waiting[False] == 1, 60, 0.005)
     second = call(other, "/sandbox/v1/jobs")
     second.start()
     assert slot_taken.wait(60)  # the only slot is the other call's now
