@@ -590,3 +590,27 @@ def test_the_stage_hints_that_question_mark_shows_the_controls_then_the_hint_fad
     hint.wait_for(state="hidden")  # fades by itself within seconds, without a key
     press(page, "ArrowRight", 2)
     assert not hint.is_visible()
+
+
+def test_the_phone_keeps_its_size_when_the_caption_goes_from_one_line_to_two(page, console_live):
+    """At 1280x720 the failure story's captions are one line or two: the bar reserves two, so the phone, scaled
+    to the height left, is one size at every step (it shrank and grew between steps)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    key = "50-failure-and-recovery"
+    page.goto(f"{console_live.url}/present/{key}")
+    total = int(page.locator("#stage").get_attribute("data-total"))
+    lines, heights = set(), set()
+    for step in range(1, total + 1):
+        page.goto(f"{console_live.url}/present/{key}?step={step}")
+        page.locator("html[data-stage-ready]").wait_for(state="attached")
+        # The caption's text lines (its box is taller than its text once two lines are reserved).
+        lines.add(
+            page.evaluate(
+                """() => { const r = document.createRange();
+                           r.selectNodeContents(document.getElementById('caption'));
+                           return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"""
+            )
+        )
+        heights.add(round(page.locator(".phone").bounding_box()["height"]))
+    assert {1, 2} <= lines, lines  # the story has captions of both lengths at this size
+    assert max(heights) - min(heights) <= 1, sorted(heights)

@@ -794,7 +794,10 @@ def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_
     setup = page[page.index('data-feed="setup"') :]
     # Words a prospect reads, the API's name in small type under them.
     assert "Create a Link token" in calls and "POST /sandbox/v1/link_tokens" in calls
-    assert '<span class="feed-main">Direct deposit switch succeeded</span>' in page
+    assert (
+        '<span class="feed-main">Direct deposit switch succeeded <span class="feed-who" data-customer>'
+        "· Customer 1</span></span>" in page
+    )
     assert "<code>direct_deposit_switch.added · success</code>" in page
     assert "direct_deposit_switch: SUCCESS" not in page
     # The stage's inbox registration, the clock and the headless completion: set-up, not the backend's calls.
@@ -804,3 +807,34 @@ def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_
     # One clock on the stage, the workspace's, real time on hover; no "(real time)" stamps beside it.
     assert page.count("data-stage-clock") == 1 and 'title="Real time: ' in page
     assert "(real time)" not in page
+
+
+@pytest.mark.committing  # the story's steps run on the stage's thread pool
+def test_the_failure_story_shows_every_customers_switch_and_names_the_customer_on_each_webhook(app, visitor):
+    key = "50-failure-and-recovery"
+    for number in range(1, 7):  # the first customer's switch done, the second customer's token created
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}?step=6").get_data(as_text=True)
+    switch = page[page.index('aria-labelledby="bk-timeline"') : page.index('aria-labelledby="bk-calls"')]
+    # The first customer's switch stays on the panel while the second customer has none yet.
+    assert "No switch yet." not in switch
+    assert "Direct deposit switch <span" in switch and "succeeded" in switch
+    earlier = re.findall(r'data-event-type="direct_deposit_switch.added".*?</li>', page, re.S)
+    earlier_switch = earlier[0]
+    for number in range(7, 12):
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}?step=11").get_data(as_text=True)
+    switch = page[page.index('aria-labelledby="bk-timeline"') : page.index('aria-labelledby="bk-calls"')]
+    # At the end both switches: the first's pending then succeeded, the second's at once, each under its customer.
+    assert switch.count('data-feed="timeline"') == 2
+    assert switch.index("Customer 1") < switch.index("pending") < switch.index("Customer 2")
+    # Every webhook row names whose event it is: the switch that succeeded at the end is the second customer's.
+    webhooks = page[page.index('data-feed="webhooks"') : page.index('aria-labelledby="bk-timeline"')]
+    rows = re.findall(r'<li class="feed-item" data-event-type="([^"]+)".*?</li>', webhooks, re.S)
+    items = re.findall(r'<li class="feed-item" data-event-type=.*?</li>', webhooks, re.S)
+    assert items and all("data-customer>· Customer " in item for item in items), webhooks
+    switch_rows = [
+        item for kind, item in zip(rows, items, strict=True) if kind == "direct_deposit_switch.added"
+    ]
+    assert "· Customer 2</span>" in switch_rows[0] and "<code>end_user_id user_" in switch_rows[0]
+    assert "· Customer 1</span>" in earlier_switch
