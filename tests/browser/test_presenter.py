@@ -614,3 +614,30 @@ def test_the_phone_keeps_its_size_when_the_caption_goes_from_one_line_to_two(pag
         heights.add(round(page.locator(".phone").bounding_box()["height"]))
     assert {1, 2} <= lines, lines  # the story has captions of both lengths at this size
     assert max(heights) - min(heights) <= 1, sorted(heights)
+
+
+def test_autoplay_waiting_at_a_pause_step_shows_the_presenter_a_small_cue(page, console_live):
+    """With the controls hidden, autoplay stopping at Link (a pause step) said nothing: a faint "→ continues"
+    in a corner now tells the presenter the next key is theirs, and goes as soon as they press it."""
+    page.goto(f"{console_live.url}/present/10-standard-switch?speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    cue = page.locator("[data-autoplay-wait]")
+    assert not cue.is_visible()  # not before autoplay
+    page.keyboard.press("a")
+    page.locator('#stage[data-step="3"]:not(.is-busy)').wait_for()
+    cue.wait_for(state="visible")
+    assert cue.inner_text() == "→ continues"
+    assert not page.locator(".controls").is_visible()
+    # Small and in a corner, away from the phone and the panel the room reads.
+    box, size = cue.bounding_box(), page.viewport_size
+    assert box["height"] < size["height"] * 0.04 and box["x"] < size["width"] * 0.1
+    assert box["y"] > size["height"] * 0.9
+    # The presenter presses →: Link is filled in and the story moves on; the cue is gone.
+    page.keyboard.press("ArrowRight")
+    page.locator('#stage[data-step="4"]').wait_for()
+    assert not page.locator("[data-autoplay-wait]").is_visible()
+    # a stops autoplay: no cue at a pause step when nothing is waiting on the presenter's behalf.
+    page.keyboard.press("a")
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=3&speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    assert not page.locator("[data-autoplay-wait]").is_visible()
