@@ -641,3 +641,27 @@ def test_autoplay_waiting_at_a_pause_step_shows_the_presenter_a_small_cue(page, 
     page.goto(f"{console_live.url}/present/10-standard-switch?step=3&speed={FAST}")
     page.locator("html[data-stage-ready]").wait_for(state="attached")
     assert not page.locator("[data-autoplay-wait]").is_visible()
+
+
+def test_a_reload_while_the_search_is_being_typed_brings_the_term_and_its_results_back(page, console_live):
+    """Link reopened on its search screen with the typed text gone after a reload mid-typing: the step read
+    wrong. The term comes back in the box, with its results."""
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=1&speed={FAST}")
+    press(page, "ArrowRight", 2)
+    press(page, "ArrowRight", 3)
+    link_listens(page)
+    frame = page.frame_locator(LINK)
+    frame.get_by_role("button", name="Continue").click()
+    box = frame.get_by_label(re.compile("Employer, payroll provider"))
+    box.press_sequentially("Paycr")
+    frame.locator("#search-results .choice[data-id]").filter(has_text="Paycrest").first.wait_for()
+    page.reload()
+    page.locator('#stage[data-step="3"]').wait_for()
+    link_listens(page)
+    poll(lambda: link_screen(page), lambda s: s == "search", what="Link's screen after the reload")
+    frame = page.frame_locator(LINK)
+    assert frame.get_by_label(re.compile("Employer, payroll provider")).input_value() == "Paycr"
+    frame.locator("#search-results .choice[data-id]").filter(has_text="Paycrest").first.wait_for()
+    # → still fills Link in from where it stands, and the story goes on.
+    press(page, "ArrowRight", 4)
+    assert page.locator(".failure").count() == 0
