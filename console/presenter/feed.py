@@ -150,15 +150,16 @@ def event_rows(messages: list[Any]) -> list[EventRow]:
 
 def name_customers(jobs: list[Any], rows: list[EventRow]) -> dict[str, str]:
     """Each end user of the run as "Customer 1", "Customer 2"... in the order they first appear (jobs oldest
-    first, then events oldest first), and each event row named after its own: two identical "switch
-    succeeded" rows say whose switch each was."""
+    first, then events oldest first), and, when there are several, each event row named after its own: two
+    identical "switch succeeded" rows say whose switch each was."""
     names: dict[str, str] = {}
     seen = [getattr(j, "end_user_id", None) for j in jobs] + [r.end_user_id for r in reversed(rows)]
     for end_user_id in seen:
         if end_user_id and end_user_id not in names:
             names[end_user_id] = f"Customer {len(names) + 1}"
-    for row in rows:
-        row.customer = names.get(row.end_user_id, "")
+    if len(names) > 1:  # one customer needs no name on every row (the API line carries the id)
+        for row in rows:
+            row.customer = names.get(row.end_user_id, "")
     return names
 
 
