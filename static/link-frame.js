@@ -147,8 +147,11 @@
     }
   });
 
-  body.addEventListener("htmx:afterSettle", function () {
+  body.addEventListener("htmx:afterSettle", function (event) {
     relayScreenEvents();
+    // Search results arriving are not a new screen: the person typing keeps the focus in the search box
+    // (taking it to the heading sent the rest of what they typed nowhere).
+    if (event.target && event.target.id === "search-results") return;
     focusHeading();
   });
 
