@@ -133,7 +133,7 @@ def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     with tempfile.TemporaryDirectory() as tmp, sync_playwright() as p:
-        url, stop = serve(Path(tmp) / "presenter.db")
+        url, stop, _app = serve(Path(tmp) / "presenter.db")
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
             slug = profile_with_logo(browser, url)

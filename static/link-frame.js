@@ -87,7 +87,39 @@
     }
   });
 
+  // The search term, kept for this tab per Link token: a reload while someone is typing (a presenter's
+  // stage reopened mid-search) comes back with the term and its results instead of an empty box.
+  var SEARCH_KEY = "payroll-link-search:" + (body.getAttribute("data-link-token-id") || "");
+
+  function storage() {
+    try {
+      return window.sessionStorage;
+    } catch (err) {
+      return null; // storage refused (a sandboxed or privacy-restricted frame): nothing is restored
+    }
+  }
+
+  function restoreSearch() {
+    var box = document.getElementById("search-q");
+    var store = storage();
+    if (!box || box.value || !store || !window.htmx) return;
+    var term = store.getItem(SEARCH_KEY);
+    if (!term) return;
+    box.value = term;
+    window.htmx.trigger(box, "search"); // the results for the term, as when it was typed
+  }
+
   document.addEventListener("input", function (event) {
+    if (event.target && event.target.id === "search-q") {
+      var store = storage();
+      if (store) {
+        try {
+          store.setItem(SEARCH_KEY, event.target.value);
+        } catch (err) {
+          /* storage full or refused: the term is simply not kept */
+        }
+      }
+    }
     // Typing an amount or a percentage picks that option, so the choice matches what was typed.
     var kind = event.target && event.target.getAttribute && event.target.getAttribute("data-selects");
     var form = kind && event.target.form;
@@ -115,8 +147,11 @@
     }
   });
 
-  body.addEventListener("htmx:afterSettle", function () {
+  body.addEventListener("htmx:afterSettle", function (event) {
     relayScreenEvents();
+    // Search results arriving are not a new screen: the person typing keeps the focus in the search box
+    // (taking it to the heading sent the rest of what they typed nowhere).
+    if (event.target && event.target.id === "search-results") return;
     focusHeading();
   });
 
@@ -129,6 +164,16 @@
     alert.textContent = "Something went wrong. Please try again.";
     screen.querySelector(".screen-body").prepend(alert);
   });
+
+  // Once htmx has processed the page it loaded (not on each swap: a screen reached by a step starts empty).
+  if (window.htmx) {
+    var restored = false;
+    window.htmx.onLoad(function () {
+      if (restored) return;
+      restored = true;
+      restoreSearch();
+    });
+  }
 
   var first = currentScreen();
   send("open", {

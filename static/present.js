@@ -174,9 +174,21 @@
     window.clearTimeout(autoplayTimer);
     var s = stage();
     if (!autoplaying() || !s) return;
-    // A pause step, a failure or the end stops autoplay until the presenter moves on by hand.
-    if (s.dataset.pause === "1" || find('[data-stage-form="retry"]') || !find('[data-stage-form="next"]')) return;
+    // A pause step, a failure or the end stops autoplay until the presenter moves on by hand. At a pause step
+    // the presenter (controls hidden) gets a small cue in the corner that → is theirs to press.
+    var next = find('[data-stage-form="next"]');
+    if (s.dataset.pause === "1" && next && !find('[data-stage-form="retry"]')) {
+      showWaiting(true);
+      return;
+    }
+    if (s.dataset.pause === "1" || find('[data-stage-form="retry"]') || !next) return;
     autoplayTimer = window.setTimeout(advance, AUTOPLAY_MS / speed);
+  }
+
+  // The cue that autoplay waits for → (at a pause step); gone as soon as the story moves or autoplay stops.
+  function showWaiting(on) {
+    var cue = find("[data-autoplay-wait]");
+    if (cue) cue.hidden = !on;
   }
 
   function showState() {
@@ -191,6 +203,7 @@
   function toggleAutoplay() {
     document.documentElement.classList.toggle("autoplay");
     showState();
+    showWaiting(false);
     if (autoplaying()) advance();
     else window.clearTimeout(autoplayTimer);
   }
@@ -361,6 +374,7 @@
     }
     var run = { cancelled: null, hurry: false };
     driver = run;
+    showWaiting(false);
     window.clearTimeout(autoplayTimer);
     stage().classList.add("is-driving");
     setNote("");

@@ -69,11 +69,13 @@ class EventRow:
     outcome: str
     state: str
     state_words: str
+    end_user_id: str  # whose event it is (the payload's end_user_id); "" when it names nobody
     at: str  # the event's moment on the workspace clock (ISO, from the payload); "" when it has none
     received_at: datetime | None  # real time of the newest delivery
     deliveries: int = 0
     verified: bool = True
     messages: list[Any] = field(default_factory=list)
+    customer: str = ""  # "Customer 2": who the event is about, in words (see name_customers)
 
     @property
     def state_tone(self) -> str:
@@ -115,6 +117,7 @@ def event_rows(messages: list[Any]) -> list[EventRow]:
                 words=words,
                 api_name=f"{event_type} · {outcome}" if outcome else event_type,
                 outcome=outcome,
+                end_user_id=str(payload.get("end_user_id") or ""),
                 state=DELIVERED,
                 state_words="",
                 at=str(payload.get("timestamp") or payload.get("created_at") or ""),
@@ -143,6 +146,21 @@ def event_rows(messages: list[Any]) -> list[EventRow]:
             row.state_words += f" ({row.deliveries} copies: at least once)"
         result.append(row)
     return result
+
+
+def name_customers(jobs: list[Any], rows: list[EventRow]) -> dict[str, str]:
+    """Each end user of the run as "Customer 1", "Customer 2"... in the order they first appear (jobs oldest
+    first, then events oldest first), and, when there are several, each event row named after its own: two
+    identical "switch succeeded" rows say whose switch each was."""
+    names: dict[str, str] = {}
+    seen = [getattr(j, "end_user_id", None) for j in jobs] + [r.end_user_id for r in reversed(rows)]
+    for end_user_id in seen:
+        if end_user_id and end_user_id not in names:
+            names[end_user_id] = f"Customer {len(names) + 1}"
+    if len(names) > 1:  # one customer needs no name on every row (the API line carries the id)
+        for row in rows:
+            row.customer = names.get(row.end_user_id, "")
+    return names
 
 
 def still_refused(rows: list[EventRow]) -> bool:

@@ -226,3 +226,47 @@ def test_a_button_shows_it_is_busy_while_its_request_is_in_flight(page, live_ser
     held[0].continue_()
     page.get_by_text("Clock advanced.").wait_for()
     expect(page.get_by_role("button", name="+1 hour")).not_to_have_attribute("aria-busy", "true")
+
+
+def _line_boxes(page, selector: str) -> int:
+    """How many lines the element's own text (its first text node) is laid out on."""
+    return page.eval_on_selector(
+        selector,
+        """el => { const r = document.createRange(); r.selectNodeContents(el.firstChild);
+                   return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }""",
+    )
+
+
+def test_the_webhooks_actions_and_the_request_filters_keep_one_row_at_1280(browser, live_server):
+    """At 1280x720 "Run conformance check" wrapped onto three lines in the webhooks table, and the request
+    log's filter bar onto two rows once the workspace had a key."""
+    with live_server.app.app_context():
+        secret = demo_sandbox_secret()
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    try:
+        page = context.new_page()
+        _open_demo_workspace(page, live_server, secret)
+        page.goto(live_server.url + "/webhooks")
+        register = page.get_by_role("button", name="Register the built-in inbox")
+        if register.count():
+            register.click()
+        button = page.locator("td.row-actions button").first
+        button.wait_for()
+        shot(page, "webhooks-actions-1280")
+        assert _line_boxes(page, "td.row-actions button") == 1, button.bounding_box()
+        # ... and the table, its buttons on one line, still inside its card (no sideways overflow).
+        table, card = page.locator("#webhooks table").bounding_box(), page.locator("#webhooks").bounding_box()
+        assert table["x"] + table["width"] <= card["x"] + card["width"] + 1, (table, card)
+        page.goto(live_server.url + "/requests")
+        form = page.locator("form.filters")
+        form.wait_for()
+        assert page.locator("#f-key option").count() > 1  # the workspace has a key: the select is in the row
+        middles = page.eval_on_selector_all(
+            "form.filters > *:not([type=hidden])",
+            "els => els.filter(e => e.getClientRects().length)"
+            ".map(e => { const b = e.getBoundingClientRect(); return Math.round(b.top + b.height / 2); })",
+        )
+        shot(page, "requests-filters-1280")
+        assert max(middles) - min(middles) <= 6, middles  # one row
+    finally:
+        context.close()

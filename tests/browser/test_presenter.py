@@ -590,3 +590,81 @@ def test_the_stage_hints_that_question_mark_shows_the_controls_then_the_hint_fad
     hint.wait_for(state="hidden")  # fades by itself within seconds, without a key
     press(page, "ArrowRight", 2)
     assert not hint.is_visible()
+
+
+def test_the_phone_keeps_its_size_when_the_caption_goes_from_one_line_to_two(page, console_live):
+    """At 1280x720 the failure story's captions are one line or two: the bar reserves two, so the phone, scaled
+    to the height left, is one size at every step (it shrank and grew between steps)."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    key = "50-failure-and-recovery"
+    page.goto(f"{console_live.url}/present/{key}")
+    total = int(page.locator("#stage").get_attribute("data-total"))
+    lines, heights = set(), set()
+    for step in range(1, total + 1):
+        page.goto(f"{console_live.url}/present/{key}?step={step}")
+        page.locator("html[data-stage-ready]").wait_for(state="attached")
+        # The caption's text lines (its box is taller than its text once two lines are reserved).
+        lines.add(
+            page.evaluate(
+                """() => { const r = document.createRange();
+                           r.selectNodeContents(document.getElementById('caption'));
+                           return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"""
+            )
+        )
+        heights.add(round(page.locator(".phone").bounding_box()["height"]))
+    assert {1, 2} <= lines, lines  # the story has captions of both lengths at this size
+    assert max(heights) - min(heights) <= 1, sorted(heights)
+
+
+def test_autoplay_waiting_at_a_pause_step_shows_the_presenter_a_small_cue(page, console_live):
+    """With the controls hidden, autoplay stopping at Link (a pause step) said nothing: a faint "→ continues"
+    in a corner now tells the presenter the next key is theirs, and goes as soon as they press it."""
+    page.goto(f"{console_live.url}/present/10-standard-switch?speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    cue = page.locator("[data-autoplay-wait]")
+    assert not cue.is_visible()  # not before autoplay
+    page.keyboard.press("a")
+    page.locator('#stage[data-step="3"]:not(.is-busy)').wait_for()
+    cue.wait_for(state="visible")
+    assert cue.inner_text() == "→ continues"
+    assert not page.locator(".controls").is_visible()
+    # Small and in a corner, away from the phone and the panel the room reads.
+    box, size = cue.bounding_box(), page.viewport_size
+    assert box["height"] < size["height"] * 0.04 and box["x"] < size["width"] * 0.1
+    assert box["y"] > size["height"] * 0.9
+    # The presenter presses →: Link is filled in and the story moves on; the cue is gone.
+    link_listens(page)
+    page.keyboard.press("ArrowRight")
+    # (autoplay carries on from step 4 at test speed, so the stage is only known to have left step 3)
+    page.locator('#stage:not([data-step="3"])').wait_for()
+    assert not page.locator("[data-autoplay-wait]").is_visible()
+    # Without autoplay (a new page), nothing waits on the presenter's behalf: no cue at the pause step.
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=3&speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    assert not page.locator("[data-autoplay-wait]").is_visible()
+
+
+def test_a_reload_while_the_search_is_being_typed_brings_the_term_and_its_results_back(page, console_live):
+    """Link reopened on its search screen with the typed text gone after a reload mid-typing: the step read
+    wrong. The term comes back in the box, with its results."""
+    page.goto(f"{console_live.url}/present/10-standard-switch?step=1&speed={FAST}")
+    press(page, "ArrowRight", 2)
+    press(page, "ArrowRight", 3)
+    link_listens(page)
+    frame = page.frame_locator(LINK)
+    frame.get_by_role("button", name="Continue").click()
+    box = frame.get_by_label(re.compile("Employer, payroll provider"))
+    box.press_sequentially("Paycr")
+    frame.locator("#search-results .choice[data-id]").filter(has_text="Paycrest").first.wait_for()
+    page.reload()
+    page.locator('#stage[data-step="3"]').wait_for()
+    link_listens(page)
+    poll(lambda: link_screen(page), lambda s: s == "search", what="Link's screen after the reload")
+    frame = page.frame_locator(LINK)
+    box = frame.get_by_label(re.compile("Employer, payroll provider"))
+    # Put back once htmx has processed Link's page (a moment after the screen is there).
+    poll(box.input_value, lambda v: v == "Paycr", what="the search box after the reload")
+    frame.locator("#search-results .choice[data-id]").filter(has_text="Paycrest").first.wait_for()
+    # → still fills Link in from where it stands, and the story goes on.
+    press(page, "ArrowRight", 4)
+    assert page.locator(".failure").count() == 0

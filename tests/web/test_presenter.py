@@ -804,3 +804,35 @@ def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_
     # One clock on the stage, the workspace's, real time on hover; no "(real time)" stamps beside it.
     assert page.count("data-stage-clock") == 1 and 'title="Real time: ' in page
     assert "(real time)" not in page
+
+
+@pytest.mark.committing  # the story's steps run on the stage's thread pool
+def test_the_failure_story_shows_every_customers_switch_and_names_the_customer_on_each_webhook(app, visitor):
+    key = "50-failure-and-recovery"
+    for number in range(1, 7):  # the first customer's switch done, the second customer's token created
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}?step=6").get_data(as_text=True)
+    switch = page[page.index('aria-labelledby="bk-timeline"') : page.index('aria-labelledby="bk-calls"')]
+    # The first customer's switch stays on the panel while the second customer has none yet.
+    assert "No switch yet." not in switch
+    assert "Direct deposit switch <span" in switch and "succeeded" in switch
+    earlier = re.findall(r'data-event-type="direct_deposit_switch.added".*?</li>', page, re.S)
+    assert "data-customer" not in earlier[0]  # one customer so far: no name on every row
+    for number in range(7, 12):
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}?step=11").get_data(as_text=True)
+    switch = page[page.index('aria-labelledby="bk-timeline"') : page.index('aria-labelledby="bk-calls"')]
+    # At the end both switches, each under its customer, the newest first: the second's (at once), then the
+    # first's (pending, then succeeded).
+    assert switch.count('data-feed="timeline"') == 2
+    assert switch.index("Customer 2") < switch.index("Customer 1") < switch.index("pending")
+    # Every webhook row names whose event it is: the switch that succeeded at the end is the second customer's.
+    webhooks = page[page.index('data-feed="webhooks"') : page.index('aria-labelledby="bk-timeline"')]
+    rows = re.findall(r'<li class="feed-item" data-event-type="([^"]+)".*?</li>', webhooks, re.S)
+    items = re.findall(r'<li class="feed-item" data-event-type=.*?</li>', webhooks, re.S)
+    assert items and all("data-customer>· Customer " in item for item in items), webhooks
+    switch_rows = [
+        item for kind, item in zip(rows, items, strict=True) if kind == "direct_deposit_switch.added"
+    ]
+    assert "· Customer 2</span>" in switch_rows[0] and "<code>end_user_id user_" in switch_rows[0]
+    assert any("· Customer 1</span>" in item for item in items)

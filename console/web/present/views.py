@@ -123,12 +123,17 @@ def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
         kept = linktokens.newest(workspace.id) if has_workspace() else None
     found = timeline.for_link_token(workspace, SANDBOX, kept.link_token_id) if kept else None
     events = feed.event_rows(inbox.page(workspace.id, limit=BACKEND_READ).rows)
+    # Every customer's switch of the run, not only the newest token's (a second customer has none yet).
+    switches = timeline.workspace_jobs(workspace, SANDBOX) if has_workspace() else []
+    customers = feed.name_customers([jt.job for jt in switches], events)
     yours, setup = feed.split_calls(requestlog.page(workspace.id, limit=BACKEND_READ).rows)
     return {
         "events": events[:BACKEND_ROWS],
         "calls": yours[:BACKEND_ROWS],
         "setup_calls": setup,
         "timeline": found,
+        "switches": switches,
+        "customers": customers,
         "job": found.jobs[-1].job if found and found.jobs else None,
         "pulse": live.pulse(workspace),
         "link_token_id": kept.link_token_id if kept else "",
@@ -158,6 +163,8 @@ def _fresh_backend() -> dict:
         "calls": [],
         "setup_calls": [],
         "timeline": None,
+        "switches": [],
+        "customers": {},
         "job": None,
         "pulse": "",
         "link_token_id": "",

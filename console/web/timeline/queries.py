@@ -161,6 +161,21 @@ def for_link_token(workspace: Workspace, mode: str, link_token_id: str) -> Timel
     )
 
 
+def workspace_jobs(workspace: Workspace, mode: str, limit: int = 4) -> list[JobTimeline]:
+    """The newest `limit` jobs of the workspace (oldest first), with their steps: the stage's panel, where one
+    run holds every customer's switch (a story with two customers shows both, not only the newest token's)."""
+    newest = list(
+        db.session.scalars(
+            select(Job)
+            .where(Job.workspace_id == workspace.id, Job.mode == mode)
+            .options(selectinload(Job.transitions))
+            .order_by(Job.created_at.desc(), Job.id.desc())
+            .limit(limit)
+        )
+    )
+    return _job_timelines(workspace, list(reversed(newest)), clock_now(workspace))
+
+
 def for_account(workspace: Workspace, mode: str, account_id: str) -> Timeline | None:
     """Every job of one account, across the Link tokens that used it (on-demand updates included)."""
     try:
