@@ -48,8 +48,10 @@ format: $(TEST_STAMP) ## Apply ruff's formatting and safe fixes.
 	$(BIN)/ruff check --fix .
 
 # The suite runs on $(TEST_WORKERS) pytest-xdist worker processes (tests/conftest.py gives each its own
-# PostgreSQL database and Redis db number); `make test TEST_WORKERS=0` runs it in one process.
-TEST_WORKERS ?= 2
+# PostgreSQL database and Redis db number); `make test TEST_WORKERS=0` runs it in one process. Four on 2 cores:
+# much of the suite waits (on subprocesses starting, Chromium, polls), and a quiet run took 263 s on 4 workers
+# against 318 s on 2 (docs/testing.md).
+TEST_WORKERS ?= 4
 PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
 
 # One pytest run for everything, browser tests included: loadgroup keeps a browser module's tests (and its one
@@ -57,10 +59,10 @@ PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKER
 # fails is run once more (BROWSER_RERUNS, read by tests/browser/conftest.py), as Playwright's own runner retries
 # on CI; a test that needed its retry is listed in the summary ("rerun"), one that fails twice fails the run.
 BROWSER_RERUNS ?= 1
-test: $(TEST_STAMP) browser-deps lint ## Lint, then the whole suite, browser tests included, on 2 xdist workers.
+test: $(TEST_STAMP) browser-deps lint ## Lint, then the whole suite, browser tests included, on 4 xdist workers.
 	BROWSER_RERUNS=$(BROWSER_RERUNS) $(BIN)/pytest -q $(PYTEST_PARALLEL) -r R
 
-test-fast: $(TEST_STAMP) ## The suite without the browser tests (on 2 xdist workers).
+test-fast: $(TEST_STAMP) ## The suite without the browser tests (on 4 xdist workers).
 	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
 
 coverage: $(TEST_STAMP) ## Line and branch coverage of console/ over the suite without the browser tests.
