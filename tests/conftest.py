@@ -181,6 +181,14 @@ class SessionApp:
 _session_apps: dict[str, SessionApp] = {}
 
 
+def pytest_sessionfinish(session):
+    """The session apps' pooled connections are closed here, not left to the interpreter's exit (where psycopg
+    printed a ResourceWarning traceback after the summary of a green run)."""
+    for session_app in _session_apps.values():
+        with session_app.app.app_context():
+            db.engine.dispose()
+
+
 def make_app(database_url: str, **config) -> Flask:
     """A new app on the test database, with `config` on top of the tests' settings (a few tests need their
     own; most share the session's app through the `app` fixture)."""
