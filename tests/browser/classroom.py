@@ -14,6 +14,8 @@ from datetime import timedelta
 import requests
 from sqlalchemy import select, update
 
+from tests.factories import LINK_TOKEN
+
 NAMES = (
     "Ada Lovelace", "Grace Hopper", "Alan Turing", "Katherine Johnson", "Linus Torvalds", "Margaret Hamilton",
     "Dennis Ritchie", "Barbara Liskov", "Ken Thompson", "Frances Allen", "Donald Knuth", "Radia Perlman",
@@ -21,14 +23,7 @@ NAMES = (
     "John McCarthy", "Sophie Wilson",
 )  # fmt: skip
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
-TOKEN_BODY = {
-    "org_name": "Acme",
-    "end_user_id": "user-1",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
-}
+TOKEN_BODY = LINK_TOKEN
 
 
 def join(join_link: str, name: str) -> requests.Session:

@@ -11,16 +11,11 @@ from console.bootstrap import demo_sandbox_secret
 from console.extensions import db
 from console.requestlog.writer import writer_for
 from console.workspaces.models import Workspace
+from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
 
-README_BODY = {
-    "org_name": "Acme",
-    "end_user_id": "user-1",
-    "required_jobs": ["direct_deposit_switch"],
-    "allocation": {
-        "targets": [{"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}]
-    },
-}
+# The README's first call sends the smallest valid body, the one every test uses.
+README_BODY = LINK_TOKEN
 
 
 def _readme_curl(client, secret: str) -> str:
