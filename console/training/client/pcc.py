@@ -23,6 +23,7 @@ import hashlib
 import hmac
 import json
 import os
+import signal
 import sys
 import time
 import urllib.error
@@ -283,6 +284,10 @@ def main(argv=None):
         return 0
     if not args.api or not args.key:
         parser.error("give --api and --key (or set CONSOLE_API and CONSOLE_API_SECRET)")
+    # Ctrl-C and SIGTERM stop it cleanly, even when started where SIGINT is ignored (`cmd &` in a script,
+    # where Python would not install its own handler).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         if args.command == "listen":
             events = [e.strip() for e in (args.events or "").split(",") if e.strip()] or None
