@@ -181,7 +181,7 @@ def test_pcc_is_served_with_this_servers_root_and_the_scenarios(app, on_the_lan,
     assert pcc.DEFAULT_API == LAN
     assert {"pending_then_success", "federal_sent", "user_good", "success"} <= set(pcc.SCENARIOS)
     imported = set(re.findall(r"^(?:import|from) (\w+)", (room.__file__ and pcc_source(app, trainer)), re.M))
-    assert imported <= {"__future__", "argparse", "hashlib", "hmac", "json", "os", "sys", "time", "urllib",
+    assert imported <= {"__future__", "argparse", "hashlib", "hmac", "json", "os", "signal", "sys", "time", "urllib",
                         "uuid", "datetime"}  # fmt: skip
 
 
