@@ -64,3 +64,18 @@ def test_pcc_listen_relays_a_signed_delivery_and_trigger_runs_a_scenario(
     )
     refused = subprocess.run(command, capture_output=True, text=True, timeout=60, **options)
     assert refused.returncode == 1 and "the service refused the key" in refused.stderr
+
+
+def test_pcc_reads_the_api_root_as_console_listen_does():
+    """pcc.py must stay standard-library only, so it keeps its own copy of `sandbox_base`: the two agree."""
+    import importlib.util
+    from pathlib import Path
+
+    from console import listener
+
+    path = Path(listener.__file__).parent / "training" / "client" / "pcc.py"
+    spec = importlib.util.spec_from_file_location("pcc_copy", path)
+    pcc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pcc)
+    for given in ("http://h:5000", "http://h:5000/", "http://h:5000/sandbox", "http://h:5000/sandbox/v1/"):
+        assert pcc.sandbox_base(given) == listener.sandbox_base(given)
