@@ -147,8 +147,10 @@ class Run:
     detail: dict
 
 
-def wrk(url: str, script: Path, *, threads: int, connections: int, duration: float) -> Run:
+def wrk(url: str, script: Path, *, threads: int, connections: int, duration: float, nice: int = 0) -> Run:
+    """wrk's run; `nice` > 0 runs it at that niceness (a load generator standing for clients on other machines)."""
     command = [
+        *(["nice", "-n", str(nice)] if nice > 0 else []),
         "wrk",
         f"-t{threads}",
         f"-c{connections}",

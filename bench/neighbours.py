@@ -318,9 +318,16 @@ STORM_PARTS = ("conformance", "events", "flood", "pages")
 
 
 def tenant_a_main(
-    port: int, seeded: Seeded, seconds: float, out_file: str, parts: tuple[str, ...] = STORM_PARTS
+    port: int,
+    seeded: Seeded,
+    seconds: float,
+    out_file: str,
+    parts: tuple[str, ...] = STORM_PARTS,
+    nice: int = 0,
 ) -> None:
     """Tenant A's storm (a process of its own, so its threads never share the measuring process's GIL)."""
+    if nice > 0:
+        os.nice(nice)  # a load generator standing for clients on other machines (see --nice)
     stop = threading.Event()
     statuses: dict[str, Counter] = {"conformance": Counter(), "test events": Counter(), "flood": Counter()}
     runs_done = Counter()
@@ -469,7 +476,9 @@ def run(args) -> dict:
     return result
 
 
-def b_phase(port: int, seeded: Seeded, seconds: float) -> TenantB:
+def b_phase_main(port: int, seeded: Seeded, seconds: float, out_file: str) -> None:
+    """Tenant B for `seconds`, in a process of its own: the presenter's page parsing (in the measuring process)
+    or tenant A's threads never hold the GIL while one of B's answers waits to be timed."""
     stop = threading.Event()
     out: list[TenantB] = []
     thread = threading.Thread(target=lambda: out.append(tenant_b(port, seeded, stop)))
@@ -477,21 +486,48 @@ def b_phase(port: int, seeded: Seeded, seconds: float) -> TenantB:
     time.sleep(seconds)
     stop.set()
     thread.join(90)
-    return out[0]
+    b = out[0]
+    Path(out_file).write_text(
+        json.dumps(
+            {
+                "api_seconds": b.api_seconds,
+                "api_started": b.api_started,
+                "statuses": dict(b.statuses),
+                "events": b.events,
+            }
+        )
+    )
+
+
+def b_phase(port: int, seeded: Seeded, seconds: float, tmp: Path) -> TenantB:
+    out_file = tmp / "tenant_b.json"
+    out_file.unlink(missing_ok=True)
+    proc = multiprocessing.get_context("spawn").Process(
+        target=b_phase_main, args=(port, seeded, seconds, str(out_file))
+    )
+    proc.start()
+    proc.join(seconds + 120)
+    d = json.loads(out_file.read_text())
+    return TenantB(
+        d["api_seconds"],
+        d["api_started"],
+        Counter({int(k): n for k, n in d["statuses"].items()}),
+        d["events"],
+    )
 
 
 def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Path, steps: int, args) -> dict:
     port = server.port
-    b_phase(port, seeded, 3.0)  # warm: connections, caches
+    b_phase(port, seeded, 3.0, tmp)  # warm: connections, caches
     print(f"  quiet: tenant B alone for {args.quiet_seconds:g} s", flush=True)
-    quiet = b_phase(port, seeded, args.quiet_seconds)
+    quiet = b_phase(port, seeded, args.quiet_seconds, tmp)
     quiet_latencies, quiet_lost = delivery_latencies(quiet, b_log, 30)
     size_before = database_bytes(instance)
 
     print(f"  storm: tenant A for {args.seconds:g} s, tenant B and a presenter meanwhile", flush=True)
     a_out = tmp / "tenant_a.json"
     a_proc = multiprocessing.get_context("spawn").Process(
-        target=tenant_a_main, args=(port, seeded, args.seconds, str(a_out), args.storm)
+        target=tenant_a_main, args=(port, seeded, args.seconds, str(a_out), args.storm, args.nice)
     )
     a_proc.start()
     pages_script = write_script(
@@ -510,7 +546,14 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
     pages: list = []
     pages_thread = threading.Thread(
         target=lambda: pages.append(
-            wrk(server.url + "/", pages_script, threads=2, connections=PAGE_CLIENTS, duration=args.seconds)
+            wrk(
+                server.url + "/",
+                pages_script,
+                threads=2,
+                connections=PAGE_CLIENTS,
+                duration=args.seconds,
+                nice=args.nice,
+            )
         )
     )
     if "pages" in args.storm:
@@ -528,7 +571,7 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
 
     watcher = threading.Thread(target=watch_wal, daemon=True)
     watcher.start()
-    storm = b_phase(port, seeded, args.seconds)
+    storm = b_phase(port, seeded, args.seconds, tmp)
     watching.set()
     size_after = database_bytes(instance)
     wal_high = max(wal_high_water)
@@ -548,6 +591,13 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
             "api_p50_ms": percentile(phase.api_seconds, 0.5),
             "api_p99_ms": percentile(phase.api_seconds, 0.99),
             "api_max_ms": max(phase.api_seconds, default=0) * 1000,
+            "api_p90_ms": percentile(phase.api_seconds, 0.9),
+            "api_p95_ms": percentile(phase.api_seconds, 0.95),
+            # every call (wall-clock start, ms), for --json readers looking for what the slow ones share
+            "api_samples": [
+                (round(t, 3), round(s * 1000, 1))
+                for t, s in zip(phase.api_started, phase.api_seconds, strict=True)
+            ],
             # B's calls over 500 ms: (wall-clock start, seconds), to line up with stack dumps taken meanwhile
             "api_slow": [
                 (round(t, 2), round(s, 3))
@@ -661,6 +711,13 @@ def main(argv: list[str] | None = None) -> int:
         default=STORM_PARTS,
         help=f"tenant A's parts, comma-separated (default all: {','.join(STORM_PARTS)}); to find which one hurts",
     )
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=10,
+        help="tenant A's and the page clients' niceness (default 10): they stand for clients on other machines, "
+        "so they take the CPU the server and tenant B leave; 0 shares the 2 cores equally",
+    )
     parser.add_argument("--write", action="store_true", help="write the table into BENCHMARKS.md")
     parser.add_argument("--json", help="also write the raw results to this file")
     parser.add_argument("--keep", help="copy the instance folder (database) and the server's log here")
@@ -672,7 +729,8 @@ def main(argv: list[str] | None = None) -> int:
     header = (
         f"`console run` defaults (+ `TRUSTED_PROXIES=127.0.0.1`), {os.cpu_count()} CPUs, load average at start "
         f"{result['load']}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; tenant B alone for "
-        f"{args.quiet_seconds:g} s, then during a {args.seconds:g} s storm."
+        f"{args.quiet_seconds:g} s, then during a {args.seconds:g} s storm; tenant A and the page clients "
+        f"at nice {args.nice}, tenant B in a process of its own."
     )
     print(header)
     print(table(result))

@@ -7,6 +7,7 @@ import copy
 import functools
 import inspect
 import os
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
@@ -15,7 +16,8 @@ import psycopg
 import pytest
 from flask import Flask
 from jinja2 import StrictUndefined
-from sqlalchemy import text
+from sqlalchemy import event, text
+from sqlalchemy.engine import Engine
 
 from console import create_app
 from console.api import ratelimit
@@ -181,12 +183,25 @@ class SessionApp:
 _session_apps: dict[str, SessionApp] = {}
 
 
+# Every engine that connected during the session (the session apps' and those of the tests that build an app
+# of their own), so that pytest_sessionfinish can close what their pools still hold.
+_engines: weakref.WeakSet[Engine] = weakref.WeakSet()
+
+
+def _remember_engine(connection) -> None:
+    _engines.add(connection.engine)
+
+
+def pytest_configure(config):
+    event.listen(Engine, "engine_connect", _remember_engine)
+
+
 def pytest_sessionfinish(session):
-    """The session apps' pooled connections are closed here, not left to the interpreter's exit (where psycopg
-    printed a ResourceWarning traceback after the summary of a green run)."""
-    for session_app in _session_apps.values():
-        with session_app.app.app_context():
-            db.engine.dispose()
+    """Pooled connections are closed here, not left to the interpreter's exit, where psycopg printed a
+    "Connection deleted while still open" ResourceWarning after the summary of a green run (an app a test built
+    on PostgreSQL, kept alive by a reference cycle until then)."""
+    for engine in list(_engines):
+        engine.dispose()
 
 
 def make_app(database_url: str, **config) -> Flask:

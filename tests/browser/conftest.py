@@ -66,7 +66,9 @@ BROWSER_RERUNS = int(os.environ.get("BROWSER_RERUNS", "0") or 0)
 
 def pytest_collection_modifyitems(config, items):
     # Under pytest-xdist with `--dist loadgroup`, a module's tests stay on one worker, so its live server is
-    # made once, not once on each worker its tests were spread over.
+    # made once, not once on each worker its tests were spread over. A test marked `long` (a minute-long walk,
+    # or a parametrized family of them) is a group of its own: one worker serially running a module's long
+    # walks decided the whole suite's time (test_presenter.py's ~210 s), while a live server costs ~1 s.
     grouped = config.pluginmanager.hasplugin("xdist")
     for item in items:
         path = str(item.fspath).replace(os.sep, "/")
@@ -75,7 +77,12 @@ def pytest_collection_modifyitems(config, items):
             if BROWSER_RERUNS:
                 item.add_marker(pytest.mark.flaky(reruns=BROWSER_RERUNS))
             if grouped:
-                item.add_marker(pytest.mark.xdist_group(f"browser:{path.rsplit('/', 1)[-1]}"))
+                group = f"browser:{path.rsplit('/', 1)[-1]}"
+                if item.get_closest_marker("long"):
+                    group += f"::{item.originalname}"
+                item.add_marker(pytest.mark.xdist_group(group))
+    # Long ones first: xdist hands out groups of one test in collection order, and one handed out last is the tail.
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def _free_port() -> int:

@@ -235,6 +235,7 @@ def console_pages(app, samples: dict[str, str]) -> list[str]:
     return [*sorted(set(pages)), "/no-such-page"]
 
 
+@pytest.mark.long
 def test_every_console_page_passes_axe_and_fits_a_phone(scanned, console_live):
     page = scanned
     samples = fill_workspace(page, console_live)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.linkui import search_and_choose
@@ -125,6 +126,7 @@ PRESETS = (
 )
 
 
+@pytest.mark.long
 def test_every_preset_twice_with_reloads_and_page_changes(page, console_live):
     start(page, console_live)
     seen: set[str] = set()
@@ -250,6 +252,7 @@ def test_run_in_link_keeps_its_instructions_beside_link_twice(page, console_live
     page.get_by_role("heading", name="Scenarios", exact=True).wait_for()
 
 
+@pytest.mark.long
 def test_every_scenario_headless_twice(page, console_live):
     from console.web.scenarios import gallery as scenarios
     from tests.web.test_scenarios import EXPECTED

@@ -327,6 +327,7 @@ def autoplay_to_the_end(page, total: int) -> None:
         )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("key", list(EXPECTED))
 def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page, console_live, key):
     events, screens, headless = EXPECTED[key]
@@ -445,6 +446,7 @@ def assert_fits_every_projector(page, where: str) -> None:
         assert_fits(page, where)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("key", list(EXPECTED))
 def test_each_story_fits_each_projector_and_a_reload_at_a_link_step_opens_link_again(page, console_live, key):
     """Every step of every story at 1280x720, 1440x900, 1920x1080 (and 1024x768, 3840x2160): nothing below the fold. At each step

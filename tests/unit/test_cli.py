@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# One worker under xdist (--dist loadgroup): the tests share one session-scoped upgraded database (a real
+# `console db upgrade`, ~5 s); spread over four workers, each worker ran the upgrade.
+pytestmark = pytest.mark.xdist_group("cli")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -14,6 +14,10 @@ import sqlalchemy
 from tests.factories import LINK_TOKEN
 from tests.unit.test_serving import Console
 
+# One worker under xdist (--dist loadgroup): the tests share one module-scoped `console run`; spread over four
+# workers, each worker started one (~5-10 s of starting processes each).
+pytestmark = pytest.mark.xdist_group("serving_edges")
+
 CAP = 1024 * 1024
 
 
