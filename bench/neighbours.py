@@ -23,6 +23,10 @@ B is measured alone, then again while tenant A, at once:
 Meanwhile a presenter (another visitor, another address) runs the standard-switch story through the stage's
 HTTP actions (the POSTs the arrow key sends), again and again: each run must reach "The end.".
 
+B runs in a process of its own (its timer never waits for another client's GIL); A's clients and wrk run at
+`--nice` (default 10): on a real server they are on other machines, so here they get only the CPU the server
+and B leave.
+
 Targets (issue 31): B's API p99 during the storm <= 2x its quiet p99 and < 250 ms; no 5xx for anyone; B's
 delivery p99 <= 1 s; the presenter's story reaches its end. The database's growth (bytes, with its WAL) is
 reported, not judged.
