@@ -4,21 +4,21 @@ Without a cap the log grew with every API call until the whole workspace was col
 minute of calls cost the database ~11 MB). Now each workspace keeps its `REQUEST_LOG_KEEP` newest rows (0: no
 cap), plus, for each console step (`RequestLogEntry.step`), its newest row and its newest 2xx row: the pages
 that show a step's last exchange (`latest`) or tick it off once it succeeded (`succeeded`) keep working however
-many calls came after. The deletes go in batches of `PRUNE_BATCH` rows, one transaction each, so the SQLite
-write gate is held for one batch at a time and request writers get their turn in between; the usage counts
-(`KeyUsageDay`) are kept whole.
+many calls came after. The deletes go in batches of `PRUNE_BATCH` rows, one transaction each
+(`console.db.capping`), so the SQLite write gate is held for one batch at a time and request writers get
+their turn in between; the usage counts (`KeyUsageDay`) are kept whole.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
 import uuid
 
 from flask import Flask, current_app
-from sqlalchemy import and_, delete, func, or_, select
+from sqlalchemy import select
 
+from console.db import capping
 from console.extensions import db
 from console.requestlog.models import RequestLogEntry
 
@@ -34,17 +34,6 @@ def keep_per_workspace() -> int:
     return max(0, int(current_app.config.get("REQUEST_LOG_KEEP", DEFAULT_KEEP)))
 
 
-def over_cap(keep: int) -> list[uuid.UUID]:
-    """The workspaces with more than `keep` rows (one grouped read of the workspace index)."""
-    return list(
-        db.session.scalars(
-            select(RequestLogEntry.workspace_id)
-            .group_by(RequestLogEntry.workspace_id)
-            .having(func.count() > keep)
-        )
-    )
-
-
 def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
     """Each console step's newest row and newest 2xx row: what `latest` and `succeeded` read."""
     steps = db.session.scalars(
@@ -53,9 +42,9 @@ def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
         .distinct()
     ).all()
     spared: set[uuid.UUID] = set()
+    newest = (RequestLogEntry.created_at.desc(), RequestLogEntry.id.desc())
     for step in steps:
         of_step = (RequestLogEntry.workspace_id == workspace_id, RequestLogEntry.step == step)
-        newest = (RequestLogEntry.created_at.desc(), RequestLogEntry.id.desc())
         for extra in ((), (RequestLogEntry.status >= 200, RequestLogEntry.status < 300)):
             found = db.session.scalars(
                 select(RequestLogEntry.id).where(*of_step, *extra).order_by(*newest).limit(1)
@@ -67,47 +56,16 @@ def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
 
 def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BATCH) -> int:
     """Delete the workspace's rows older than its `keep` newest (sparing each step's last ones), `batch`
-    rows a transaction; return how many went. Commits after each batch."""
-    oldest_kept = db.session.execute(
-        select(RequestLogEntry.created_at, RequestLogEntry.id)
-        .where(RequestLogEntry.workspace_id == workspace_id)
-        .order_by(RequestLogEntry.created_at.desc(), RequestLogEntry.id.desc())
-        .offset(keep - 1)
-        .limit(1)
-    ).first()
-    if oldest_kept is None:
-        db.session.rollback()
-        return 0
-    at, ident = oldest_kept
-    spared = _spared(workspace_id)
-    db.session.rollback()  # end the reads: no transaction is left open between the batches
-    older = [
-        RequestLogEntry.workspace_id == workspace_id,
-        or_(
-            RequestLogEntry.created_at < at,
-            and_(RequestLogEntry.created_at == at, RequestLogEntry.id < ident),
-        ),
-    ]
-    if spared:
-        older.append(RequestLogEntry.id.not_in(spared))
-    pruned = 0
-    while True:
-        chunk = (
-            select(RequestLogEntry.id)
-            .where(*older)
-            .order_by(RequestLogEntry.created_at, RequestLogEntry.id)
-            .limit(batch)
-        )
-        deleted = db.session.execute(
-            delete(RequestLogEntry)
-            .where(RequestLogEntry.id.in_(chunk))
-            .execution_options(synchronize_session=False)
-        ).rowcount
-        db.session.commit()  # hands the write gate back: request writers go between two batches
-        pruned += deleted
-        if deleted < batch:
-            return pruned
-        time.sleep(0)  # and the GIL, to this process's other threads
+    rows a transaction; return how many went."""
+    return capping.delete_older(
+        RequestLogEntry,
+        RequestLogEntry.workspace_id,
+        workspace_id,
+        at=RequestLogEntry.created_at,
+        keep=keep,
+        batch=batch,
+        spared=_spared(workspace_id),
+    )
 
 
 def prune(*, batch: int = PRUNE_BATCH) -> int:
@@ -115,7 +73,7 @@ def prune(*, batch: int = PRUNE_BATCH) -> int:
     keep = keep_per_workspace()
     if not keep:
         return 0
-    workspaces = over_cap(keep)
+    workspaces = capping.over_cap(RequestLogEntry.workspace_id, keep)
     db.session.rollback()
     total = 0
     for workspace_id in workspaces:
