@@ -106,6 +106,8 @@ def from_environment() -> dict:
         "REQUEST_LOG_QUEUE_SIZE": _number(
             os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
         ),
+        "REQUEST_LOG_KEEP": max(0, _number(os.environ.get("REQUEST_LOG_KEEP"), DEFAULTS["REQUEST_LOG_KEEP"])),
+        "INBOX_KEEP": max(0, _number(os.environ.get("INBOX_KEEP"), DEFAULTS["INBOX_KEEP"])),
         "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
         "RUN_CONCURRENCY": max(0, _number(os.environ.get("RUN_CONCURRENCY"), DEFAULTS["RUN_CONCURRENCY"])),
         "CONSOLE_PAGE_CONCURRENCY": max(
@@ -267,6 +269,11 @@ DEFAULTS = {
     # and the most rows a serving process holds before counting further ones as "not logged".
     "REQUEST_LOG_FLUSH_SECONDS": 1.0,
     "REQUEST_LOG_QUEUE_SIZE": 2000,
+    # Request log rows each workspace keeps, its newest (the worker deletes older ones, console.requestlog.pruning);
+    # 0: no cap.
+    "REQUEST_LOG_KEEP": 10_000,
+    # Built-in inbox messages each workspace keeps, its newest (console.web.webhooks.inbox_pruning); 0: no cap.
+    "INBOX_KEEP": 1000,
     "JSON_SORT_KEYS": False,
     # Presenter mode: the folder of story files (empty: the stories shipped in console/presenter/stories),
     # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.

@@ -1,5 +1,5 @@
 """The background worker: scheduled tasks, webhook deliveries, the sweep of expired Idempotency-Keys,
-collecting idle workspaces and (on SQLite) checkpointing the write-ahead log.
+collecting idle workspaces, capping each workspace's request log and inbox, and (on SQLite) checkpointing the write-ahead log.
 
 Each loop is a class built with the app (`Loop(app)`) whose `run_forever(stop)` returns once the
 `stop` event is set and its in-flight work is done. Loops build their own app contexts and pass
@@ -34,6 +34,8 @@ LOOPS = (
     "console.conformance.runs.RunLoop",
     "console.idempotency.sweep_loop.SweepLoop",
     "console.workspaces.collection.CollectionLoop",
+    "console.requestlog.pruning.PruneLoop",
+    "console.web.webhooks.inbox_pruning.InboxPruneLoop",
     "console.db.sqlite.CheckpointLoop",
 )
 JOIN_SECONDS = 30

@@ -1,0 +1,60 @@
+"""Keeping an owner's newest N rows of a table: the worker's caps per workspace (request log, inbox).
+
+`over_cap` finds the owners past the cap (one grouped read); `delete_older` deletes one owner's rows older than
+its N newest, `batch` rows a transaction, committing after each, so the SQLite write gate is held for one
+batch at a time and other writers get their turn in between. Order is (time, id), newest first, as the pages
+that list these rows read them. Works the same on SQLite and PostgreSQL (a LIMITed subquery in the DELETE).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import and_, delete, func, or_, select
+
+from console.extensions import db
+
+
+def over_cap(owner: Any, keep: int) -> list[uuid.UUID]:
+    """The owners (values of the `owner` column) with more than `keep` rows."""
+    return list(db.session.scalars(select(owner).group_by(owner).having(func.count() > keep)))
+
+
+def delete_older(
+    model: Any,
+    owner: Any,
+    owner_id: uuid.UUID,
+    *,
+    at: Any,
+    keep: int,
+    batch: int,
+    spared: Iterable[uuid.UUID] = (),
+) -> int:
+    """Delete `owner_id`'s rows older than its `keep` newest by (`at`, id), except the `spared` ids, `batch`
+    rows a transaction; return how many went. Ends the session's transaction first and commits each batch."""
+    ident = model.id
+    oldest_kept = db.session.execute(
+        select(at, ident).where(owner == owner_id).order_by(at.desc(), ident.desc()).offset(keep - 1).limit(1)
+    ).first()
+    db.session.rollback()  # end the reads: no transaction is left open between the batches
+    if oldest_kept is None:
+        return 0
+    moment, last_id = oldest_kept
+    older = [owner == owner_id, or_(at < moment, and_(at == moment, ident < last_id))]
+    spared = set(spared)
+    if spared:
+        older.append(ident.not_in(spared))
+    deleted_total = 0
+    while True:
+        chunk = select(ident).where(*older).order_by(at, ident).limit(batch)
+        deleted = db.session.execute(
+            delete(model).where(ident.in_(chunk)).execution_options(synchronize_session=False)
+        ).rowcount
+        db.session.commit()  # hands the write gate back: other writers go between two batches
+        deleted_total += deleted
+        if deleted < batch:
+            return deleted_total
+        time.sleep(0)  # and the GIL, to this process's other threads
