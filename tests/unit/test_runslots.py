@@ -239,3 +239,31 @@ def test_a_page_over_its_address_rate_is_refused_at_once_without_waiting_for_a_t
     inner.gate.set()
     first.join(60)
     assert app.slots.in_use() == 0
+
+
+def test_an_answer_says_when_its_request_waited_for_a_turn():
+    """Server-Timing `runslot;desc="queued"` on an answer that waited for its slot, and on no other."""
+    inner = Recorder(hold=0.0)
+    inner.gate.clear()  # the first request holds the only slot while the second arrives
+    app = RunSlotsMiddleware(inner, RunSlots(1))
+    answers: dict[str, list] = {}
+
+    def call(path: str) -> threading.Thread:
+        def start_response(status, headers, exc_info=None):
+            answers[path] = headers
+
+        thread = threading.Thread(target=lambda: list(app({"PATH_INFO": path}, start_response)))
+        thread.start()
+        return thread
+
+    first = call("/first")
+    assert wait_for(lambda: inner.started == ["/first"])
+    second = call("/second")
+    assert wait_for(lambda: _queued(app.slots) == 1)
+    inner.gate.set()
+    first.join(60)
+    second.join(60)
+    assert not [v for k, v in answers["/first"] if k == "Server-Timing"]
+    (timing,) = [v for k, v in answers["/second"] if k == "Server-Timing"]
+    assert timing.startswith('runslot;desc="queued";dur=')
+    assert float(timing.rsplit("=", 1)[1]) >= 0

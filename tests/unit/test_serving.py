@@ -660,15 +660,22 @@ def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path):
         stop = threading.Event()
         page_statuses: list[int] = []
         page_seconds: list[float] = []
+        pages_queued: list[bool] = []
         api_statuses: list[int] = []
         api_seconds: list[float] = []
+        api_queued: list[bool] = []
+
+        def queued(response) -> bool:  # the run slots say so when a request waited for its turn
+            return 'runslot;desc="queued"' in response.headers.get("Server-Timing", "")
 
         def visitor():
             while not stop.is_set():
                 started = time.monotonic()
                 try:
                     # A new visitor each time (no cookies).
-                    status = requests.get(f"{console.base}/", timeout=30).status_code
+                    response = requests.get(f"{console.base}/", timeout=30)
+                    status = response.status_code
+                    pages_queued.append(queued(response))
                 except requests.RequestException:
                     status = 599
                 page_seconds.append(time.monotonic() - started)
@@ -679,12 +686,14 @@ def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path):
             while not stop.is_set():
                 started = time.monotonic()
                 try:
-                    status = session.post(
+                    response = session.post(
                         f"{console.base}/sandbox/v1/link_tokens",
                         json=LINK_TOKEN,
                         headers={"x-api-secret": secret, "Service-Version": VERSION},
                         timeout=30,
-                    ).status_code
+                    )
+                    status = response.status_code
+                    api_queued.append(queued(response))
                 except requests.RequestException:
                     status = 599
                 api_seconds.append(time.monotonic() - started)
@@ -702,18 +711,18 @@ def test_a_crowd_on_the_console_does_not_stall_the_api(tmp_path):
         for thread in [*threads, calling]:
             thread.join(60)
         print(
-            f"\ncrowd: {len(page_statuses)} console pages, p50 {_percentile(page_seconds, 0.5) * 1000:.0f} ms, "
-            f"p99 {_percentile(page_seconds, 0.99) * 1000:.0f} ms; API: {len(api_seconds)} calls, "
+            f"\ncrowd: {len(page_statuses)} console pages ({sum(pages_queued)} queued for a run slot), "
+            f"p50 {_percentile(page_seconds, 0.5) * 1000:.0f} ms, p99 {_percentile(page_seconds, 0.99) * 1000:.0f} "
+            f"ms; API: {len(api_seconds)} calls ({sum(api_queued)} queued), "
             f"p50 {_percentile(api_seconds, 0.5) * 1000:.0f} ms, max {max(api_seconds) * 1000:.0f} ms"
         )
         assert page_statuses and not [s for s in page_statuses if s >= 500], sorted(set(page_statuses))
         assert set(api_statuses) == {200}, api_statuses
-        # The pages queue for the run slots; the customer's calls are handed one first (RunSlots), so they
-        # do not wait behind the crowd: faster than its pages however busy the machine is.
-        assert _percentile(api_seconds, 0.5) < _percentile(page_seconds, 0.5), (
-            sorted(api_seconds)[-5:],
-            _percentile(page_seconds, 0.5),
-        )
+        # Decided on what the run slots did, not on timings (which a busy machine decides): the crowd's pages
+        # queued for their turn, and none of the customer's calls did. Pages never hold a process's last slot
+        # and API calls are handed a free one first, so a lone customer never waits behind the crowd.
+        assert any(pages_queued), "the crowd never queued: the test did not make one"
+        assert api_queued and not any(api_queued), api_queued
     finally:
         status = console.stop()
     assert status == 0, console.output()
