@@ -55,7 +55,13 @@ format: $(TEST_STAMP) ## Apply ruff's formatting and safe fixes.
 # much of the suite waits (on subprocesses starting, Chromium, polls), and a quiet run took 263 s on 4 workers
 # against 318 s on 2 (docs/testing.md).
 TEST_WORKERS ?= 4
-PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup)
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-p xdist.plugin -n $(TEST_WORKERS) --dist loadgroup)
+# The suite's pytest plugins, loaded by name with entry-point autoloading off: with it on, pytest also rewrote
+# the asserts of every module of each plugin's distribution it imported (all of hypothesis and schemathesis,
+# ~360 modules), and collection took 17.3 s a process instead of 11.7 s, in each worker of a fresh clone.
+# (`make coverage` keeps autoloading: pytest-cov loaded by name imports xdist before it can be rewritten.)
+PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/pytest -p pytest_rerunfailures -p _hypothesis_pytestplugin \
+	-p schemathesis.pytest.plugin
 
 # One pytest run for everything, browser tests included: loadgroup keeps a browser module's tests (and its one
 # live server) on one worker, and the workers balance Chromium's waits against the rest. A browser test that
@@ -63,13 +69,14 @@ PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKER
 # on CI; a test that needed its retry is listed in the summary ("rerun"), one that fails twice fails the run.
 BROWSER_RERUNS ?= 1
 test: $(TEST_STAMP) browser-deps lint ## Lint, then the whole suite, browser tests included, on 4 xdist workers.
-	BROWSER_RERUNS=$(BROWSER_RERUNS) $(BIN)/pytest -q $(PYTEST_PARALLEL) -r R
+	BROWSER_RERUNS=$(BROWSER_RERUNS) $(PYTEST) -q $(PYTEST_PARALLEL) -r R
 
 test-fast: $(TEST_STAMP) ## The suite without the browser tests (on 4 xdist workers).
-	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser"
+	$(PYTEST) -q $(PYTEST_PARALLEL) -m "not browser"
 
 coverage: $(TEST_STAMP) ## Line and branch coverage of console/ over the suite without the browser tests.
-	$(BIN)/pytest -q $(PYTEST_PARALLEL) -m "not browser" --cov=console --cov-branch --cov-report=term:skip-covered
+	$(BIN)/pytest -q $(if $(filter 0,$(TEST_WORKERS)),-p no:xdist,-n $(TEST_WORKERS) --dist loadgroup) \
+		-m "not browser" --cov=console --cov-branch --cov-report=term:skip-covered
 
 bench-deps: ## Install Debian's wrk (bench.api's load generator) and valgrind (bench.api_instructions), if missing.
 	@command -v wrk >/dev/null 2>&1 && command -v valgrind >/dev/null 2>&1 || { \
