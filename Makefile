@@ -55,13 +55,14 @@ format: $(TEST_STAMP) ## Apply ruff's formatting and safe fixes.
 # much of the suite waits (on subprocesses starting, Chromium, polls), and a quiet run took 263 s on 4 workers
 # against 318 s on 2 (docs/testing.md).
 TEST_WORKERS ?= 4
-PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-p xdist.plugin -n $(TEST_WORKERS) --dist loadgroup)
+PYTEST_PARALLEL := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
 # The suite's pytest plugins, loaded by name with entry-point autoloading off: with it on, pytest also rewrote
 # the asserts of every module of each plugin's distribution it imported (all of hypothesis and schemathesis,
 # ~360 modules), and collection took 17.3 s a process instead of 11.7 s, in each worker of a fresh clone.
 # (`make coverage` keeps autoloading: pytest-cov loaded by name imports xdist before it can be rewritten.)
-PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/pytest -p pytest_rerunfailures -p _hypothesis_pytestplugin \
-	-p schemathesis.pytest.plugin
+# xdist first: rerunfailures imports it, and a plugin imported before it is named cannot be rewritten (an error).
+PYTEST := PYTEST_DISABLE_PLUGIN_AUTOLOAD=1 $(BIN)/pytest -p xdist.plugin -p pytest_rerunfailures \
+	-p _hypothesis_pytestplugin -p schemathesis.pytest.plugin
 
 # One pytest run for everything, browser tests included: loadgroup keeps a browser module's tests (and its one
 # live server) on one worker, and the workers balance Chromium's waits against the rest. A browser test that

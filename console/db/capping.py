@@ -1,21 +1,26 @@
 """Keeping an owner's newest N rows of a table: the worker's caps per workspace (request log, inbox).
 
-`over_cap` finds the owners past the cap (one grouped read); `delete_older` deletes one owner's rows older than
-its N newest, `batch` rows a transaction, committing after each, so the SQLite write gate is held for one
+`over_cap` finds the owners past the cap (one grouped read); `cap_every_owner` runs one pass over them (one
+owner's failure logged and left for the next pass); `CapLoop` is the worker loop that runs a pass every minute;
+`delete_older` deletes one owner's rows older than its N newest, `batch` rows a transaction, committing after each, so the SQLite write gate is held for one
 batch at a time and other writers get their turn in between. Order is (time, id), newest first, as the pages
 that list these rows read them. Works the same on SQLite and PostgreSQL (a LIMITed subquery in the DELETE).
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sqlalchemy import and_, delete, func, or_, select
 
 from console.extensions import db
+
+log = logging.getLogger(__name__)
 
 
 def over_cap(owner: Any, keep: int) -> list[uuid.UUID]:
@@ -58,3 +63,54 @@ def delete_older(
         if deleted < batch:
             return deleted_total
         time.sleep(0)  # and the GIL, to this process's other threads
+
+
+def cap_every_owner(owner: Any, keep: int, cap_one: Callable[[uuid.UUID], int], what: str) -> int:
+    """One pass: `cap_one(owner_id)` for each owner with more than `keep` rows (none when `keep` is 0); how
+    many rows went. An owner that fails is logged and tried again at the next pass; the others go on."""
+    if not keep:
+        return 0
+    owners = over_cap(owner, keep)
+    db.session.rollback()
+    total = 0
+    for owner_id in owners:
+        try:
+            total += cap_one(owner_id)
+        except Exception:
+            db.session.rollback()
+            log.exception(
+                "Could not cap the %s of workspace %s; trying again at the next pass", what, owner_id
+            )
+    if total:
+        log.info("Deleted %d %s past %d per workspace", total, what, keep)
+    return total
+
+
+class CapLoop:
+    """A worker loop (`console.worker.LOOPS`) that runs its `prune` pass at start, then every `interval_seconds`."""
+
+    name = ""
+    what = ""  # what it caps, for the log
+    interval_seconds = 60.0
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    def prune(self) -> int:
+        raise NotImplementedError
+
+    def run_once(self) -> int:
+        with self.app.app_context():
+            try:
+                return self.prune()
+            except Exception:  # a database hiccup must not kill the loop; the rows are still there next pass
+                db.session.rollback()
+                log.exception("Capping the %s failed; retrying at the next pass", self.what)
+                return 0
+            finally:
+                db.session.remove()
+
+    def run_forever(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.run_once()
+            stop.wait(self.interval_seconds)

@@ -11,18 +11,14 @@ their turn in between; the usage counts (`KeyUsageDay`) are kept whole.
 
 from __future__ import annotations
 
-import logging
-import threading
 import uuid
 
-from flask import Flask, current_app
+from flask import current_app
 from sqlalchemy import select
 
 from console.db import capping
 from console.extensions import db
 from console.requestlog.models import RequestLogEntry
-
-log = logging.getLogger(__name__)
 
 DEFAULT_KEEP = 10_000
 # Rows deleted per transaction: a few milliseconds of the write gate on SQLite.
@@ -71,45 +67,19 @@ def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BA
 def prune(*, batch: int = PRUNE_BATCH) -> int:
     """One pass over every workspace past the cap; how many rows went."""
     keep = keep_per_workspace()
-    if not keep:
-        return 0
-    workspaces = capping.over_cap(RequestLogEntry.workspace_id, keep)
-    db.session.rollback()
-    total = 0
-    for workspace_id in workspaces:
-        try:
-            total += prune_workspace(workspace_id, keep, batch=batch)
-        except Exception:
-            db.session.rollback()
-            log.exception(
-                "Could not prune the request log of workspace %s; trying again at the next pass", workspace_id
-            )
-    if total:
-        log.info("Pruned %d request log rows past %d per workspace", total, keep)
-    return total
+    return capping.cap_every_owner(
+        RequestLogEntry.workspace_id,
+        keep,
+        lambda workspace_id: prune_workspace(workspace_id, keep, batch=batch),
+        "request log rows",
+    )
 
 
-class PruneLoop:
-    """A worker loop: cap every workspace's request log at start, then every `interval_seconds`."""
+class PruneLoop(capping.CapLoop):
+    """A worker loop: cap every workspace's request log at start, then every minute."""
 
     name = "request-log-pruning"
-    interval_seconds = 60.0
+    what = "request log rows"
 
-    def __init__(self, app: Flask) -> None:
-        self.app = app
-
-    def run_once(self) -> int:
-        with self.app.app_context():
-            try:
-                return prune()
-            except Exception:  # a database hiccup must not kill the loop; the rows are still there next pass
-                db.session.rollback()
-                log.exception("Request log pruning failed; retrying at the next pass")
-                return 0
-            finally:
-                db.session.remove()
-
-    def run_forever(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.run_once()
-            stop.wait(self.interval_seconds)
+    def prune(self) -> int:
+        return prune()
