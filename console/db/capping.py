@@ -2,8 +2,8 @@
 
 `over_cap` finds the owners past the cap (one grouped read); `cap_every_owner` runs one pass over them (one
 owner's failure logged and left for the next pass); `CapLoop` is the worker loop that runs a pass every minute;
-`delete_older` deletes one owner's rows older than its N newest, `batch` rows a transaction, committing after each, so the SQLite write gate is held for one
-batch at a time and other writers get their turn in between. Order is (time, id), newest first, as the pages
+`delete_older` deletes one owner's rows older than its N newest, `batch` rows a transaction, committing after
+each, so the SQLite write gate is held for one batch at a time and other writers get their turn in between. Order is (time, id), newest first, as the pages
 that list these rows read them. Works the same on SQLite and PostgreSQL (a LIMITed subquery in the DELETE).
 """
 
