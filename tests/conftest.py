@@ -204,9 +204,9 @@ def pytest_configure(config):
     event.listen(Pool, "connect", _remember_dbapi_connection)
 
 
-# CPython 3.11.7's `ast` keeps a recursion depth in shared state, and two threads building ASTs at once can make
-# it raise this SystemError (gh-106905, fixed in 3.11.9 and 3.12.1); werkzeug builds its URL rules with
-# `ast.parse` in `create_app`. Seen once in a dozen full runs, at the set-up of an app while another thread of
+# CPython 3.11's `ast` keeps its recursion depth in state the interpreter's threads share, and this SystemError
+# is reported from threaded programs (gh-106905 and the reports linked there; seen here on 3.11.7); werkzeug
+# builds its URL rules with `ast.parse` in `create_app`. Seen once in a dozen full runs, at the set-up of an app while another thread of
 # the worker was busy. A test that fails with exactly this message is run once more, and listed as a rerun
 # (`-r R`); any other failure fails at once. Browser tests have their own rerun (tests/browser/conftest.py).
 INTERPRETER_BUG = "AST constructor recursion depth mismatch"
