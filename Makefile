@@ -16,16 +16,26 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test lint format install browser-deps bench-deps test-fast coverage worker bench clean
 
-$(STAMP): pyproject.toml
+# Installs go through uv (itself installed by pip into the venv), with pip as the fallback where uv cannot reach
+# an index. On a fresh clone uv installed the app and its test tools in 13 s where pip took 28 s.
+# --compile-bytecode: the modules are compiled once here, on both cores. Left uncompiled, each of the suite's
+# four workers compiled what it imported at the same moment (a cold `pytest --collect-only` took 17.4 s against
+# 5.9 s warm): ~45 s of CPU in the first run of a fresh clone, CI's only run.
+UV := $(BIN)/uv
+define venv_install
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -e .
+	test -x $(UV) || $(BIN)/pip install --quiet --disable-pip-version-check "uv>=0.5,<1" || true
+	UV_LINK_MODE=copy $(UV) pip install --python $(BIN)/python --quiet --compile-bytecode -e "$(1)" \
+		|| $(BIN)/pip install --quiet --disable-pip-version-check -e "$(1)"
+endef
+
+$(STAMP): pyproject.toml
+	$(call venv_install,.)
 	touch $(STAMP)
 
-# One pip run installs the app with its test tools (two runs, the app's then the tools', took ~6 s more on a fresh
-# clone); --no-compile: pip compiled every installed module (~8 s), most of which the suite never imports.
+# One install for the app with its test tools.
 $(TEST_STAMP): pyproject.toml
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --no-compile --disable-pip-version-check -e ".[test]"
+	$(call venv_install,.[test])
 	touch $(STAMP) $(TEST_STAMP)
 
 install: $(TEST_STAMP) ## Create .venv and install the app with its test tools.
