@@ -108,6 +108,7 @@ def from_environment() -> dict:
         ),
         "REQUEST_LOG_KEEP": max(0, _number(os.environ.get("REQUEST_LOG_KEEP"), DEFAULTS["REQUEST_LOG_KEEP"])),
         "INBOX_KEEP": max(0, _number(os.environ.get("INBOX_KEEP"), DEFAULTS["INBOX_KEEP"])),
+        "EVENTS_KEEP": max(0, _number(os.environ.get("EVENTS_KEEP"), DEFAULTS["EVENTS_KEEP"])),
         "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
         "RUN_CONCURRENCY": max(0, _number(os.environ.get("RUN_CONCURRENCY"), DEFAULTS["RUN_CONCURRENCY"])),
         "CONSOLE_PAGE_CONCURRENCY": max(
@@ -274,6 +275,8 @@ DEFAULTS = {
     "REQUEST_LOG_KEEP": 10_000,
     # Built-in inbox messages each workspace keeps, its newest (console.web.webhooks.inbox_pruning); 0: no cap.
     "INBOX_KEEP": 1000,
+    # Events each workspace keeps, its newest, with their deliveries (console.events.pruning); 0: no cap.
+    "EVENTS_KEEP": 5000,
     "JSON_SORT_KEYS": False,
     # Presenter mode: the folder of story files (empty: the stories shipped in console/presenter/stories),
     # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.

@@ -36,6 +36,7 @@ LOOPS = (
     "console.workspaces.collection.CollectionLoop",
     "console.requestlog.pruning.PruneLoop",
     "console.web.webhooks.inbox_pruning.InboxPruneLoop",
+    "console.events.pruning.EventPruneLoop",
     "console.db.sqlite.CheckpointLoop",
 )
 JOIN_SECONDS = 30

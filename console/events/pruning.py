@@ -1,0 +1,80 @@
+"""Capping the event log per workspace: the worker deletes a workspace's oldest events past `EVENTS_KEEP`.
+
+Events are what the API and the sandbox's test events add without bound: a workspace sending test events at
+its rate limit added ~0.7 MB a minute (the events, their deliveries and attempts) for as long as it ran. Now
+each workspace keeps its `EVENTS_KEEP` newest events (0: no cap); an older one goes with its deliveries and
+their attempts (the foreign keys cascade), and a job's history keeps its transition with the event link set to
+null. An event with a delivery still to make (`pending` or `delivering`) is spared until that delivery ends,
+so a cap never cancels a retry. The deletes go in batches of `PRUNE_BATCH` events, one transaction each
+(`console.db.capping`), so the SQLite write gate is held for one batch at a time.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from flask import current_app
+from sqlalchemy import select
+
+from console.db import capping
+from console.events.models import Event
+from console.extensions import db
+from console.webhooks.models import DELIVERING, PENDING, WebhookDelivery
+
+DEFAULT_KEEP = 5_000
+# Events deleted per transaction: each takes its deliveries and attempts with it (up to 10 webhooks each).
+PRUNE_BATCH = 100
+
+
+def keep_per_workspace() -> int:
+    """How many events each workspace keeps (its newest); 0 when the event log is not capped."""
+    return max(0, int(current_app.config.get("EVENTS_KEEP", DEFAULT_KEEP)))
+
+
+def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
+    """The workspace's events with a delivery still to make: a retry or a send in flight is never cancelled."""
+    return set(
+        db.session.scalars(
+            select(WebhookDelivery.event_id)
+            .where(
+                WebhookDelivery.workspace_id == workspace_id,
+                WebhookDelivery.status.in_((PENDING, DELIVERING)),
+            )
+            .distinct()
+        )
+    )
+
+
+def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BATCH) -> int:
+    """Delete the workspace's events older than its `keep` newest (sparing those with a delivery to make),
+    with their deliveries and attempts, `batch` events a transaction; return how many events went."""
+    return capping.delete_older(
+        Event,
+        Event.workspace_id,
+        workspace_id,
+        at=Event.created_at,
+        keep=keep,
+        batch=batch,
+        spared=_spared(workspace_id),
+    )
+
+
+def prune(*, batch: int = PRUNE_BATCH) -> int:
+    """One pass over every workspace past the cap; how many events went."""
+    keep = keep_per_workspace()
+    return capping.cap_every_owner(
+        Event.workspace_id,
+        keep,
+        lambda workspace_id: prune_workspace(workspace_id, keep, batch=batch),
+        "events",
+    )
+
+
+class EventPruneLoop(capping.CapLoop):
+    """A worker loop: cap every workspace's event log at start, then every minute."""
+
+    name = "event-pruning"
+    what = "events"
+
+    def prune(self) -> int:
+        return prune()
