@@ -140,3 +140,53 @@ def test_the_worker_runs_the_event_pruning_loop(app, workspace):
     ids = _add_events(app, workspace, 3)
     assert pruning.EventPruneLoop(app).run_once() == 2
     assert _count(app, Event, Event.id, ids) == 1
+
+
+def test_a_workspace_whose_cap_fails_is_logged_and_the_others_are_still_capped(
+    app, workspace, monkeypatch, caplog
+):
+    app.config["EVENTS_KEEP"] = 1
+    ids = _add_events(app, workspace, 3)
+    with app.app_context():
+        broken = create_workspace("Broken").id
+        db.session.commit()
+    _add_events(app, workspace, 3, workspace_id=broken)
+    real = pruning.prune_workspace
+
+    def failing_for_one(workspace_id, keep, **kwargs):
+        if workspace_id == broken:
+            raise RuntimeError("disk I/O error")
+        return real(workspace_id, keep, **kwargs)
+
+    monkeypatch.setattr(pruning, "prune_workspace", failing_for_one)
+    assert _prune(app) == 2
+    assert _count(app, Event, Event.id, ids) == 1
+    assert f"Could not cap the events of workspace {broken}" in caplog.text
+
+
+def test_a_workspace_under_its_cap_loses_nothing_when_asked_directly(app, workspace):
+    ids = _add_events(app, workspace, 3)
+    with app.app_context():
+        assert pruning.prune_workspace(uuid.UUID(workspace.id), keep=10) == 0
+    assert _count(app, Event, Event.id, ids) == 3
+
+
+def test_the_loop_survives_a_failed_pass_and_stops_when_asked(app, monkeypatch, caplog):
+    import threading
+
+    passes = []
+    stop = threading.Event()
+
+    def broken_pass():
+        passes.append(1)
+        if len(passes) == 2:
+            stop.set()  # asked to stop during its pass: the loop ends without waiting out its minute
+        raise RuntimeError("database is locked")
+
+    monkeypatch.setattr(pruning, "prune", broken_pass)
+    loop = pruning.EventPruneLoop(app)
+    assert loop.run_once() == 0  # logged, not raised: the loop goes on
+    assert "Capping the events failed" in caplog.text
+
+    loop.run_forever(stop)  # a pass at start, which fails and asks it to stop
+    assert len(passes) == 2
