@@ -37,9 +37,12 @@ def delete_older(
     keep: int,
     batch: int,
     spared: Iterable[uuid.UUID] = (),
+    unless: Any = None,
 ) -> int:
-    """Delete `owner_id`'s rows older than its `keep` newest by (`at`, id), except the `spared` ids, `batch`
-    rows a transaction; return how many went. Ends the session's transaction first and commits each batch."""
+    """Delete `owner_id`'s rows older than its `keep` newest by (`at`, id), except the `spared` ids and the rows
+    `unless` (a condition on the row, checked by each batch's DELETE itself, at the moment it deletes) holds
+    for, `batch` rows a transaction; return how many went. Ends the session's transaction first and commits
+    each batch."""
     ident = model.id
     oldest_kept = db.session.execute(
         select(at, ident).where(owner == owner_id).order_by(at.desc(), ident.desc()).offset(keep - 1).limit(1)
@@ -52,6 +55,8 @@ def delete_older(
     spared = set(spared)
     if spared:
         older.append(ident.not_in(spared))
+    if unless is not None:
+        older.append(~unless)
     deleted_total = 0
     while True:
         chunk = select(ident).where(*older).order_by(at, ident).limit(batch)

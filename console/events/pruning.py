@@ -5,7 +5,7 @@ its rate limit added ~0.7 MB a minute (the events, their deliveries and attempts
 each workspace keeps its `EVENTS_KEEP` newest events (0: no cap); an older one goes with its deliveries and
 their attempts (the foreign keys cascade), and a job's history keeps its transition with the event link set to
 null. An event with a delivery still to make (`pending` or `delivering`) is spared until that delivery ends,
-so a cap never cancels a retry. The deletes go in batches of `PRUNE_BATCH` events, one transaction each
+so a cap never cancels a retry (each batch's DELETE checks it as it deletes). The deletes go in batches of `PRUNE_BATCH` events, one transaction each
 (`console.db.capping`), so the SQLite write gate is held for one batch at a time.
 """
 
@@ -14,11 +14,10 @@ from __future__ import annotations
 import uuid
 
 from flask import current_app
-from sqlalchemy import select
+from sqlalchemy import exists
 
 from console.db import capping
 from console.events.models import Event
-from console.extensions import db
 from console.webhooks.models import DELIVERING, PENDING, WebhookDelivery
 
 DEFAULT_KEEP = 5_000
@@ -31,17 +30,11 @@ def keep_per_workspace() -> int:
     return max(0, int(current_app.config.get("EVENTS_KEEP", DEFAULT_KEEP)))
 
 
-def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
-    """The workspace's events with a delivery still to make: a retry or a send in flight is never cancelled."""
-    return set(
-        db.session.scalars(
-            select(WebhookDelivery.event_id)
-            .where(
-                WebhookDelivery.workspace_id == workspace_id,
-                WebhookDelivery.status.in_((PENDING, DELIVERING)),
-            )
-            .distinct()
-        )
+def _delivery_to_make():
+    """An event with a delivery still to make (a retry scheduled, or a send in flight): never deleted. Checked
+    by each batch's DELETE itself, so a resend between two batches is seen."""
+    return exists().where(
+        WebhookDelivery.event_id == Event.id, WebhookDelivery.status.in_((PENDING, DELIVERING))
     )
 
 
@@ -55,7 +48,7 @@ def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BA
         at=Event.created_at,
         keep=keep,
         batch=batch,
-        spared=_spared(workspace_id),
+        unless=_delivery_to_make(),
     )
 
 

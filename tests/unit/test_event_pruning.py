@@ -190,3 +190,23 @@ def test_the_loop_survives_a_failed_pass_and_stops_when_asked(app, monkeypatch, 
 
     loop.run_forever(stop)  # a pass at start, which fails and asks it to stop
     assert len(passes) == 2
+
+
+def test_a_resend_between_two_batches_keeps_its_event(app, workspace, monkeypatch):
+    """The check is made by each batch's DELETE, not once before the first: an old event resent while the
+    cap is deleting (its delivery back to pending) is not deleted by a later batch."""
+    from console.db import capping
+
+    ids = _add_events(app, workspace, 4)
+    resent = ids[2]  # the third oldest: past the cap, deleted by the third batch of one
+
+    def a_resend_comes_in(_seconds):  # between two batches (delete_older yields after each full one)
+        delivery = db.session.scalars(select(WebhookDelivery).where(WebhookDelivery.event_id == resent)).one()
+        delivery.status = PENDING
+        db.session.commit()
+
+    monkeypatch.setattr(capping.time, "sleep", a_resend_comes_in)
+    with app.app_context():
+        assert pruning.prune_workspace(uuid.UUID(workspace.id), keep=1, batch=1) == 2
+    assert _count(app, Event, Event.id, ids) == 2
+    assert _count(app, Event, Event.id, [resent, ids[-1]]) == 2
