@@ -1,6 +1,7 @@
-"""Keeping an owner's newest N rows of a table: the worker's caps per workspace (request log, inbox).
+"""Keeping an owner's newest N rows of a table: the worker's caps per workspace (request log, inbox, events).
 
-`over_cap` finds the owners past the cap (one grouped read); `cap_every_owner` runs one pass over them (one
+A `Cap` describes one (its table, order, setting, batch size and what it spares) and runs its passes;
+`CapLoop` is the worker loop of one. `over_cap` finds the owners past the cap (one grouped read); `cap_every_owner` runs one pass over them (one
 owner's failure logged and left for the next pass); `CapLoop` is the worker loop that runs a pass every minute;
 `delete_older` deletes one owner's rows older than its N newest, `batch` rows a transaction, committing after
 each, so the SQLite write gate is held for one batch at a time and other writers get their turn in between. Order is (time, id), newest first, as the pages
@@ -14,8 +15,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import and_, delete, func, or_, select
 
 from console.extensions import db
@@ -91,18 +94,62 @@ def cap_every_owner(owner: Any, keep: int, cap_one: Callable[[uuid.UUID], int], 
     return total
 
 
+@dataclass(frozen=True)
+class Cap:
+    """One table capped per workspace: each workspace keeps its newest `app.config[setting]` rows (`default`
+    when unset; 0: no cap) by (`at`, id), deleted `batch` a transaction. `spared(workspace_id)` names rows
+    kept whatever their age (read once per workspace and pass); `unless()` is a condition on the row that
+    each batch's DELETE checks as it deletes."""
+
+    model: Any
+    at: Any
+    setting: str
+    default: int
+    batch: int
+    what: str  # what it caps, for the log
+    spared: Callable[[uuid.UUID], set[uuid.UUID]] | None = None
+    unless: Callable[[], Any] | None = None
+
+    def keep(self) -> int:
+        """How many rows each workspace keeps (its newest); 0 when the table is not capped."""
+        return max(0, int(current_app.config.get(self.setting, self.default)))
+
+    def cap_workspace(self, workspace_id: uuid.UUID, keep: int, *, batch: int | None = None) -> int:
+        """Delete the workspace's rows older than its `keep` newest (but the spared ones); how many went."""
+        return delete_older(
+            self.model,
+            self.model.workspace_id,
+            workspace_id,
+            at=self.at,
+            keep=keep,
+            batch=batch or self.batch,
+            spared=self.spared(workspace_id) if self.spared else (),
+            unless=self.unless() if self.unless else None,
+        )
+
+    def prune(self, *, batch: int | None = None) -> int:
+        """One pass over every workspace past the cap; how many rows went."""
+        keep = self.keep()
+        return cap_every_owner(
+            self.model.workspace_id,
+            keep,
+            lambda workspace_id: self.cap_workspace(workspace_id, keep, batch=batch),
+            self.what,
+        )
+
+
 class CapLoop:
-    """A worker loop (`console.worker.LOOPS`) that runs its `prune` pass at start, then every `interval_seconds`."""
+    """A worker loop (`console.worker.LOOPS`) that runs its cap's pass at start, then every `interval_seconds`."""
 
     name = ""
-    what = ""  # what it caps, for the log
+    cap: Cap
     interval_seconds = 60.0
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     def prune(self) -> int:
-        raise NotImplementedError
+        return self.cap.prune()
 
     def run_once(self) -> int:
         with self.app.app_context():
@@ -110,7 +157,7 @@ class CapLoop:
                 return self.prune()
             except Exception:  # a database hiccup must not kill the loop; the rows are still there next pass
                 db.session.rollback()
-                log.exception("Capping the %s failed; retrying at the next pass", self.what)
+                log.exception("Capping the %s failed; retrying at the next pass", self.cap.what)
                 return 0
             finally:
                 db.session.remove()

@@ -11,9 +11,6 @@ so a cap never cancels a retry (each batch's DELETE checks it as it deletes). Th
 
 from __future__ import annotations
 
-import uuid
-
-from flask import current_app
 from sqlalchemy import exists
 
 from console.db import capping
@@ -25,11 +22,6 @@ DEFAULT_KEEP = 5_000
 PRUNE_BATCH = 100
 
 
-def keep_per_workspace() -> int:
-    """How many events each workspace keeps (its newest); 0 when the event log is not capped."""
-    return max(0, int(current_app.config.get("EVENTS_KEEP", DEFAULT_KEEP)))
-
-
 def _delivery_to_make():
     """An event with a delivery still to make (a retry scheduled, or a send in flight): never deleted. Checked
     by each batch's DELETE itself, so a resend between two batches is seen."""
@@ -38,36 +30,19 @@ def _delivery_to_make():
     )
 
 
-def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BATCH) -> int:
-    """Delete the workspace's events older than its `keep` newest (sparing those with a delivery to make),
-    with their deliveries and attempts, `batch` events a transaction; return how many events went."""
-    return capping.delete_older(
-        Event,
-        Event.workspace_id,
-        workspace_id,
-        at=Event.created_at,
-        keep=keep,
-        batch=batch,
-        unless=_delivery_to_make(),
-    )
-
-
-def prune(*, batch: int = PRUNE_BATCH) -> int:
-    """One pass over every workspace past the cap; how many events went."""
-    keep = keep_per_workspace()
-    return capping.cap_every_owner(
-        Event.workspace_id,
-        keep,
-        lambda workspace_id: prune_workspace(workspace_id, keep, batch=batch),
-        "events",
-    )
+CAP = capping.Cap(
+    model=Event,
+    at=Event.created_at,
+    setting="EVENTS_KEEP",
+    default=DEFAULT_KEEP,
+    batch=PRUNE_BATCH,
+    what="events",
+    unless=_delivery_to_make,
+)
 
 
 class EventPruneLoop(capping.CapLoop):
     """A worker loop: cap every workspace's event log at start, then every minute."""
 
     name = "event-pruning"
-    what = "events"
-
-    def prune(self) -> int:
-        return prune()
+    cap = CAP

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 
-from flask import current_app
 from sqlalchemy import select
 
 from console.db import capping
@@ -23,11 +22,6 @@ from console.requestlog.models import RequestLogEntry
 DEFAULT_KEEP = 10_000
 # Rows deleted per transaction: a few milliseconds of the write gate on SQLite.
 PRUNE_BATCH = 500
-
-
-def keep_per_workspace() -> int:
-    """How many rows each workspace keeps (its newest); 0 when the log is not capped."""
-    return max(0, int(current_app.config.get("REQUEST_LOG_KEEP", DEFAULT_KEEP)))
 
 
 def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
@@ -50,36 +44,19 @@ def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
     return spared
 
 
-def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BATCH) -> int:
-    """Delete the workspace's rows older than its `keep` newest (sparing each step's last ones), `batch`
-    rows a transaction; return how many went."""
-    return capping.delete_older(
-        RequestLogEntry,
-        RequestLogEntry.workspace_id,
-        workspace_id,
-        at=RequestLogEntry.created_at,
-        keep=keep,
-        batch=batch,
-        spared=_spared(workspace_id),
-    )
-
-
-def prune(*, batch: int = PRUNE_BATCH) -> int:
-    """One pass over every workspace past the cap; how many rows went."""
-    keep = keep_per_workspace()
-    return capping.cap_every_owner(
-        RequestLogEntry.workspace_id,
-        keep,
-        lambda workspace_id: prune_workspace(workspace_id, keep, batch=batch),
-        "request log rows",
-    )
+CAP = capping.Cap(
+    model=RequestLogEntry,
+    at=RequestLogEntry.created_at,
+    setting="REQUEST_LOG_KEEP",
+    default=DEFAULT_KEEP,
+    batch=PRUNE_BATCH,
+    what="request log rows",
+    spared=_spared,
+)
 
 
 class PruneLoop(capping.CapLoop):
     """A worker loop: cap every workspace's request log at start, then every minute."""
 
     name = "request-log-pruning"
-    what = "request log rows"
-
-    def prune(self) -> int:
-        return prune()
+    cap = CAP

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from console.core.timeutil import utcnow
+from console.db import capping
 from console.events import pruning
 from console.events.models import Event
 from console.extensions import db
@@ -77,7 +78,7 @@ def _count(app, model, column, ids) -> int:
 def _prune(app) -> int:
     with app.app_context():
         try:
-            return pruning.prune()
+            return pruning.CAP.prune()
         finally:
             db.session.remove()
 
@@ -151,14 +152,14 @@ def test_a_workspace_whose_cap_fails_is_logged_and_the_others_are_still_capped(
         broken = create_workspace("Broken").id
         db.session.commit()
     _add_events(app, workspace, 3, workspace_id=broken)
-    real = pruning.prune_workspace
+    real = capping.Cap.cap_workspace
 
-    def failing_for_one(workspace_id, keep, **kwargs):
+    def failing_for_one(cap, workspace_id, keep, **kwargs):
         if workspace_id == broken:
             raise RuntimeError("disk I/O error")
-        return real(workspace_id, keep, **kwargs)
+        return real(cap, workspace_id, keep, **kwargs)
 
-    monkeypatch.setattr(pruning, "prune_workspace", failing_for_one)
+    monkeypatch.setattr(capping.Cap, "cap_workspace", failing_for_one)
     assert _prune(app) == 2
     assert _count(app, Event, Event.id, ids) == 1
     assert f"Could not cap the events of workspace {broken}" in caplog.text
@@ -167,7 +168,7 @@ def test_a_workspace_whose_cap_fails_is_logged_and_the_others_are_still_capped(
 def test_a_workspace_under_its_cap_loses_nothing_when_asked_directly(app, workspace):
     ids = _add_events(app, workspace, 3)
     with app.app_context():
-        assert pruning.prune_workspace(uuid.UUID(workspace.id), keep=10) == 0
+        assert pruning.CAP.cap_workspace(uuid.UUID(workspace.id), 10) == 0
     assert _count(app, Event, Event.id, ids) == 3
 
 
@@ -183,7 +184,7 @@ def test_the_loop_survives_a_failed_pass_and_stops_when_asked(app, monkeypatch, 
             stop.set()  # asked to stop during its pass: the loop ends without waiting out its minute
         raise RuntimeError("database is locked")
 
-    monkeypatch.setattr(pruning, "prune", broken_pass)
+    monkeypatch.setattr(pruning.EventPruneLoop, "prune", lambda _loop: broken_pass())
     loop = pruning.EventPruneLoop(app)
     assert loop.run_once() == 0  # logged, not raised: the loop goes on
     assert "Capping the events failed" in caplog.text
@@ -195,8 +196,6 @@ def test_the_loop_survives_a_failed_pass_and_stops_when_asked(app, monkeypatch, 
 def test_a_resend_between_two_batches_keeps_its_event(app, workspace, monkeypatch):
     """The check is made by each batch's DELETE, not once before the first: an old event resent while the
     cap is deleting (its delivery back to pending) is not deleted by a later batch."""
-    from console.db import capping
-
     ids = _add_events(app, workspace, 4)
     resent = ids[2]  # the third oldest: past the cap, deleted by the third batch of one
 
@@ -207,6 +206,6 @@ def test_a_resend_between_two_batches_keeps_its_event(app, workspace, monkeypatc
 
     monkeypatch.setattr(capping.time, "sleep", a_resend_comes_in)
     with app.app_context():
-        assert pruning.prune_workspace(uuid.UUID(workspace.id), keep=1, batch=1) == 2
+        assert pruning.CAP.cap_workspace(uuid.UUID(workspace.id), 1, batch=1) == 2
     assert _count(app, Event, Event.id, ids) == 2
     assert _count(app, Event, Event.id, [resent, ids[-1]]) == 2

@@ -59,7 +59,7 @@ def _other_workspace(app) -> uuid.UUID:
 def _prune(app, **kwargs) -> int:
     with app.app_context():
         try:
-            return pruning.prune(**kwargs)
+            return pruning.CAP.prune(**kwargs)
         finally:
             db.session.remove()
 

@@ -44,7 +44,7 @@ def _ids(app, workspace_id) -> set[uuid.UUID]:
 def _prune(app, **kwargs) -> int:
     with app.app_context():
         try:
-            return pruning.prune(**kwargs)
+            return pruning.CAP.prune(**kwargs)
         finally:
             db.session.remove()
 

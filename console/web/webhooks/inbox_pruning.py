@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import uuid
 
-from flask import current_app
 from sqlalchemy import select
 
 from console.db import capping
@@ -22,11 +21,6 @@ from console.web.webhooks.models import InboxMessage
 
 DEFAULT_KEEP = 1000
 PRUNE_BATCH = 200  # messages are up to 64 KB: fewer a transaction than the request log's rows
-
-
-def keep_per_workspace() -> int:
-    """How many messages each workspace keeps (its newest); 0 when the inbox is not capped."""
-    return max(0, int(current_app.config.get("INBOX_KEEP", DEFAULT_KEEP)))
 
 
 def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
@@ -56,34 +50,19 @@ def _spared(workspace_id: uuid.UUID) -> set[uuid.UUID]:
     return spared
 
 
-def prune_workspace(workspace_id: uuid.UUID, keep: int, *, batch: int = PRUNE_BATCH) -> int:
-    return capping.delete_older(
-        InboxMessage,
-        InboxMessage.workspace_id,
-        workspace_id,
-        at=InboxMessage.received_at,
-        keep=keep,
-        batch=batch,
-        spared=_spared(workspace_id),
-    )
-
-
-def prune(*, batch: int = PRUNE_BATCH) -> int:
-    """One pass over every workspace past the cap; how many messages went."""
-    keep = keep_per_workspace()
-    return capping.cap_every_owner(
-        InboxMessage.workspace_id,
-        keep,
-        lambda workspace_id: prune_workspace(workspace_id, keep, batch=batch),
-        "inbox messages",
-    )
+CAP = capping.Cap(
+    model=InboxMessage,
+    at=InboxMessage.received_at,
+    setting="INBOX_KEEP",
+    default=DEFAULT_KEEP,
+    batch=PRUNE_BATCH,
+    what="inbox messages",
+    spared=_spared,
+)
 
 
 class InboxPruneLoop(capping.CapLoop):
     """A worker loop: cap every workspace's inbox at start, then every minute."""
 
     name = "inbox-pruning"
-    what = "inbox messages"
-
-    def prune(self) -> int:
-        return prune()
+    cap = CAP
