@@ -41,7 +41,6 @@ def create_app(config: dict | None = None) -> Flask:
     from console.requestlog import writer as requestlog_writer
 
     extensions.db.init_app(app)
-    extensions.migrate.init_app(app, extensions.db, directory=str(ROOT / "console" / "migrations"))
     extensions.csrf.init_app(app)
     database.configure(app)
     ratelimit.init_app(app)

@@ -5,12 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from alembic.migration import MigrationContext
 from flask import current_app
-from flask_migrate import upgrade
 from sqlalchemy import inspect, select
 from sqlalchemy.exc import OperationalError
 
+from console.db.schema import upgrade_to_head
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.secrets import PREFIXES
@@ -44,6 +43,8 @@ class Prepared:
 
 
 def _revision() -> str | None:
+    from alembic.migration import MigrationContext  # only here: see console/db/schema.py
+
     with db.engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
@@ -56,7 +57,7 @@ def prepare_database() -> Prepared:
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         Path(url.database).parent.mkdir(parents=True, exist_ok=True)  # a fresh instance folder
     before = _revision()
-    upgrade(directory=current_app.extensions["migrate"].directory)
+    upgrade_to_head()
     inserted = seed_world(db.session)
     db.session.commit()
     return Prepared(

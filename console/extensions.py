@@ -1,6 +1,5 @@
 """Flask extensions, created unbound; `create_app` binds them with `init_app`."""
 
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf.csrf import CSRFProtect
 
@@ -12,5 +11,4 @@ db = SQLAlchemy(
     model_class=Base,
     session_options={"class_": PinnableSession, "join_transaction_mode": "create_savepoint"},
 )
-migrate = Migrate()
 csrf = CSRFProtect()

@@ -398,4 +398,18 @@ def serve(
         server.signal_handler_interrupt = stop_both
         server.on_startup(supervision.start)
         server.on_shutdown(supervision.stop)
+    freeze_before_forking()
     server.serve()
+
+
+def freeze_before_forking() -> None:
+    """Put what the master has built so far (imported modules, the app it prepared the database with) out of
+    the garbage collector's reach before Granian forks the serving processes from it.
+
+    Why: a forked process shares the master's memory until it writes to it, and a collection writes to every
+    object it walks. Unfrozen, each serving process's first full collection (`settle_heap`) walked all the
+    master's objects: measured with py-spy, ~13 % of the CPU time of a `console run` start, the pages it
+    touched then copied into each process.
+    """
+    gc.collect()
+    gc.freeze()

@@ -6,10 +6,10 @@ import os
 import uuid
 
 import pytest
-from flask_migrate import upgrade
 from sqlalchemy import event, text
 
 from console import config, create_app
+from console.db.schema import upgrade_to_head
 from console.extensions import db
 from tests.conftest import base_config
 
@@ -91,7 +91,7 @@ def test_migrations_are_not_cut_short_by_the_statement_timeout():
                 seen.append(cursor.fetchone()[0])
 
         try:
-            upgrade(directory=app.extensions["migrate"].directory)
+            upgrade_to_head()
         finally:
             event.remove(db.engine, "before_cursor_execute", _timeout_during_ddl)
             with db.engine.begin() as connection:

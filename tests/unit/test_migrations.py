@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from flask_migrate import upgrade
 
 from console import create_app
+from console.db.schema import upgrade_to_head
 from console.extensions import db
 from tests.conftest import base_config
 
@@ -14,7 +14,7 @@ from tests.conftest import base_config
 def test_migrations_match_the_models(tmp_path):
     app = create_app(base_config(f"sqlite:///{tmp_path / 'migrated.db'}"))
     with app.app_context():
-        upgrade(directory=app.extensions["migrate"].directory)
+        upgrade_to_head()
         with db.engine.connect() as connection:
             context = MigrationContext.configure(connection, opts={"compare_type": True})
             diff = compare_metadata(context, db.metadata)
@@ -25,6 +25,6 @@ def test_migrations_match_the_models(tmp_path):
 def test_upgrade_is_idempotent(tmp_path):
     app = create_app(base_config(f"sqlite:///{tmp_path / 'twice.db'}"))
     with app.app_context():
-        upgrade(directory=app.extensions["migrate"].directory)
-        upgrade(directory=app.extensions["migrate"].directory)
+        upgrade_to_head()
+        upgrade_to_head()
         db.engine.dispose()

@@ -7,6 +7,7 @@ look at it from outside: its process tree (/proc) and its answers over HTTP.
 from __future__ import annotations
 
 import gc
+import logging
 import itertools
 import json
 import os
@@ -211,6 +212,33 @@ def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(mon
         assert not any(obj is app for obj in gc.get_objects())
     finally:
         gc.unfreeze()
+
+
+def test_the_master_freezes_what_it_built_before_granian_forks_the_serving_processes(monkeypatch):
+    """Else each serving process's first full collection (settle_heap) walks, and so copies, the master's heap."""
+    built = [object()]  # a tracked object the master made before serving: as its modules and app are
+    walked_at_fork = []
+
+    class Granian:  # stands in for granian.Granian: `serve` is where it forks the serving processes
+        def __init__(self, *args, **kwargs):
+            self.signal_handler_interrupt = None
+
+        def serve(self):
+            walked_at_fork.append(any(obj is built for obj in gc.get_objects()))
+
+    monkeypatch.setattr("granian.Granian", Granian)
+    monkeypatch.setattr(serving, "guard_serving_forks", lambda: None)  # this test process forks nothing
+    monkeypatch.setenv(serving.CPUS_ENV, "")
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level  # serve() configures logging for the master
+    gc.unfreeze()
+    try:
+        serving.serve(host="127.0.0.1", port=0, processes=2, threads=1, run_worker=False, pin_cpus=False)
+    finally:
+        gc.unfreeze()
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    assert walked_at_fork == [False]
 
 
 @pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="Linux scheduling policies")
