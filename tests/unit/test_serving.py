@@ -7,9 +7,9 @@ look at it from outside: its process tree (/proc) and its answers over HTTP.
 from __future__ import annotations
 
 import gc
-import logging
 import itertools
 import json
+import logging
 import os
 import signal
 import socket
