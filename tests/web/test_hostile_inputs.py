@@ -14,6 +14,7 @@ import uuid
 
 import pytest
 from sqlalchemy import func, select
+from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -220,6 +221,19 @@ FIELDS = [
 ]
 
 
+def _get_status(app, visitor, path: str, query: dict, *, htmx: bool) -> int:
+    """The status of a GET from `visitor`, sent without werkzeug's test client: the client turns each request's
+    URL back into an IRI twice (for its cookie jar), which for these query strings of up to 800 KB was three
+    quarters of this test's CPU time (cProfile: 12.8 of 16 s). The app sees the same request."""
+    name = app.config["SESSION_COOKIE_NAME"]
+    headers = {"Cookie": f"{name}={visitor.client.get_cookie(name).value}"}
+    if htmx:
+        headers["HX-Request"] = "true"
+    environ = EnvironBuilder(path=path, query_string=query, headers=headers).get_environ()
+    _body, status, _headers = run_wsgi_app(app, environ, buffered=True)
+    return int(status.split()[0])
+
+
 def test_no_console_route_answers_a_500_to_odd_values(app, visitor):
     rules = [r for r in app.url_map.iter_rules() if r.endpoint.startswith("console.")]
     rules = [r for r in rules if r.endpoint != "console.inbox_receive"]
@@ -230,14 +244,11 @@ def test_no_console_route_answers_a_500_to_odd_values(app, visitor):
             form = dict.fromkeys(FIELDS, value)
             for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
                 if method == "GET":
-                    answers = [
-                        visitor.get(path, query_string=form),
-                        visitor.get(path, query_string=form, htmx=True),
-                    ]
+                    statuses = [_get_status(app, visitor, path, form, htmx=htmx) for htmx in (False, True)]
                 else:
-                    answers = [visitor.post(path, form, htmx=True)]
-                for answer in answers:
-                    assert answer.status_code < 500, (method, rule.rule, value[:8])
+                    statuses = [visitor.post(path, form, htmx=True).status_code]
+                for status in statuses:
+                    assert status < 500, (method, rule.rule, value[:8])
 
 
 @pytest.mark.parametrize("path", ["/nope", "/%00", "/keys/", "/static/nope.js"])
