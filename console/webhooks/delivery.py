@@ -134,7 +134,15 @@ class Transport:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._tables: list[OrderedDict] = []  # each sender thread's connections, for close()
-        self._tls = ssl.create_default_context()
+        self._tls_context: ssl.SSLContext | None = None
+
+    def _tls(self) -> ssl.SSLContext:
+        """The TLS settings of every https connection, made at the first: loading the system's CA
+        certificates takes ~35 ms of CPU, and a sandbox that only delivers over http never needs them."""
+        with self._lock:
+            if self._tls_context is None:
+                self._tls_context = ssl.create_default_context()
+            return self._tls_context
 
     def _connection(self, scheme: str, host: str, port: int, mode: str, timeout: float, fresh: bool):
         conns = getattr(self._local, "conns", None)
@@ -151,7 +159,7 @@ class Transport:
         if conn is not None:
             conn.close()
         if scheme == "https":
-            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls)
+            conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=self._tls())
         else:
             conn = http.client.HTTPConnection(host, port, timeout=timeout)
         conn._create_connection = _guarded_connect(mode, self.policy)

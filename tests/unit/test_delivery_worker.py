@@ -188,3 +188,29 @@ def test_a_sender_that_gave_up_is_no_traceback_in_the_receiver(capsys):
         assert not handlers[0].is_alive()
     assert len(rx.requests) == 1
     assert capsys.readouterr().err == ""
+
+
+def test_the_tls_settings_are_made_at_the_first_https_connection_and_shared(app, monkeypatch):
+    """Loading the system's CA certificates costs ~35 ms of CPU: a transport that only delivers over http never
+    pays it, and the https connections share one context."""
+    import ssl
+
+    from console.webhooks import delivery
+
+    made = []
+    real = ssl.create_default_context
+    monkeypatch.setattr(ssl, "create_default_context", lambda *a, **k: made.append(1) or real(*a, **k))
+    with socket.socket() as closed:  # a port nothing listens on: each connection is refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    transport = delivery.Transport(app)
+    try:
+        with Receiver(lambda r: (200, b"")) as rx:
+            transport.exchange(rx.url, b"{}", {}, timeout=2, mode="sandbox")
+        assert made == []  # http only so far
+        for _ in range(2):
+            with pytest.raises(OSError):
+                transport.exchange(f"https://127.0.0.1:{port}/hook", b"{}", {}, timeout=2, mode="sandbox")
+        assert made == [1]
+    finally:
+        transport.close()
