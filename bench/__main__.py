@@ -13,6 +13,7 @@ MODULES = (
     "bench.api",
     "bench.crowd",
     "bench.neighbours",
+    "bench.startup",
 )
 
 

@@ -142,3 +142,13 @@ def test_instruction_counts_are_read_from_cachegrind_and_the_counted_work_runs(t
     (tmp_path / "data.json").write_text(json.dumps({"secrets": data.secrets, "tokens": data.link_token_ids}))
     for kind in ("GET", "POST"):
         api_instructions.call_app(tmp_path, kind, calls=3, warmup=2)  # raises unless every call answered 2xx
+
+
+def test_the_startup_benchmark_times_a_start_to_ready_and_the_cpu_of_the_whole_tree(capsys):
+    from bench import startup
+
+    summary = startup.main(["--starts", "1", "--processes", "1"])
+    assert 0 < summary["ready_s"] <= summary["total_s"]
+    # The tree's CPU time: more than a bare interpreter's (the app is built in the master and the worker).
+    assert summary["cpu_s"] > 2 * summary["baseline_cpu_s"] > 0
+    assert "| 1 |" in capsys.readouterr().out
