@@ -30,3 +30,13 @@ def upgrade_to_head() -> None:
     from flask_migrate import upgrade
 
     upgrade(directory=bind_migrations(current_app))
+
+
+def migrations_app() -> Flask:
+    """The app with Flask-Migrate bound, for Flask-Migrate's own commands when writing a migration:
+    `flask --app console.db.schema:migrations_app db migrate -m "what changed"` (docs/ARCHITECTURE.md)."""
+    from console import create_app
+
+    app = create_app()
+    bind_migrations(app)
+    return app

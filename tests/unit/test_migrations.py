@@ -28,3 +28,27 @@ def test_upgrade_is_idempotent(tmp_path):
         upgrade_to_head()
         upgrade_to_head()
         db.engine.dispose()
+
+
+def test_flask_migrates_own_commands_work_on_the_migrations_app(tmp_path, monkeypatch):
+    """Writing a migration uses Flask-Migrate's CLI (`flask --app console.db.schema:migrations_app db ...`):
+    the app it names has Flask-Migrate bound, though `create_app` alone no longer binds it."""
+    import sqlite3
+
+    from alembic.script import ScriptDirectory
+    from flask_migrate.cli import db as flask_db
+
+    from console.db.schema import MIGRATIONS, migrations_app
+
+    database = tmp_path / "cli.db"
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{database}")
+    monkeypatch.setenv("CONSOLE_INSTANCE_DIR", str(tmp_path))
+    app = migrations_app()
+    assert "migrate" not in create_app(base_config("sqlite://")).extensions
+    result = app.test_cli_runner().invoke(flask_db, ["upgrade"])
+    assert result.exit_code == 0, result.output
+    with app.app_context():
+        db.engine.dispose()
+    with sqlite3.connect(database) as connection:
+        (revision,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
+    assert revision == ScriptDirectory(str(MIGRATIONS)).get_current_head()  # written by `flask db upgrade`
