@@ -16,6 +16,7 @@ from console.events.models import Event
 from console.extensions import db
 from console.webhooks.models import DELIVERED, FAILED, PENDING, Webhook, WebhookAttempt, WebhookDelivery
 from console.workspaces.services import create_workspace
+from tests import caps
 
 # The cascade from an event to its deliveries and attempts is the database's (ON DELETE CASCADE): both backends.
 pytestmark = pytest.mark.both_backends
@@ -76,11 +77,7 @@ def _count(app, model, column, ids) -> int:
 
 
 def _prune(app) -> int:
-    with app.app_context():
-        try:
-            return pruning.CAP.prune()
-        finally:
-            db.session.remove()
+    return caps.prune(app, pruning.CAP)
 
 
 def test_a_pass_keeps_each_workspace_its_newest_events_with_their_deliveries_and_attempts(app, workspace):
@@ -122,25 +119,6 @@ def test_an_event_with_a_delivery_still_to_make_is_spared_until_it_ends(app, wor
         db.session.commit()
     assert _prune(app) == 3
     assert _count(app, Event, Event.id, waiting) == 0
-
-
-def test_the_cap_is_off_at_0(app, workspace):
-    app.config["EVENTS_KEEP"] = 0
-    ids = _add_events(app, workspace, 5)
-    assert _prune(app) == 0
-    assert _count(app, Event, Event.id, ids) == 5
-
-
-def test_the_worker_runs_the_event_pruning_loop(app, workspace):
-    from console.worker import LOOPS, load_loop
-
-    assert "console.events.pruning.EventPruneLoop" in LOOPS
-    assert load_loop("console.events.pruning.EventPruneLoop") is pruning.EventPruneLoop
-    assert app.config["EVENTS_KEEP"] == pruning.DEFAULT_KEEP
-    app.config["EVENTS_KEEP"] = 1
-    ids = _add_events(app, workspace, 3)
-    assert pruning.EventPruneLoop(app).run_once() == 2
-    assert _count(app, Event, Event.id, ids) == 1
 
 
 def test_a_workspace_whose_cap_fails_is_logged_and_the_others_are_still_capped(

@@ -6,7 +6,7 @@ import uuid
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event
 
 from console.core.timeutil import utcnow
 from console.extensions import db
@@ -14,6 +14,7 @@ from console.requestlog import pruning
 from console.requestlog.models import RequestLogEntry
 from console.web.requests import queries as requestlog
 from console.workspaces.services import create_workspace
+from tests import caps
 
 # The batch deletes (a LIMITed subquery, row values compared by time then id) and UUID keys, on both databases.
 pytestmark = pytest.mark.both_backends
@@ -41,12 +42,7 @@ def _add_rows(app, workspace_id, count: int, *, start, step: str = "", status: i
 
 
 def _ids(app, workspace_id) -> set[uuid.UUID]:
-    with app.app_context():
-        return set(
-            db.session.scalars(
-                select(RequestLogEntry.id).where(RequestLogEntry.workspace_id == uuid.UUID(str(workspace_id)))
-            )
-        )
+    return caps.row_ids(app, RequestLogEntry, workspace_id)
 
 
 def _other_workspace(app) -> uuid.UUID:
@@ -57,11 +53,7 @@ def _other_workspace(app) -> uuid.UUID:
 
 
 def _prune(app, **kwargs) -> int:
-    with app.app_context():
-        try:
-            return pruning.CAP.prune(**kwargs)
-        finally:
-            db.session.remove()
+    return caps.prune(app, pruning.CAP, **kwargs)
 
 
 def test_a_pass_keeps_each_workspace_its_newest_rows_and_leaves_the_others_alone(app, workspace):
@@ -128,32 +120,3 @@ def test_each_console_steps_last_exchanges_outlive_the_cap(app, workspace):
         assert requestlog.succeeded(ws, "jobs")
         assert requestlog.latest(ws, "jobs").id == jobs_last
         assert requestlog.latest(ws, "webhook").id == webhook_last
-
-
-def test_no_cap_when_the_setting_is_zero(app, workspace):
-    app.config["REQUEST_LOG_KEEP"] = 0
-    rows = _add_rows(app, workspace.id, 30, start=utcnow() - timedelta(hours=1))
-    assert _prune(app) == 0
-    assert _ids(app, workspace.id) == set(rows)
-
-
-def test_the_worker_runs_the_pruning_loop(app, workspace):
-    from console.worker import LOOPS, load_loop
-
-    assert "console.requestlog.pruning.PruneLoop" in LOOPS
-    assert load_loop("console.requestlog.pruning.PruneLoop") is pruning.PruneLoop
-    assert app.config["REQUEST_LOG_KEEP"] == pruning.DEFAULT_KEEP
-    app.config["REQUEST_LOG_KEEP"] = 2
-    rows = _add_rows(app, workspace.id, 6, start=utcnow() - timedelta(hours=1))
-    assert pruning.PruneLoop(app).run_once() == 4
-    assert _ids(app, workspace.id) == set(rows[-2:])
-
-
-def test_the_setting_is_read_from_the_environment(monkeypatch):
-    from console import config
-
-    monkeypatch.setenv("SECRET_KEY", "test-secret")
-    monkeypatch.setenv("REQUEST_LOG_KEEP", "250")
-    assert config.from_environment()["REQUEST_LOG_KEEP"] == 250
-    monkeypatch.setenv("REQUEST_LOG_KEEP", "")
-    assert config.from_environment()["REQUEST_LOG_KEEP"] == config.DEFAULTS["REQUEST_LOG_KEEP"] == 10_000

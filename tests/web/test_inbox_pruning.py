@@ -5,14 +5,13 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 
-from sqlalchemy import select
-
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.web.webhooks import inbox
 from console.web.webhooks import inbox_pruning as pruning
 from console.web.webhooks.models import InboxMessage
 from console.workspaces.services import create_workspace
+from tests import caps
 
 
 def _add(app, workspace_id, count: int, *, start, **fields) -> list[uuid.UUID]:
@@ -33,20 +32,11 @@ def _add(app, workspace_id, count: int, *, start, **fields) -> list[uuid.UUID]:
 
 
 def _ids(app, workspace_id) -> set[uuid.UUID]:
-    with app.app_context():
-        return set(
-            db.session.scalars(
-                select(InboxMessage.id).where(InboxMessage.workspace_id == uuid.UUID(str(workspace_id)))
-            )
-        )
+    return caps.row_ids(app, InboxMessage, workspace_id)
 
 
 def _prune(app, **kwargs) -> int:
-    with app.app_context():
-        try:
-            return pruning.CAP.prune(**kwargs)
-        finally:
-            db.session.remove()
+    return caps.prune(app, pruning.CAP, **kwargs)
 
 
 def test_a_flood_of_unsigned_posts_leaves_each_workspace_its_newest_messages(app, workspace):
@@ -88,22 +78,3 @@ def test_the_newest_verified_event_and_each_webhooks_last_delivery_outlive_the_c
         ws = uuid.UUID(workspace.id)
         assert inbox.has_verified(ws)
         assert inbox.latest_for_webhook(ws, uuid.UUID(hook)).id == check
-
-
-def test_no_cap_when_the_setting_is_zero(app, workspace):
-    app.config["INBOX_KEEP"] = 0
-    rows = _add(app, workspace.id, 12, start=utcnow() - timedelta(hours=1))
-    assert _prune(app) == 0
-    assert _ids(app, workspace.id) == set(rows)
-
-
-def test_the_worker_runs_the_inbox_pruning_loop(app, workspace):
-    from console.worker import LOOPS, load_loop
-
-    assert "console.web.webhooks.inbox_pruning.InboxPruneLoop" in LOOPS
-    assert load_loop("console.web.webhooks.inbox_pruning.InboxPruneLoop") is pruning.InboxPruneLoop
-    assert app.config["INBOX_KEEP"] == pruning.DEFAULT_KEEP
-    app.config["INBOX_KEEP"] = 2
-    rows = _add(app, workspace.id, 5, start=utcnow() - timedelta(hours=1))
-    assert pruning.InboxPruneLoop(app).run_once() == 3
-    assert _ids(app, workspace.id) == set(rows[-2:])
