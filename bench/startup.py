@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 from urllib.error import URLError
-from urllib.request import urlopen
+from urllib.request import ProxyHandler, build_opener
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_BACKSTOP_SECONDS = 120  # a start that takes this long is broken, not slow
@@ -42,9 +42,12 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+_LOCAL = build_opener(ProxyHandler({}))  # straight to 127.0.0.1, whatever proxy the environment names
+
+
 def _worker_up(port: int) -> bool:
     try:
-        with urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
+        with _LOCAL.open(f"http://127.0.0.1:{port}/healthz", timeout=2) as response:
             return bool(json.load(response)["worker"]["ok"])
     except (URLError, OSError, ValueError, KeyError):
         return False
@@ -54,11 +57,16 @@ def measure(*, processes: int | None = None) -> dict:
     """One start: {"ready": seconds to a ready server, "total": seconds to its exit, "cpu": CPU seconds}."""
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as folder:
         port = _free_port()
-        args = [sys.executable, "-m", "console.cli", "run", "--port", str(port)]
+        args = [sys.executable, "-m", "console.cli", "run", "--host", "127.0.0.1", "--port", str(port)]
         if processes:
             args += ["--processes", str(processes)]
         env = {**os.environ, "CONSOLE_INSTANCE_DIR": folder, "SECRET_KEY": "bench-only"}
-        env.pop("DATABASE_URL", None)  # the instance folder's own SQLite file
+        for name in (
+            "DATABASE_URL",
+            "RUN_WORKER",
+            "RATELIMIT_STORAGE_URI",
+        ):  # the defaults: the instance's own files
+            env.pop(name, None)
         cpu_before = _children_cpu()
         started = time.monotonic()
         with open(Path(folder) / "console.log", "w") as log:
