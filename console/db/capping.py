@@ -1,11 +1,12 @@
 """Keeping an owner's newest N rows of a table: the worker's caps per workspace (request log, inbox, events).
 
 A `Cap` describes one (its table, order, setting, batch size and what it spares) and runs its passes;
-`CapLoop` is the worker loop of one. `over_cap` finds the owners past the cap (one grouped read); `cap_every_owner` runs one pass over them (one
-owner's failure logged and left for the next pass); `CapLoop` is the worker loop that runs a pass every minute;
-`delete_older` deletes one owner's rows older than its N newest, `batch` rows a transaction, committing after
-each, so the SQLite write gate is held for one batch at a time and other writers get their turn in between. Order is (time, id), newest first, as the pages
-that list these rows read them. Works the same on SQLite and PostgreSQL (a LIMITed subquery in the DELETE).
+`CapLoop` is the worker loop that runs a cap's pass every minute. `over_cap` finds the owners past the cap (one
+grouped read); `cap_every_owner` runs one pass over them (one owner's failure logged and left for the next
+pass); `delete_older` deletes one owner's rows older than its N newest, `batch` rows a transaction, committing
+after each, so the SQLite write gate is held for one batch at a time and other writers get their turn in
+between. Order is (time, id), newest first, as the pages that list these rows read them. Works the same on
+SQLite and PostgreSQL (a LIMITed subquery in the DELETE).
 """
 
 from __future__ import annotations

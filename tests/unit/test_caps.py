@@ -4,6 +4,7 @@ tests/unit/test_requestlog_pruning.py, tests/web/test_inbox_pruning.py, tests/un
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from types import ModuleType
@@ -25,8 +26,8 @@ from tests.web import test_inbox_pruning
 class Capped:
     module: ModuleType  # declares CAP and the loop
     loop: str  # the loop's dotted name in console.worker.LOOPS
-    add: object  # (app, workspace, count) -> the new rows' ids, oldest first
-    ids: object  # (app, workspace) -> the workspace's row ids
+    add: Callable  # (app, workspace, count) -> the new rows' ids, oldest first
+    ids: Callable  # (app, workspace) -> the workspace's row ids
 
     @property
     def setting(self) -> str:
