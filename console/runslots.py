@@ -143,14 +143,12 @@ class RunSlotsMiddleware:
                 start_response("429 Too Many Requests", headers)
                 return [body]
         started = time.perf_counter()
+        queued = ""
         if self.slots.acquire(preferred, address):
-            # Said in the answer (Server-Timing, as browsers' developer tools show it): a request that waited
-            # for its turn, and how long. What tests and operators tell a queue behind pages by, not by timing.
-            timing = (
-                "Server-Timing",
-                f'runslot;desc="queued";dur={(time.perf_counter() - started) * 1000:.1f}',
-            )
-            start_response = _with_header(start_response, timing)
+            # A request that waited for its turn says so, and how long: what tests and operators tell a queue
+            # behind pages by, not by timing.
+            queued = f'runslot;desc="queued";dur={(time.perf_counter() - started) * 1000:.1f}, '
+        start_response = _with_timing(start_response, queued)
         _held.slots, _held.preferred, _held.address = self.slots, preferred, address
         try:
             return self.app(environ, start_response)
@@ -160,11 +158,22 @@ class RunSlotsMiddleware:
                 self.slots.release(preferred)
 
 
-def _with_header(start_response: Callable[..., Any], header: tuple[str, str]) -> Callable[..., Any]:
-    def with_header(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-        return start_response(status, [*headers, header], exc_info)
+def _with_timing(start_response: Callable[..., Any], queued: str) -> Callable[..., Any]:
+    """Every answer says what its request cost the server (`Server-Timing`, as browsers' developer tools show
+    it): `app`, the wall time from its turn to its answer's head, and `cpu`, the CPU this thread spent on it,
+    after a `runslot` entry when it waited for its turn. What a slow answer's time was spent on: the app's
+    work (`cpu` near `app`), a wait inside it (a lock, the GIL, the database: `app` well above `cpu`), its
+    turn (`runslot`), or outside the app altogether (the client's time well above all of them: the server's
+    HTTP layer, the GIL before the app is called, the network; `python -m bench.neighbours` splits a
+    quiet tenant's calls this way)."""
+    began, cpu_began = time.perf_counter(), time.thread_time()
 
-    return with_header
+    def with_timing(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+        app_ms, cpu_ms = (time.perf_counter() - began) * 1000, (time.thread_time() - cpu_began) * 1000
+        timing = f"{queued}app;dur={app_ms:.1f}, cpu;dur={cpu_ms:.1f}"
+        return start_response(status, [*headers, ("Server-Timing", timing)], exc_info)
+
+    return with_timing
 
 
 @contextlib.contextmanager

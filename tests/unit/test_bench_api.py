@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 
 import pytest
 
@@ -152,3 +153,35 @@ def test_the_startup_benchmark_times_a_start_to_ready_and_the_cpu_of_the_whole_t
     # The tree's CPU time: more than a bare interpreter's (the app is built in the master and the worker).
     assert summary["cpu_s"] > 2 * summary["baseline_cpu_s"] > 0
     assert "| 1 |" in capsys.readouterr().out
+
+
+def test_the_neighbours_benchmark_splits_a_call_by_its_answer_s_server_timing():
+    """What `bench.neighbours` reads of an answer is what the run slots write: a call's time splits into its
+    wait for a slot, the app, and the rest (outside the app, after the client's own wait for a CPU)."""
+    from bench.neighbours import TenantB, call_split, split_call, split_rows
+    from console.runslots import RunSlots, RunSlotsMiddleware
+
+    def app(environ, start_response):
+        time.sleep(0.01)  # in the app, without CPU
+        start_response("200 OK", [])
+        return [b"ok"]
+
+    headers: list = []
+    served = RunSlotsMiddleware(app, RunSlots(2))
+    list(served({"PATH_INFO": "/v1/jobs"}, lambda status, h, exc_info=None: headers.extend(h)))
+    (timing,) = [value for name, value in headers if name == "Server-Timing"]
+    queued, in_app, cpu, own_wait = split_call(timing, client_wait_ms=2.0)
+    assert queued == 0.0 and in_app >= 10.0 and cpu < in_app and own_wait == 2.0
+    assert split_call('runslot;desc="queued";dur=7.5, app;dur=1.2, cpu;dur=0.9', 0.0) == (7.5, 1.2, 0.9, 0.0)
+
+    # 100 calls of 5 ms (1 in the app, 1 queued: 3 outside), and one of 50 ms that waited 40 outside.
+    phase = TenantB(
+        api_seconds=[0.005] * 100 + [0.050],
+        api_parts=[(1.0, 1.0, 0.8, 0.0)] * 100 + [(1.0, 4.0, 0.8, 5.0)],
+    )
+    split = call_split(phase)
+    assert split["outside"]["p50"] == pytest.approx(3.0)
+    assert split["outside"]["slowest_mean"] == pytest.approx(40.0)
+    assert split["own_wait"]["slowest_mean"] == pytest.approx(5.0)
+    rows = split_rows(split, split)
+    assert len(rows) == 4 and "outside the app" in rows[0] and "3.0 / 3.0 / 40.0 ms" in rows[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -241,8 +242,9 @@ def test_a_page_over_its_address_rate_is_refused_at_once_without_waiting_for_a_t
     assert app.slots.in_use() == 0
 
 
-def test_an_answer_says_when_its_request_waited_for_a_turn():
-    """Server-Timing `runslot;desc="queued"` on an answer that waited for its slot, and on no other."""
+def test_an_answer_says_when_its_request_waited_for_a_turn_and_what_it_cost():
+    """Server-Timing `runslot;desc="queued"` on an answer that waited for its slot, and on no other; every
+    answer says its time in the app and the CPU it took."""
     inner = Recorder(hold=0.0)
     inner.gate.clear()  # the first request holds the only slot while the second arrives
     app = RunSlotsMiddleware(inner, RunSlots(1))
@@ -263,7 +265,14 @@ def test_an_answer_says_when_its_request_waited_for_a_turn():
     inner.gate.set()
     first.join(60)
     second.join(60)
-    assert not [v for k, v in answers["/first"] if k == "Server-Timing"]
-    (timing,) = [v for k, v in answers["/second"] if k == "Server-Timing"]
-    assert timing.startswith('runslot;desc="queued";dur=')
-    assert float(timing.rsplit("=", 1)[1]) >= 0
+    timings = {}
+    for path in ("/first", "/second"):
+        (timing,) = [v for k, v in answers[path] if k == "Server-Timing"]
+        found = re.findall(r'(\w+)(?:;desc="[^"]*")?;dur=([\d.]+)', timing)
+        timings[path] = {name: float(dur) for name, dur in found}
+    assert set(timings["/first"]) == {"app", "cpu"}
+    assert set(timings["/second"]) == {"runslot", "app", "cpu"}
+    # The first held its slot until the gate opened, after the second had queued: its app time shows the wait,
+    # its CPU does not (the recorder sleeps).
+    assert timings["/first"]["app"] > timings["/first"]["cpu"]
+    assert timings["/second"]["runslot"] > 0
