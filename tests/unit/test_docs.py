@@ -39,6 +39,15 @@ def test_every_environment_variable_is_documented():
     assert not missing, f"settings read in code but not in docs/operations.md's Configuration: {missing}"
 
 
+def test_the_readme_s_shared_server_limits_are_settings_the_code_reads():
+    section = README.split("## Running a shared server", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([A-Z][A-Z_]+)`", section))
+    assert {"CONSOLE_PAGES_PER_SECOND", "PRESENTER_MAX_PROFILES", "EVENTS_KEEP"} <= named
+    code = _code()
+    unread = sorted(n for n in named if f'"{n}"' not in code)
+    assert not unread, f"the README's shared-server table names settings nothing reads: {unread}"
+
+
 def test_every_api_error_code_is_documented():
     code = _code()
     codes = set(re.findall(r"code=\"([A-Z_]+)\"", code))
