@@ -213,7 +213,7 @@ def run_queue_ns() -> int | None:
 def take_a_cpu_first() -> str:
     """Put tenant B's process ahead of everything else for a CPU (SCHED_FIFO, else nice -10), as if its backend
     ran on a machine of its own: its timer then measures the server, not its own wait for one of the 2
-    cores the storm keeps busy (measured at nice 0: B's own run-queue wait was 20-48 ms of its p99 call).
+    cores the storm keeps busy (measured at nice 0: its own run-queue wait during a call reached p99 19-38 ms).
     Says what it got."""
     with contextlib.suppress(AttributeError, OSError, PermissionError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
