@@ -124,8 +124,12 @@ def _check_free(host: str, port: int) -> None:
 @main.command()
 def worker() -> None:
     """Run the scheduler and webhook delivery worker in the foreground (SIGTERM stops it cleanly)."""
+    from console.core.orphans import master_from_environment, stop_when_orphaned
     from console.worker import run_forever
 
+    master = master_from_environment()
+    if master is not None:  # started by `console run`: stop if that master is ever gone without stopping us
+        stop_when_orphaned(master)
     sys.exit(run_forever(_app()))
 
 

@@ -33,6 +33,8 @@ from typing import Any
 
 from flask import Flask
 
+from console.core.orphans import MASTER_PID_ENV, stop_when_orphaned
+
 log = logging.getLogger(__name__)
 
 WORKER_COMMAND = (sys.executable, "-m", "console.cli", "worker")
@@ -84,6 +86,7 @@ def serving_app() -> Flask:
     batch_scheduling()
     keep_to_one_cpu()
     leave_ctrl_c_to_the_master()
+    stop_when_orphaned(os.getppid())  # the master that forked this process (Granian's, under `console run`)
     if _stop_asked_while_starting:
         log.info("Serving process %d stopped while starting (asked to before it served)", os.getpid())
         os._exit(0)  # nothing served yet, nothing to finish; the master is waiting for this exit
@@ -268,7 +271,10 @@ class WorkerSupervisor:
 
     def start(self) -> None:
         with FORK_GUARD:  # see FORK_GUARD
-            self.process = subprocess.Popen(self.command)
+            # The worker stops itself if this master is ever gone without stopping it (console.core.orphans).
+            self.process = subprocess.Popen(
+                self.command, env={**os.environ, MASTER_PID_ENV: str(os.getpid())}
+            )
         self._started_at = time.monotonic()
         log.info("Started the worker process (pid %s)", self.process.pid)
 

@@ -668,6 +668,43 @@ def test_ctrl_c_stops_the_server_and_its_worker_promptly(tmp_path):
     assert all(_gone(pid) for pid in group), output
 
 
+def _ended(pid: int) -> bool:
+    """Gone, or exited and not yet reaped (an orphan's exit waits for init here, which may never reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return stat.rpartition(")")[2].split()[0] == "Z"
+
+
+def test_a_master_killed_outright_leaves_no_serving_process_or_worker_behind(tmp_path):
+    """SIGKILL (the OOM killer) gives the master no chance to stop what it started: each serving process and the
+    worker notice their parent is gone and stop themselves, and the port is free for the next start."""
+    console = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--processes", "2")
+    left: set[int] = set()
+    try:
+        console.wait_until_ready()
+        serving_pids, worker_pids = console.processes()
+        left = serving_pids | worker_pids
+        assert len(serving_pids) == 2 and len(worker_pids) == 1, console.output()
+        console.process.kill()
+        console.process.wait(60)
+        # Each looks at its parent once a second, then stops as its master would have stopped it; a serving
+        # process that did not would answer on the port for good (no master is left to kill it).
+        assert wait_for(lambda: all(_ended(pid) for pid in left), serving.SERVING_STOP_SECONDS + 60, 0.2), (
+            {pid: _ended(pid) for pid in left},
+            console.output(),
+        )
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", console.port)) != 0  # nobody listens any more
+        assert "is gone: stopping" in console.output()
+    finally:
+        console.stop()
+        for pid in left:  # orphans are not the master's children any more: by the pids seen before
+            if not _ended(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.slow
 def test_run_worker_0_starts_no_worker_process(tmp_path):
     console = Console(
