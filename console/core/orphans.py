@@ -7,8 +7,9 @@ SIGKILL) and its worker went on running; a `console run` started next binds the 
 parent once a second and, when the parent is no longer the one that started it, sends itself SIGTERM: the
 master's own way of stopping it, so requests in flight finish and the worker's current step ends cleanly.
 
-Not `prctl(PR_SET_PDEATHSIG)`: it fires when the *thread* that forked the process exits, and Granian's master
-forks (and re-forks a failed serving process) from threads of its own.
+Not `prctl(PR_SET_PDEATHSIG)`: Linux-only (through ctypes), and it fires when the *thread* that started the
+process exits, not the process (the worker is started from the master's supervision thread). A look at the
+parent once a second costs nothing and needs only `os.getppid`.
 """
 
 from __future__ import annotations
