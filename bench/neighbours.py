@@ -675,10 +675,11 @@ def measure(server: Server, seeded: Seeded, b_log: Path, tmp: Path, instance: Pa
             "api_p95_ms": percentile(phase.api_seconds, 0.95),
             "api_split": call_split(phase),
             "b_priority": phase.priority,
-            # every call (wall-clock start, ms), for --json readers looking for what the slow ones share
+            # every call (wall-clock start, ms, then its split in ms: queued, in the app, the app's CPU, B's own
+            # wait for a CPU), for --json readers looking for what the slow ones share
             "api_samples": [
-                (round(t, 3), round(s * 1000, 1))
-                for t, s in zip(phase.api_started, phase.api_seconds, strict=True)
+                (round(t, 3), round(s * 1000, 1), *(round(part, 1) for part in parts))
+                for t, s, parts in zip(phase.api_started, phase.api_seconds, phase.api_parts, strict=True)
             ],
             # B's calls over 500 ms: (wall-clock start, seconds), to line up with stack dumps taken meanwhile
             "api_slow": [

@@ -619,6 +619,29 @@ def test_the_phone_keeps_its_size_when_the_caption_goes_from_one_line_to_two(pag
     assert max(heights) - min(heights) <= 1, sorted(heights)
 
 
+def test_on_a_phone_the_stage_is_one_column_with_the_backend_panel_below_the_phone(page, console_live):
+    """At 390 px the stage is one column that scrolls: the caption, the phone, then what the backend sees,
+    each below the last and in the page (the panel was laid out under the phone, hidden by it)."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(console_live.url + "/present/50-failure-and-recovery")
+    for step in range(1, 5):
+        press(page, "ArrowRight", step)
+    page.get_by_text("Direct deposit switch succeeded").first.wait_for()
+    caption_bar = page.locator(".caption-bar").bounding_box()
+    phone = page.locator(".phone").bounding_box()
+    panel = page.locator("#backend").bounding_box()
+    assert phone["y"] >= caption_bar["y"] + caption_bar["height"] - 1
+    assert panel["y"] >= phone["y"] + phone["height"] - 1, (phone, panel)
+    # Scrolled to, the panel's first webhook is what is drawn there: nothing covers it.
+    row = page.locator('#backend [data-feed="webhooks"] li').first
+    row.scroll_into_view_if_needed()
+    box = row.bounding_box()
+    assert page.evaluate(
+        "([x, y]) => !!document.elementFromPoint(x, y).closest('#backend')", [box["x"] + 10, box["y"] + 5]
+    )
+    assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+
+
 def test_autoplay_waiting_at_a_pause_step_shows_the_presenter_a_small_cue(page, console_live):
     """With the controls hidden, autoplay stopping at Link (a pause step) said nothing: a faint "→ continues"
     in a corner now tells the presenter the next key is theirs, and goes as soon as they press it."""
