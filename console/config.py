@@ -158,6 +158,8 @@ def from_environment() -> dict:
         # The worker's fair sharing of its senders (console.webhooks.fairness); unset: the module's defaults.
         **_optional_numbers(
             WEBHOOK_TIMEOUT_SECONDS=(os.environ.get("WEBHOOK_TIMEOUT_SECONDS"), float),
+            # How long a webhook host's DNS lookup may take (console.webhooks.dns); unset: its default.
+            WEBHOOK_DNS_SECONDS=(os.environ.get("WEBHOOK_DNS_SECONDS"), float),
             WEBHOOK_THREADS=(os.environ.get("WEBHOOK_THREADS"), int),
             WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE=(os.environ.get("WEBHOOK_MAX_IN_FLIGHT_PER_WORKSPACE"), int),
             WEBHOOK_MAX_IN_FLIGHT_PER_HOST=(os.environ.get("WEBHOOK_MAX_IN_FLIGHT_PER_HOST"), int),

@@ -57,7 +57,7 @@ def check_url(url: Any, mode: str, workspace_id: uuid.UUID) -> str:
         )
     if mode == SANDBOX and own_inbox.OwnInbox.from_config(config).workspace_of(url) == workspace_id:
         return url
-    return urls.check_url(url, mode, urls.Policy.from_config(config))
+    return urls.check_url(url, mode, urls.Policy.from_config(config), owner=str(workspace_id))
 
 
 def _not_an_event(value: Any) -> str:

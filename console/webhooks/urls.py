@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 from console.core import networks as core_networks
 from console.core.networks import IPNetwork
 from console.modes import SANDBOX
+from console.webhooks import dns
 
 MAX_URL_LENGTH = 2048
 # The url of a relayed sandbox webhook (`console.webhooks.relay`): its deliveries are fetched by its
@@ -79,6 +80,7 @@ class Policy:
     own_ports: frozenset[int] = frozenset()
     sandbox_networks: tuple[IPNetwork, ...] = ()  # SANDBOX_WEBHOOK_NETWORKS
     own_origin: tuple[str, int] | None = None  # PUBLIC_URL's (host, port): the service itself, anywhere
+    dns_seconds: float = dns.DEFAULT_TIMEOUT  # WEBHOOK_DNS_SECONDS: how long a host's lookup may take
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Policy:
@@ -94,6 +96,7 @@ class Policy:
             own_ports=frozenset(ports),
             sandbox_networks=parse_networks(config.get("SANDBOX_WEBHOOK_NETWORKS")),
             own_origin=public,
+            dns_seconds=float(config.get("WEBHOOK_DNS_SECONDS") or dns.DEFAULT_TIMEOUT),
         )
 
     def in_sandbox_networks(self, ip: IPAddress) -> bool:
@@ -282,8 +285,10 @@ def _is_sandbox_local(host: str) -> bool:
     return host.lower() in SANDBOX_LOCAL_HOSTS
 
 
-def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) -> str:
-    """Return `url` if webhooks may be registered at it in `mode`, else raise `UrlRefused`."""
+def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True, owner: str = "") -> str:
+    """Return `url` if webhooks may be registered at it in `mode`, else raise `UrlRefused`.
+
+    `owner`: the workspace whose request this is, for its share of DNS lookups (`console.webhooks.dns`)."""
     parts, port = _split(url)
     host = parts.hostname or ""
     scheme = parts.scheme.lower()
@@ -295,7 +300,7 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) ->
         )
     if scheme == "http" and not (mode == SANDBOX and _is_sandbox_local(host)):
         if mode == SANDBOX and policy.sandbox_networks:
-            _check_http_in_networks(host, port, policy, check_dns)
+            _check_http_in_networks(host, port, policy, check_dns, owner)
         elif mode == SANDBOX:
             raise UrlRefused(
                 "must start with https:// (the sandbox also accepts http://localhost, "
@@ -309,16 +314,18 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True) ->
             raise UrlRefused(f"host {host!r} {reason}")
         return url
     if check_dns:
-        check_host(host, port, mode, policy)
+        check_host(host, port, mode, policy, owner)
     return url
 
 
-def _check_http_in_networks(host: str, port: int, policy: Policy, check_dns: bool) -> None:
+def _check_http_in_networks(host: str, port: int, policy: Policy, check_dns: bool, owner: str) -> None:
     """Plain http:// in the sandbox reaches only the operator's networks (SANDBOX_WEBHOOK_NETWORKS)."""
     literal = _literal(host.strip("[]"))
     if literal is None and not check_dns:
         return  # the delivery-time check resolves it
-    addresses = [literal] if literal is not None else [_literal(a) for a in _resolved(host, port)]
+    addresses = (
+        [literal] if literal is not None else [_literal(a) for a in _resolved(host, port, policy, owner)]
+    )
     outside = [a for a in addresses if a is None or not policy.in_sandbox_networks(a)]
     if outside:
         networks = ", ".join(str(n) for n in policy.sandbox_networks)
@@ -328,9 +335,19 @@ def _check_http_in_networks(host: str, port: int, policy: Policy, check_dns: boo
         )
 
 
-def _resolved(host: str, port: int) -> list[str]:
+def _resolved(host: str, port: int, policy: Policy, owner: str) -> list[str]:
     try:
-        addresses = resolve(host, port)
+        addresses = dns.lookup(lambda: resolve(host, port), owner, policy.dns_seconds)
+    except dns.TooSlow:
+        raise UrlRefused(
+            f"host {host!r} did not resolve within {policy.dns_seconds:g} s (its DNS servers are slow or "
+            "not answering)"
+        ) from None
+    except dns.TooMany:
+        raise UrlRefused(
+            f"host {host!r} was not looked up: {dns.PER_OWNER} DNS lookups of this workspace are still "
+            "waiting for an answer; try again in a few seconds"
+        ) from None
     except (OSError, UnicodeError) as exc:
         raise _dns_failure(host, exc) from exc
     if not addresses:
@@ -346,10 +363,10 @@ def _dns_failure(host: str, exc: BaseException) -> UrlRefused:
     return UrlRefused(f"host {host!r} does not resolve: the DNS lookup failed (is this server offline?)")
 
 
-def check_host(host: str, port: int, mode: str, policy: Policy) -> list[str]:
+def check_host(host: str, port: int, mode: str, policy: Policy, owner: str = "") -> list[str]:
     """Resolve `host` and refuse it if any address is off limits; returns the addresses."""
     literal = _literal(host)
-    addresses = [str(literal)] if literal is not None else _resolved(host, port)
+    addresses = [str(literal)] if literal is not None else _resolved(host, port, policy, owner)
     for address in addresses:
         reason = address_refusal(address, mode, policy, port)
         if reason:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pytest
@@ -11,10 +12,11 @@ from bench.webhooks import Receiver
 from console.api.ratelimit import RateLimiter
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.webhooks import WebhookVerificationError, services, urls, verify
+from console.webhooks import WebhookVerificationError, dns, services, urls, verify
 from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import Webhook
 from tests.conftest import assert_error
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.both_backends
 
@@ -289,3 +291,45 @@ def test_a_real_switch_reaches_a_local_endpoint_signed(app, api, workspace):
         body = verify(workspace.secrets["sandbox"], request["headers"], request["body"])
         assert body["event"] == "direct_deposit_switch.added" and body["payload"]["id"] == job_id
     assert json.loads(rx.requests[-1]["body"])["payload"]["outcome"] == "success"
+
+
+def test_a_host_whose_dns_does_not_answer_in_time_is_refused_by_name_and_holds_only_its_workspace_s_share(
+    app, api, workspace, monkeypatch
+):
+    """A tenant's DNS servers never hold a serving thread past `WEBHOOK_DNS_SECONDS` (console.webhooks.dns)."""
+    answers = threading.Event()
+
+    def resolve(host, port):
+        if host == "slow.example.com":
+            answers.wait(60)  # a zone whose servers do not answer until the test ends
+        return ["93.184.216.34"]
+
+    monkeypatch.setattr(urls, "resolve", resolve)
+    app.config["WEBHOOK_DNS_SECONDS"] = 0.05
+    slow = {**BODY, "url": "https://slow.example.com/hook"}
+    try:
+        for _ in range(dns.PER_OWNER):
+            error = assert_error(api.post("/webhooks", json=slow), 400, "INVALID_REQUEST_PARAMETERS")
+            assert "host 'slow.example.com' did not resolve within 0.05 s" in error["fields"][0]["message"]
+        # Those lookups still wait for an answer: this workspace's next one is refused at once.
+        error = assert_error(
+            api.post("/webhooks", json={**BODY, "url": "https://hooks.example.com/in"}),
+            400,
+            "INVALID_REQUEST_PARAMETERS",
+        )
+        assert "DNS lookups of this workspace are still waiting" in error["fields"][0]["message"]
+        # Another workspace registers its webhook as usual.
+        with app.app_context():
+            from console.keys.services import create_key
+            from console.workspaces.services import create_workspace
+
+            other = create_workspace("Other")
+            secret = create_key(other.id, "sandbox", "other").secret
+            db.session.commit()
+        other_api = type(api)(api.client, secret, "sandbox")
+        created = other_api.post("/webhooks", json={**BODY, "url": "https://hooks.example.com/in"})
+        assert created.status_code == 200, created.get_json()
+    finally:
+        answers.set()
+    assert wait_for(lambda: dns.running(workspace.id) == 0)
+    assert api.post("/webhooks", json=slow).status_code == 200
