@@ -118,8 +118,16 @@ def looks_like_personal_data(value: Any) -> str | None:
         return None
     if _EMAIL_LIKE.search(value):
         return "looks like an email address"
-    if _SSN_LIKE.search(value):
+    if _shaped(_SSN_LIKE, value):
         return "looks like a Social Security number"
-    if _PHONE_LIKE.search(value):
+    if _shaped(_PHONE_LIKE, value):
         return "looks like a phone number"
     return None
+
+
+def _shaped(pattern: re.Pattern[str], value: str) -> bool:
+    """Whether `pattern` finds a number written as one (`123-45-6789`, `(555) 123-4567`) anywhere in `value`, or a
+    bare digit run that is the whole value (`123456789`). A bare run inside an id (`order_2024111512`,
+    `user-123456789`) is an order number or a counter far more often than personal data, and was refused."""
+    whole = value.strip()
+    return any(not match.group().isdigit() or match.group() == whole for match in pattern.finditer(value))

@@ -229,6 +229,8 @@ def test_past_date_not_a_real_date(value: str) -> None:
         ("123-45-6789", "Social Security"),
         ("123 45 6789", "Social Security"),
         ("ssn:123-45-6789", "Social Security"),
+        (" 123456789 ", "Social Security"),
+        ("tel:+15551234567", "phone"),
     ],
 )
 def test_personal_data_is_detected(value: str, kind: str) -> None:
@@ -250,6 +252,10 @@ def test_personal_data_is_detected(value: str, kind: str) -> None:
         "123-456-78",
         "jane@localhost",
         "",
+        # A bare digit run inside an id: an order number or a counter, not a phone number or an SSN.
+        "order_2024111512",
+        "user-123456789",
+        "acct 5551234567 x",
     ],
 )
 def test_ordinary_ids_are_not_flagged(value: str) -> None:
