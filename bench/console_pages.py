@@ -126,7 +126,7 @@ def seed(app, workspace_id: uuid.UUID, n_events: int) -> dict:
         middle = tokens[n_tokens // 2]
         deep = events[n_events // 2]
         return {
-            "deep_cursor": encode_cursor([deep["created_at"], deep["id"]]),
+            "deep_cursor": encode_cursor([deep["created_at"], deep["id"]], (Event.created_at, Event.id)),
             "event_id": events[-1]["id"],
             "link_token_id": middle["id"],
             "account_id": accounts[n_tokens // 2]["id"],

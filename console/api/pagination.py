@@ -1,7 +1,9 @@
 """Keyset pagination for collections: `{"meta": {"count", "next_cursor"}, "data": [...]}`.
 
 The cursor is an opaque, URL-safe encoding of the last row's sort key, so a page
-costs one indexed range scan however deep it is (no OFFSET).
+costs one indexed range scan however deep it is (no OFFSET). It names the list it was made for (the sort
+columns' table) and carries a MAC keyed by the app's `SECRET_KEY`: a cursor another list returned, or one
+written by hand, is refused with a 400 naming it, as the API reference promises, before any of it is read.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
+import hashlib
+import hmac
 import json
 import re
 import uuid
@@ -16,7 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
-from flask import request
+from flask import current_app, request
 from sqlalchemy import DateTime, Integer, Select, String, TypeDecorator, Uuid, and_, bindparam, or_
 
 from console.core.errors import FieldError, ValidationFailed
@@ -31,8 +35,9 @@ _LIMIT_DIGITS = re.compile(r"[0-9]{1,4}")
 
 # The tag each column type is encoded with; a cursor whose tags differ from its list's columns is refused.
 DATETIME_TAG, UUID_TAG, TEXT_TAG = "dt", "uuid", "v"
-# A cursor holds two or three short values; anything longer was not made here.
-MAX_CURSOR_LENGTH = 512
+# A cursor holds its list's name and two or three short values; anything longer was not made here.
+MAX_CURSOR_LENGTH = 600
+MAC_BYTES = 12  # a cursor's MAC, after its JSON
 MAX_VALUE_LENGTH = 255
 _CURSOR_ALPHABET = re.compile(r"[A-Za-z0-9_-]+={0,2}")
 
@@ -77,9 +82,22 @@ def _decode_value(tagged: Any, expected_tag: str) -> Any:
     return value
 
 
-def encode_cursor(values: Sequence[Any]) -> str:
-    raw = json.dumps([_encode_value(v) for v in values], separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def list_name(columns: Sequence[Any]) -> str:
+    """The list a cursor is made for: the table of its sort columns."""
+    return columns[0].table.name
+
+
+def _mac(raw: bytes) -> bytes:
+    key = hmac.new(str(current_app.secret_key).encode(), b"pagination cursor", hashlib.sha256).digest()
+    return hmac.new(key, raw, hashlib.sha256).digest()[:MAC_BYTES]
+
+
+def encode_cursor(values: Sequence[Any], columns: Sequence[Any]) -> str:
+    """The cursor after `values` in the list sorted by `columns`."""
+    raw = json.dumps(
+        [list_name(columns), *(_encode_value(v) for v in values)], separators=(",", ":")
+    ).encode()
+    return base64.urlsafe_b64encode(raw + _mac(raw)).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") -> list[Any]:
@@ -102,11 +120,16 @@ def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") 
         if len(cursor) > MAX_CURSOR_LENGTH or not _CURSOR_ALPHABET.fullmatch(cursor):
             raise BadCursor("not a short base64url string")
         bare = cursor.rstrip("=")
-        raw = base64.urlsafe_b64decode(bare + "=" * (-len(bare) % 4))
+        signed = base64.urlsafe_b64decode(bare + "=" * (-len(bare) % 4))
+        raw, mac = signed[:-MAC_BYTES], signed[-MAC_BYTES:]
+        if len(signed) <= MAC_BYTES or not hmac.compare_digest(mac, _mac(raw)):
+            raise BadCursor("not made here (or made with another SECRET_KEY)")
         items = json.loads(raw)
-        if not isinstance(items, list) or len(items) != len(columns):
-            raise BadCursor("not one value per sort column")
-        return [_decode_value(item, column_tag(column)) for item, column in zip(items, columns, strict=True)]
+        if not isinstance(items, list) or len(items) != len(columns) + 1 or items[0] != list_name(columns):
+            raise BadCursor("made for another list")
+        return [
+            _decode_value(item, column_tag(column)) for item, column in zip(items[1:], columns, strict=True)
+        ]
     except (ValueError, binascii.Error) as exc:  # BadCursor, JSON, UTF-8, UUID and datetime errors
         raise ValidationFailed([FieldError(name, "is not a cursor this list returned")]) from exc
 
@@ -215,5 +238,5 @@ def paginate(
                 uuid.UUID(v) if isinstance(v, str) and column_tag(c) == UUID_TAG else v
                 for v, c in zip(last_values, order_by, strict=True)
             ]
-        next_cursor = encode_cursor(last_values)
+        next_cursor = encode_cursor(last_values, order_by)
     return {"meta": {"count": len(rows), "next_cursor": next_cursor}, "data": [serialize(r) for r in rows]}

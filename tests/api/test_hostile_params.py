@@ -107,11 +107,29 @@ def test_a_cursor_of_another_lists_shape_is_refused(api, app, workspace):
     assert_names(api.get("/jobs", query_string={"cursor": platform_cursor}), "cursor")
 
 
+def test_a_cursor_of_another_list_of_the_same_shape_or_written_by_hand_is_refused(api, app, workspace):
+    """Events and jobs both sort by (created_at, id): a cursor names its list, and carries a MAC, so neither
+    another list's cursor nor a well-formed one made up by a client passes for one this list returned."""
+    with app.app_context():
+        new_switch(workspace.id, "success")
+        new_switch(workspace.id, "success")
+    job_cursor = api.get("/jobs?limit=1").get_json()["meta"]["next_cursor"]
+    assert job_cursor and api.get("/jobs", query_string={"cursor": job_cursor}).status_code == 200
+    for other in ("/events", "/accounts", "/webhooks"):
+        assert_names(api.get(other, query_string={"cursor": job_cursor}), "cursor")
+    # The shape this service's cursors had before they were signed: well-formed, made up.
+    made_up = cursor_of([["dt", "2099-01-01T00:00:00.000000+00:00"], ["uuid", ZERO_UUID]])
+    named = cursor_of(["jobs", ["dt", "2099-01-01T00:00:00.000000+00:00"], ["uuid", ZERO_UUID]])
+    for cursor in (made_up, named, job_cursor[:-2] + ("AA" if not job_cursor.endswith("AA") else "BB")):
+        error = assert_names(api.get("/jobs", query_string={"cursor": cursor}), "cursor")
+        assert "is not a cursor this list returned" in error["fields"][0]["message"]
+
+
 def test_cursors_round_trip_and_decode_strictly(app):
     with app.app_context():
         columns = (Event.created_at, Event.id)
         when = parse_datetime("2024-05-01T12:00:00Z")
-        values = decode_cursor(encode_cursor([when, uuid.UUID(ZERO_UUID)]), columns)
+        values = decode_cursor(encode_cursor([when, uuid.UUID(ZERO_UUID)], columns), columns)
         assert values[0] == when and str(values[1]) == ZERO_UUID
         with pytest.raises(ValidationFailed) as refused:
             decode_cursor(TAMPERED["nulls"], (Platform.name, Platform.id), name="after")

@@ -84,7 +84,7 @@ def live_cursor(events: list[Event], previous: str | None) -> str:
     """The cursor the next poll starts from: the newest event shown, or where we were."""
     if events:
         return keyset.cursor_of(events[0])
-    return previous or keyset.encode_start()
+    return previous or keyset.encode_start(COLUMNS)
 
 
 def get(workspace_id: uuid.UUID, event_id: str) -> Event | None:

@@ -162,7 +162,7 @@ def newer(
 
 def live_cursor(rows: list[RequestLogEntry], previous: str | None = None) -> str:
     """Where the next live poll starts: the newest row shown, or where the last poll was."""
-    return keyset.cursor_of(rows[0]) if rows else (previous or keyset.encode_start())
+    return keyset.cursor_of(rows[0]) if rows else (previous or keyset.encode_start(COLUMNS))
 
 
 def page(

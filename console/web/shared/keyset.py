@@ -44,12 +44,13 @@ def cursor_values(cursor: str | None, columns: Sequence[Any], name: str) -> list
 
 
 def cursor_of(row: Any, time_attr: str = "created_at") -> str:
-    return encode_cursor([getattr(row, time_attr), row.id])
+    model = type(row)
+    return encode_cursor([getattr(row, time_attr), row.id], (getattr(model, time_attr), model.id))
 
 
-def encode_start() -> str:
-    """A cursor before every row: live polling of an empty list starts from it."""
-    return encode_cursor([datetime(1970, 1, 1, tzinfo=UTC), uuid.UUID(int=0)])
+def encode_start(columns: Sequence[Any]) -> str:
+    """A cursor before every row of the list sorted by `columns`: live polling of an empty list starts from it."""
+    return encode_cursor([datetime(1970, 1, 1, tzinfo=UTC), uuid.UUID(int=0)], columns)
 
 
 def newest_first(

@@ -237,7 +237,7 @@ def live_cursor(messages: list[InboxMessage], previous: str | None = None) -> st
     """Where the next live poll starts: the newest message shown, or where the last poll was."""
     if messages:
         return keyset.cursor_of(messages[0], "received_at")
-    return previous or keyset.encode_start()
+    return previous or keyset.encode_start(COLUMNS)
 
 
 def get(workspace_id: uuid.UUID, message_id: str) -> InboxMessage | None:
