@@ -72,6 +72,10 @@ def test_missing_version_header_is_400(api):
     response = api.post("/link_tokens", json=LINK_TOKEN, headers={"Service-Version": None})
     assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "MISSING_VERSION_HEADER")
     assert response.headers["Service-Version"] == VERSION
+    # Refused before the rate limit counts it (docs/api.md): no rate-limit headers, none of the key's rate used.
+    assert "X-RateLimit-Remaining" not in response.headers
+    counted = api.get("/jobs")
+    assert counted.headers["X-RateLimit-Remaining"] == str(int(counted.headers["X-RateLimit-Limit"]) - 1)
 
 
 def test_unsupported_version_names_the_supported_ones(api):
