@@ -117,6 +117,22 @@ def _federal(flow: Flow, body: CompletionRequest) -> None:
 
 def _allocation(flow: Flow, body: CompletionRequest) -> None:
     allocation = body.allocation or CompletionAllocation()
+    if allocation.type != FULL:
+        # Link's screen offers no split here, so a CI asking for one would get a full switch and pass unawares.
+        if flow.token.preconfigured_allocation:
+            raise LinkError(
+                "INVALID_ALLOCATION",
+                "This Link token's allocation is set by the token (allocation on POST /v1/link_tokens); "
+                "leave allocation out, or send type full to pick the target account.",
+                recoverable=True,
+            )
+        if flow.token.disable_direct_deposit_splitting:
+            raise LinkError(
+                "INVALID_ALLOCATION",
+                "This Link token offers only a full switch (disable_direct_deposit_splitting is true); "
+                "leave allocation out, or send type full.",
+                recoverable=True,
+            )
     flow.choose_allocation(allocation.type, allocation.value, allocation.target_index)
 
 

@@ -156,6 +156,26 @@ def test_allocations(api):
     )
 
 
+def test_a_split_the_token_does_not_offer_is_refused_not_turned_into_a_full_switch(api):
+    """Link's screen offers no split when the token disables splitting or sets the amount itself: a CI asking
+    for one is told so (it got a full switch, or the token's amount, and passed unawares)."""
+    partial = {"type": "amount", "value": 7500}
+    for token in (
+        new_token(api, disable_direct_deposit_splitting=True),
+        new_token(api, allocation={"targets": [TARGET], "type": "percent", "value": 40}),
+    ):
+        error = link_error(
+            complete(api, token, platform_id=PAYCREST, credentials=creds("user_good"), allocation=partial),
+            "INVALID_ALLOCATION",
+        )
+        assert "leave allocation out" in error["message"]
+        # The same token then completes without it, as Link's screen would.
+        done = ok(complete(api, token, platform_id=PAYCREST, credentials=creds("user_good")))
+        assert api.get(f"/jobs/{done['job_id']}").get_json()["data"]["outcome"] == "success"
+    no_split = api.get(f"/jobs/{done['job_id']}").get_json()["data"]["params"]
+    assert no_split["allocation"]["type"] == "percent" and no_split["allocation"]["value"] == 40
+
+
 def test_partner_platform_omits_the_action(api):
     data = ok(
         complete(
