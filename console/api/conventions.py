@@ -15,7 +15,7 @@ from flask import Blueprint, current_app, g, request
 from console.api import idempotency
 from console.api.ratelimit import limiter
 from console.core import jsontext
-from console.core.errors import Forbidden, RateLimited, ServiceError, ValidationFailed
+from console.core.errors import FieldError, Forbidden, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.db import sqlite
 from console.db.rows import entity
@@ -125,10 +125,29 @@ def current_workspace() -> Workspace:
 
 
 def check_parameters() -> None:
-    """Refuse a NUL in any query or path parameter before a view reads it (docs/api.md, "Request checks, in order")."""
-    errors = nul_fields(request.args, request.view_args)
+    """Refuse a NUL in any query or path parameter, and a query parameter the endpoint does not take, before a
+    view reads them (docs/api.md, "Request checks, in order"). A misspelt filter (`?linktoken_id=`) was ignored,
+    and the list answered unfiltered, as if it held the one token's jobs."""
+    errors = nul_fields(request.args, request.view_args) or _unknown_query_parameters()
     if errors:
         raise ValidationFailed(errors)
+
+
+def _unknown_query_parameters() -> list[FieldError]:
+    # The document's own parameter lists are the one source; imported here, as console.api.openapi imports this module.
+    from console.api.openapi import document_path, query_parameters
+
+    if not request.args or request.url_rule is None:
+        return []
+    taken = query_parameters(request.method, document_path(request.url_rule.rule, current_mode()))
+    if taken is None:
+        return []
+    listed = ", ".join(sorted(taken)) if taken else "none"
+    return [
+        FieldError(name, f"is not a parameter of this endpoint (it takes: {listed})")
+        for name in request.args
+        if name not in taken
+    ]
 
 
 def no_content():

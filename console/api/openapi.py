@@ -7,6 +7,7 @@ parameters). A test fails when a route has no entry or an entry has no route.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from flask import current_app, jsonify, request
@@ -367,16 +368,30 @@ def _error_codes(path: str, details: dict) -> list[str]:
     return sorted(codes)
 
 
+def document_path(rule: str, mode: str) -> str:
+    """A route of `mode`'s API blueprint (`/sandbox/v1/jobs/<job_id>`) as the document's path (`/jobs/{job_id}`)."""
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule[len(URL_PREFIXES[mode] + "/v1") :])
+
+
 def route_operations() -> set[tuple[str, str]]:
     """(method, path) of every route of the API blueprint, in OpenAPI path syntax."""
     found = set()
     for rule in current_app.url_map.iter_rules():
         if not rule.endpoint.startswith("api_sandbox."):
             continue
-        path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule[len(URL_PREFIXES["sandbox"] + "/v1") :])
+        path = document_path(rule.rule, "sandbox")
         for method in rule.methods - {"HEAD", "OPTIONS"}:
             found.add((method, path))
     return found
+
+
+@functools.cache
+def query_parameters(method: str, path: str) -> frozenset[str] | None:
+    """The query parameters the document gives an operation (None: not an operation of the document)."""
+    details = OPERATIONS.get(("GET" if method == "HEAD" else method, path))
+    if details is None:
+        return None
+    return frozenset(param["name"] for param in details.get("params", ()) if param.get("in") == "query")
 
 
 def _response(kind: str, status: str = "200") -> dict:

@@ -275,3 +275,20 @@ def test_every_operation_documents_the_errors_it_can_answer(api):
             assert ("413" in codes and "415" in codes) == ("requestBody" in operation), (method, path)
             if path.startswith("/sandbox/"):
                 assert "403" in codes, (method, path)
+
+
+def test_a_query_parameter_the_endpoint_does_not_take_is_a_400_naming_it(api, app, workspace):
+    """A misspelt filter was ignored, and the list answered unfiltered: `?linktoken_id=` listed every job."""
+    with app.app_context():
+        job_id = new_switch(workspace.id, "success").id
+    error = assert_names(api.get("/jobs?linktoken_id=x&limit=5"), "linktoken_id")
+    assert error["fields"][0]["message"] == (
+        "is not a parameter of this endpoint (it takes: account_id, cursor, end_user_id, limit, link_token_id, outcome)"
+    )
+    error = assert_names(api.get(f"/jobs/{job_id}?expand=account"), "expand")
+    assert "(it takes: none)" in error["fields"][0]["message"]
+    assert api.get("/jobs?limit=5&outcome=success").status_code == 200
+    # The same in every mode, each with its own key (the document's paths are the modes' alike).
+    for mode in ("development", "production"):
+        other = type(api)(api.client, workspace.secrets[mode], mode)
+        assert_names(other.get("/accounts?enduser_id=u"), "enduser_id")
