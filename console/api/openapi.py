@@ -69,7 +69,8 @@ SUPPORTED_JOBS = q(
     explode=False,
 )
 
-# (method, path) -> operation details. Responses: "single:X", "collection:X", "empty", or "object";
+# (method, path) -> operation details. Responses: "single:X", "collection:X", "empty", or "object" (only the
+# document itself: tests/api/test_openapi_responses.py refuses any other success answer without a schema);
 # "body" is the pydantic model that validates the request body, and its schema in this document.
 OPERATIONS: dict[tuple[str, str], dict] = {
     ("POST", "/link_tokens"): {
@@ -148,7 +149,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("GET", "/accounts/{account_id}/income"): {
         "summary": "Get the account's income",
         "tag": "Accounts",
-        "response": "object",
+        "response": "single:Income",
     },
     ("POST", "/webhooks"): {
         "summary": "Create a webhook (at most 10 per API key)",
@@ -185,12 +186,12 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "Resend every failed delivery of events since a moment (the webhook must be active)",
         "tag": "Webhooks",
         "body": ReplayRequest,
-        "response": "object",
+        "response": "single:ReplayResult",
     },
     ("GET", "/events"): {
         "summary": "List events with their delivery status",
         "tag": "Events",
-        "response": "collection:Object",
+        "response": "collection:EventRecord",
         "params": [
             q("type", "Event type.", {"type": "string", "enum": list(EVENT_TYPES)}),
             q("link_token_id", "Link token id.", UUID_PARAM),
@@ -206,53 +207,53 @@ OPERATIONS: dict[tuple[str, str], dict] = {
     ("GET", "/events/{event_id}"): {
         "summary": "Get an event with every delivery attempt",
         "tag": "Events",
-        "response": "object",
+        "response": "single:EventRecord",
     },
     ("POST", "/events/{event_id}/resend"): {
         "summary": "Resend an event to one webhook or all subscribed ones",
         "tag": "Events",
         "body": ResendRequest,
-        "response": "object",
+        "response": "single:EventRecord",
         "errors": {"409": "The webhook is paused, or no active webhook subscribes to the event (CONFLICT)."},
     },
     ("GET", "/sandbox/test_data"): {
         "summary": "Sandbox test credentials, identities and SSNs",
         "tag": "Sandbox",
-        "response": "object",
+        "response": "single:SandboxTestData",
         "sandbox": True,
     },
     ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
         "summary": "Complete a Link flow headlessly",
         "tag": "Sandbox",
         "body": CompletionRequest,
-        "response": "object",
+        "response": "single:LinkCompletion",
         "sandbox": True,
     },
     ("GET", "/sandbox/clock"): {
         "summary": "The workspace clock",
         "tag": "Sandbox",
-        "response": "object",
+        "response": "single:Clock",
         "sandbox": True,
     },
     ("POST", "/sandbox/clock/advance"): {
         "summary": "Advance the workspace clock and fire what became due",
         "tag": "Sandbox",
         "body": ClockAdvanceRequest,
-        "response": "object",
+        "response": "single:ClockAdvance",
         "sandbox": True,
     },
     ("POST", "/sandbox/clock/jump"): {
         "summary": "Move the workspace clock to a later moment and fire what became due",
         "tag": "Sandbox",
         "body": ClockJumpRequest,
-        "response": "object",
+        "response": "single:ClockAdvance",
         "sandbox": True,
     },
     ("POST", "/sandbox/clock/advance_to_next"): {
         "summary": "Advance the workspace clock to its next scheduled item and fire it",
         "tag": "Sandbox",
         "body": ClockNextRequest,
-        "response": "object",
+        "response": "single:ClockAdvanceToNext",
         "sandbox": True,
         "errors": {
             "409": "Nothing is scheduled (NOTHING_SCHEDULED), or the next item is more than 400 days away "
@@ -263,7 +264,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "Send a sample event to a webhook",
         "tag": "Sandbox",
         "body": TestEventRequest,
-        "response": "object",
+        "response": "single:EventRecord",
         "sandbox": True,
     },
     ("POST", "/sandbox/listen"): {

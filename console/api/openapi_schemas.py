@@ -6,6 +6,10 @@ them (`console.api.openapi.BODIES`), so the document cannot drift from what is e
 
 from __future__ import annotations
 
+from console.events.models import EVENT_TYPES
+from console.jobs.plans import OUTCOMES
+from console.webhooks.models import DELIVERY_STATUSES
+
 UUID = {"type": "string", "format": "uuid"}
 DATETIME = {
     "type": "string",
@@ -15,6 +19,10 @@ DATETIME = {
 STR = {"type": "string"}
 BOOL = {"type": "boolean"}
 INT = {"type": "integer"}
+NULL_UUID = {"type": ["string", "null"], "format": "uuid"}
+NULL_DATETIME = {**DATETIME, "type": ["string", "null"]}
+NULL_STR = {"type": ["string", "null"]}
+NULL_INT = {"type": ["integer", "null"]}
 
 
 def ref(name: str) -> dict:
@@ -36,6 +44,22 @@ def collection(name: str) -> dict:
     meta = obj({"count": INT, "next_cursor": {"type": ["string", "null"]}}, ["count", "next_cursor"])
     return obj({"meta": meta, "data": {"type": "array", "items": ref(name)}}, ["meta", "data"])
 
+
+CLOCK = {
+    "now": {**DATETIME, "description": "The workspace clock: real time plus offset_seconds."},
+    "offset_seconds": {"type": "number"},
+}
+MFA_FIELDS = ("method", "username", "right_code", "wrong_code_example", "wrong_code_error")
+IDENTITY_FIELDS = (
+    "social_security_number",
+    "first_name",
+    "last_name",
+    "date_of_birth",
+    "mobile_phone_number",
+    "home_address_zip_code",
+    "email",
+)
+FEDERAL_FIELDS = ("social_security_number", "first_name", "last_name", "scenario", "description")
 
 RESPONSE_SCHEMAS: dict[str, dict] = {
     "Error": obj(
@@ -137,13 +161,48 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
     "Employment": obj(
         {
             "id": UUID,
-            "employer_name": STR,
-            "status": STR,
-            "start_date": {"type": "string", "format": "date"},
             "account_id": UUID,
+            "employer_id": UUID,
+            "employer_name": STR,
+            "status": {"type": "string", "enum": ["active", "inactive"]},
+            "start_date": {"type": "string", "format": "date"},
+            "end_date": {"type": ["string", "null"], "format": "date", "description": "null while active."},
+            "job_title": STR,
             "created_at": DATETIME,
         },
-        ["id", "employer_name", "status", "account_id"],
+        [
+            "id",
+            "account_id",
+            "employer_id",
+            "employer_name",
+            "status",
+            "start_date",
+            "end_date",
+            "job_title",
+            "created_at",
+        ],
+    ),
+    "Income": obj(
+        {
+            "id": UUID,
+            "account_id": UUID,
+            "employer_name": STR,
+            "currency": {"type": "string", "enum": ["USD"]},
+            "annual_income": {**INT, "description": "Cents."},
+            "pay_frequency": {**STR, "description": "weekly, biweekly, semimonthly or monthly."},
+            "pay_period_income": {**INT, "description": "Cents: annual_income over the periods of a year."},
+            "created_at": DATETIME,
+        },
+        [
+            "id",
+            "account_id",
+            "employer_name",
+            "currency",
+            "annual_income",
+            "pay_frequency",
+            "pay_period_income",
+            "created_at",
+        ],
     ),
     "Webhook": obj(
         {
@@ -210,7 +269,219 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
     "Event": obj(
         {"event": STR, "event_id": UUID, "payload": {"type": "object"}}, ["event", "event_id", "payload"]
     ),
-    "Object": {"type": "object"},
+    "DeliveryAttempt": obj(
+        {
+            "number": {**INT, "description": "1-based over the delivery's life (resends included)."},
+            "at": DATETIME,
+            "outcome": {"type": "string", "description": "delivered, retry or failed."},
+            "status_code": NULL_INT,
+            "latency_ms": INT,
+            "response_excerpt": {**NULL_STR, "description": "At most the first 1 KB of an HTTP answer."},
+            "error": NULL_STR,
+            "warning": NULL_STR,
+            "next_attempt_at": {**NULL_DATETIME, "description": "When a retry was scheduled."},
+        },
+        [
+            "number",
+            "at",
+            "outcome",
+            "status_code",
+            "latency_ms",
+            "response_excerpt",
+            "error",
+            "warning",
+            "next_attempt_at",
+        ],
+    ),
+    "Delivery": obj(
+        {
+            "id": UUID,
+            "webhook_id": UUID,
+            "status": {"type": "string", "enum": list(DELIVERY_STATUSES)},
+            "skip_reason": NULL_STR,
+            "test": {**BOOL, "description": "A sandbox test event's delivery."},
+            "attempt_count": INT,
+            "last_attempt_at": NULL_DATETIME,
+            "last_status_code": NULL_INT,
+            "last_error": NULL_STR,
+            "warning": {**NULL_STR, "description": "The latest attempt's."},
+            "delivered_at": NULL_DATETIME,
+            "next_attempt_at": {**NULL_DATETIME, "description": "Set while pending."},
+            "attempts": {
+                "type": "array",
+                "items": ref("DeliveryAttempt"),
+                "description": "Every attempt, oldest first: only in GET /v1/events/{event_id}.",
+            },
+        },
+        [
+            "id",
+            "webhook_id",
+            "status",
+            "skip_reason",
+            "test",
+            "attempt_count",
+            "last_attempt_at",
+            "last_status_code",
+            "last_error",
+            "warning",
+            "delivered_at",
+            "next_attempt_at",
+        ],
+    ),
+    "EventRecord": obj(
+        {
+            "id": UUID,
+            "type": {"type": "string", "enum": list(EVENT_TYPES)},
+            "created_at": DATETIME,
+            "link_token_id": NULL_UUID,
+            "account_id": NULL_UUID,
+            "end_user_id": NULL_STR,
+            "via_platform_matching": BOOL,
+            "payload": {
+                "type": "object",
+                "description": "The event's payload (latest version), as delivered.",
+            },
+            "deliveries": {
+                "type": "array",
+                "items": ref("Delivery"),
+                "description": "One per webhook the event went (or goes) to.",
+            },
+        },
+        [
+            "id",
+            "type",
+            "created_at",
+            "link_token_id",
+            "account_id",
+            "end_user_id",
+            "via_platform_matching",
+            "payload",
+            "deliveries",
+        ],
+    ),
+    "ReplayResult": obj(
+        {"webhook_id": UUID, "since": DATETIME, "replayed": {**INT, "description": "Deliveries sent again."}},
+        ["webhook_id", "since", "replayed"],
+    ),
+    "ScheduledItem": obj(
+        {
+            "task_id": {**NULL_UUID, "description": "null for a webhook delivery."},
+            "kind": {
+                **STR,
+                "description": "job.retry, job.federal_review, link_token.expire, webhook.pause_check, "
+                "webhook.delivery, ...",
+            },
+            "due_at": {**DATETIME, "description": "Workspace clock."},
+            "description": STR,
+            "payload": {"type": "object"},
+        },
+        ["task_id", "kind", "due_at", "description", "payload"],
+    ),
+    "FiredTask": obj(
+        {
+            "task_id": UUID,
+            "kind": STR,
+            "due_at": {**DATETIME, "description": "Workspace clock."},
+            "summary": STR,
+        },
+        ["task_id", "kind", "due_at", "summary"],
+    ),
+    "Clock": obj(
+        {**CLOCK, "next_due": {"type": "array", "items": ref("ScheduledItem"), "maxItems": 10}},
+        ["now", "offset_seconds", "next_due"],
+    ),
+    "ClockAdvance": obj(
+        {
+            **CLOCK,
+            "fired": {"type": "array", "items": ref("FiredTask"), "description": "What ran, in due order."},
+        },
+        ["now", "offset_seconds", "fired"],
+    ),
+    "ClockAdvanceToNext": obj(
+        {
+            **CLOCK,
+            "advanced_to": ref("ScheduledItem"),
+            "fired": {"type": "array", "items": ref("FiredTask"), "description": "What ran, in due order."},
+        },
+        ["now", "offset_seconds", "advanced_to", "fired"],
+    ),
+    "LinkCompletion": obj(
+        {
+            "link_token_id": UUID,
+            "account_id": NULL_UUID,
+            "job_id": NULL_UUID,
+            "outcome": {
+                "type": ["string", "null"],
+                "enum": [*OUTCOMES, None],
+                "description": "The job's outcome (error when the switch failed at once); null without a job.",
+            },
+            "platform_id": NULL_UUID,
+            "state": {**STR, "description": "The flow's state (screen): success once completed."},
+            "via_platform_matching": BOOL,
+            "completed_at": NULL_DATETIME,
+            "client_events": {
+                "type": "array",
+                "items": obj({"name": STR, "payload": {"type": "object"}}, ["name", "payload"]),
+                "description": "The events the SDK would have received, in order.",
+            },
+        },
+        [
+            "link_token_id",
+            "account_id",
+            "job_id",
+            "outcome",
+            "platform_id",
+            "state",
+            "via_platform_matching",
+            "completed_at",
+            "client_events",
+        ],
+    ),
+    "SandboxTestData": obj(
+        {
+            "password": STR,
+            "mfa_code": STR,
+            "credentials": {
+                "type": "array",
+                "items": obj(
+                    {
+                        "username": STR,
+                        "password": STR,
+                        "scenario": NULL_STR,
+                        "mfa_method": NULL_STR,
+                        "error_code": NULL_STR,
+                        "description": STR,
+                    },
+                    ["username", "password", "scenario", "mfa_method", "error_code", "description"],
+                ),
+            },
+            "mfa": {
+                "type": "array",
+                "items": obj(
+                    dict.fromkeys(MFA_FIELDS, STR),
+                    list(MFA_FIELDS),
+                ),
+            },
+            "platform_matching": {
+                "type": "array",
+                "items": obj(
+                    {
+                        "case": {"type": "string", "enum": ["one", "several", "none"]},
+                        "platform_matching": obj(dict.fromkeys(IDENTITY_FIELDS, STR), list(IDENTITY_FIELDS)),
+                        "matched_platform_ids": {"type": "array", "items": UUID},
+                        "mfa_code": STR,
+                        "description": STR,
+                    },
+                    ["case", "platform_matching", "matched_platform_ids", "mfa_code", "description"],
+                ),
+            },
+            "federal_benefits": {
+                "type": "array",
+                "items": obj(dict.fromkeys(FEDERAL_FIELDS, STR), list(FEDERAL_FIELDS)),
+            },
+        },
+        ["password", "mfa_code", "credentials", "mfa", "platform_matching", "federal_benefits"],
+    ),
     "ConformanceSent": obj(
         {
             "method": {"type": "string", "enum": ["POST"]},
