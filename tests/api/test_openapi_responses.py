@@ -197,3 +197,17 @@ def test_clock_answers_match_the_document(api):
     doc.validate("post", "/sandbox/clock/advance", api.post("/sandbox/clock/advance", json={"hours": 1}))
     later = isoformat(parse_datetime(moved["now"]) + timedelta(days=2))
     doc.validate("post", "/sandbox/clock/jump", api.post("/sandbox/clock/jump", json={"to": later}))
+
+
+def test_webhook_answers_match_the_document(api):
+    """Every field a webhook answers with is documented (mode, api_key_id, the pause and failure times were not)."""
+    doc = Document(api)
+    body = {"url": "http://127.0.0.1:9/hook", "status": "active", "enabled_events": ["account.added"],
+            "version": "2023-11-22"}  # fmt: skip
+    created = doc.validate("post", "/webhooks", api.post("/webhooks", json=body))
+    doc.validate("get", "/webhooks/{webhook_id}", api.get(f"/webhooks/{created['id']}"))
+    paused = doc.validate(
+        "put", "/webhooks/{webhook_id}", api.put(f"/webhooks/{created['id']}", json={"status": "paused"})
+    )
+    assert paused["pause_reason"] == "requested" and paused["paused_at"]
+    doc.validate("get", "/webhooks", api.get("/webhooks"))
