@@ -223,7 +223,7 @@ CURRICULUM: tuple[Exercise, ...] = (
         "own_endpoint",
         "Register your own endpoint with version 2023-11-22",
         "Your endpoint",
-        "POST /v1/webhooks with your endpoint's URL, the events you handle and version 2023-11-22.",
+        "POST /v1/webhooks with your endpoint's URL, status active, the events you handle and version 2023-11-22.",
         "This server usually cannot reach your laptop. Download the listener from it (pcc.py: one file, "
         "Python 3.9+, nothing to install) and run `python3 pcc.py listen --api <server> --key <your key> "
         "--forward-to http://localhost:8000/hooks` (filled in below): it registers a relayed webhook with "

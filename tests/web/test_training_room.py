@@ -6,6 +6,7 @@ client the room downloads, and the projector grid (names, states, last activity,
 from __future__ import annotations
 
 import re
+import sys
 import time
 import types
 from datetime import timedelta
@@ -163,6 +164,51 @@ def test_the_reference_solutions_name_the_class_root(app, on_the_lan):
         assert "127.0.0.1:5000" not in text and "{ROOT}" not in text
     assert f'"{LAN}/sandbox/v1"' in exercises.solution(exercises.BY_KEY["link_token"], LAN)
     assert "from pcc import" in exercises.solution(exercises.BY_KEY["conformance"], LAN)
+
+
+def run_curl(client, command: str):
+    """A pasted `curl -s URL -H … -d '…'` snippet, sent through the test client as curl would send it."""
+    url = re.search(r"curl -s (\S+)", command).group(1)
+    headers = dict(h.split(": ", 1) for h in re.findall(r'-H "([^"]+)"', command))
+    body = re.search(r"-d '(.*?)'", command, re.S).group(1).replace("<your laptop>", "192.168.1.20")
+    return client.post("/" + url.split("://", 1)[1].split("/", 1)[1], data=body, headers=headers)
+
+
+def test_every_snippet_and_solution_that_registers_a_webhook_works_as_pasted(
+    app, on_the_lan, trainer, client, monkeypatch
+):
+    """POST /v1/webhooks requires url, status, enabled_events and version: a snippet missing one is a 400."""
+    monkeypatch.setitem(app.config, "SANDBOX_WEBHOOK_NETWORKS", "192.168.1.0/24")  # the room's LAN
+    ada = join(app, create_cohort(trainer), "Ada")
+    secret = sandbox_secret(app, ada.workspace_id)
+    me = page_of(ada.get("/training/me"))
+    snippets = [unescape(s) for s in re.findall(r'<code id="snippet-[a-z_]+-\d+">(.*?)</code>', me, re.S)]
+    registering = [s for s in snippets if re.search(r"curl -s \S+/webhooks ", s)]
+    assert registering  # exercise 3's "register a URL the server reaches itself"
+    for command in registering:
+        response = run_curl(client, command)
+        assert response.status_code == 200, (command, response.get_json())
+
+    class Requests:  # the solution's `requests`, answered by this app
+        @staticmethod
+        def post(url, headers, json, timeout):
+            response = client.post(url.removeprefix(LAN), json=json, headers=headers)
+
+            def raise_for_status():
+                assert response.status_code == 200, (url, response.get_json())
+
+            response.raise_for_status = raise_for_status
+            return response
+
+    monkeypatch.setitem(sys.modules, "requests", Requests)
+    monkeypatch.setenv("API_SECRET", secret)
+    solutions = [exercises.solution(e, LAN) for e in exercises.CURRICULUM]
+    solutions = [text for text in solutions if '{API}/webhooks"' in text]
+    assert solutions
+    for text in solutions:
+        exec(compile(text.replace("<your laptop's address>", "192.168.1.20"), "solution.py", "exec"), {})
+    with app.app_context():
+        assert exercises.check_own_endpoint(db.session.get(cohorts.Workspace, ada.workspace_id)).done
 
 
 # The single-file client ---------------------------------------------------------------------------
