@@ -52,6 +52,8 @@ def generous_rate_limit(app):
 def create_cohort(trainer: Visitor, name="Tuesday class", keys=exercises.KEYS) -> dict:
     trainer.get("/training")
     response = trainer.post("/training/cohorts", {"name": name, "exercises": list(keys)})
+    assert response.status_code == 303, response.get_data(as_text=True)
+    response = trainer.get(response.headers["Location"])
     assert response.status_code == 200, response.get_data(as_text=True)
     page = response.get_data(as_text=True)
     join = re.search(r'id="join-link">([^<]+)<', page).group(1)
@@ -183,6 +185,26 @@ def test_a_cohort_needs_a_name_and_known_exercises(trainer):
     page = response.get_data(as_text=True)
     assert response.status_code == 400
     assert "Give the cohort a name." in page and "Choose at least one exercise" in page
+
+
+def test_reloading_the_created_page_creates_no_second_cohort(app, trainer):
+    trainer.get("/training")
+    posted = trainer.post("/training/cohorts", {"name": "Reloaded", "exercises": ["link_token"]})
+    assert posted.status_code == 303  # POST-redirect-GET: F5 repeats the GET, not the POST
+    created = posted.headers["Location"]
+    first, again = trainer.get(created), trainer.get(created)
+    for page in (first, again):
+        assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+        assert 'id="join-link"' in page.get_data(as_text=True)
+        assert 'id="trainer-link"' in page.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Cohort)) == 1
+    # Only the creator's browser sees it; once the grid is opened, the trainer link is not shown again.
+    assert Visitor(app.test_client()).get(created).status_code == 404
+    cohort_id = re.search(r"/training/([0-9a-f-]{36})/created", created).group(1)
+    assert trainer.get(f"/training/{cohort_id}").status_code == 200
+    later = trainer.get(created)
+    assert later.status_code == 302 and later.headers["Location"].endswith(f"/training/{cohort_id}")
 
 
 def test_a_cohort_keeps_only_the_chosen_exercises(app, trainer):

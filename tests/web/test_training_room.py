@@ -69,7 +69,12 @@ def test_without_public_url_the_root_is_the_address_the_page_was_opened_at(app, 
     there = {"base_url": "http://10.0.0.7:5000"}
     trainer.get("/training", **there)
     created = page_of(
-        trainer.post("/training/cohorts", {"name": "LAN class", "exercises": ["link_token"]}, **there)
+        trainer.post(
+            "/training/cohorts",
+            {"name": "LAN class", "exercises": ["link_token"]},
+            follow_redirects=True,
+            **there,
+        )
     )
     assert re.search(r'id="join-link">http://10\.0\.0\.7:5000/training/join/', created)
     assert 'id="loopback-warning"' not in created
@@ -92,7 +97,9 @@ def test_a_root_only_this_machine_reaches_is_a_warning_with_the_fix(
     for name, value in settings.items():
         monkeypatch.setitem(app.config, name, value)
     response = trainer.post(
-        "/training/cohorts", {"name": "Loopback class", "exercises": list(exercises.KEYS)}
+        "/training/cohorts",
+        {"name": "Loopback class", "exercises": list(exercises.KEYS)},
+        follow_redirects=True,
     )
     created = page_of(response)
     cohort_id = re.search(r"/training/([0-9a-f-]{36})/trainer/", created).group(1)
