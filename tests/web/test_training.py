@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import socket
 import uuid
 from html import unescape
 
@@ -317,6 +318,38 @@ def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, tr
         hook = register(api, good.url)
         assert check_now(app, api, hook["id"])["report"]["passed"] is True
     assert result(app, trainee, "conformance").done is True
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.committing
+def test_exercise_4_names_the_real_cause_when_no_check_could_pass(app, trainer, cohort, trainee):
+    """An endpoint that is down or answers 500 to everything: the cause, not every check's name."""
+    api = backend(app, trainee)
+    check_names = ("signed_event", "duplicate_event", "forged_signature", "altered_body", "stale_timestamp")
+    down = register(api, f"http://127.0.0.1:{free_port()}/hooks")  # nothing listens there: refused
+    assert check_now(app, api, down["id"])["report"]["passed"] is False
+    reason = result(app, trainee, "conformance").reason
+    assert "could not connect to the host" in reason, reason
+    assert not any(name in reason for name in check_names), reason
+    with Receiver(lambda record: (500, b"boom")) as broken:
+        hook = register(api, broken.url)
+        assert check_now(app, api, hook["id"])["report"]["passed"] is False
+    reason = result(app, trainee, "conformance").reason
+    assert "answered 500 to every check" in reason, reason
+    assert not any(name in reason for name in check_names), reason
+    # The trainee's page, the grid's tooltip and the CSV say the same.
+    assert "answered 500 to every check" in unescape(trainee.get("/training/me").get_data(as_text=True))
+    assert "answered 500 to every check" in unescape(
+        trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    )
+    assert "answered 500 to every check" in trainer.get(f"/training/{cohort['id']}/export.csv").get_data(
+        as_text=True
+    )
 
 
 @pytest.mark.committing
