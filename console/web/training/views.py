@@ -230,9 +230,18 @@ def training_export(cohort_id: str):
 def training_join(token: str):
     cohort = cohorts.by_join_token(token)
     joined = _joined_as(cohort)
-    return render_template(
-        "console/training/join.html", cohort=cohort, token=token, errors={}, form={}, joined=joined
+    over = cohorts.closed(cohort) if joined is None else None
+    page = render_template(
+        "console/training/join.html",
+        cohort=cohort,
+        token=token,
+        errors={},
+        form={},
+        joined=joined,
+        refused=over,
+        closed=over is not None,
     )
+    return (page, 410) if over is not None else page  # the link is gone for good: no form to fill in vain
 
 
 def _joined_as(cohort) -> str | None:
@@ -267,6 +276,7 @@ def training_join_submit(token: str):
                 form=form,
                 joined=None,
                 refused=exc,
+                closed=cohorts.closed(cohort) is not None,
             ),
             exc.status_code,
             {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {},
