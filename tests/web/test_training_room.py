@@ -305,6 +305,22 @@ def test_the_grid_names_exercises_colours_states_and_sums_up_the_class(app, on_t
     assert re.search(r'<td class="last-activity"><time datetime="[^"]+">joined just now</time>', grace_row)
 
 
+def test_a_long_name_cut_on_the_grid_is_read_whole_in_its_title(app, trainer):
+    cohort = create_cohort(trainer)
+    names = ["Jean-Baptiste Lemaire-Fontaine", "Jean-Baptiste Lemaire-Fontenay"]  # alike up to the cut
+    for name in names:
+        join(app, cohort, name)
+    for html in (
+        page_of(trainer.get(f"/training/{cohort['id']}")),
+        page_of(trainer.get(f"/training/{cohort['id']}/grid")),  # the poll's redraw
+    ):
+        for name in names:
+            row = re.search(
+                r'<tr data-trainee="' + name + r'".*?<th scope="row">(.*?)</th>', html, re.S
+            ).group(1)
+            assert f'title="{name}"' in row, row
+
+
 def test_a_trainee_quiet_for_ten_minutes_is_highlighted(app, trainer, monkeypatch):
     cohort = create_cohort(trainer)
     join(app, cohort, "Ada")
