@@ -141,6 +141,20 @@ def test_an_archived_classs_join_link_says_it_is_over_before_anyone_types_a_name
     )
 
 
+def test_after_a_class_is_deleted_its_open_pages_polls_say_so(app, trainer):
+    """The grid's poll in another trainer browser answers 404 and the trainee's 410: console.js stops both."""
+    cohort = create_cohort(trainer)
+    other = Visitor(app.test_client())
+    assert other.get("/" + cohort["trainer"].split("://", 1)[1].split("/", 1)[1]).status_code == 302
+    ada = join(app, cohort, "Ada")
+    assert ada.get("/training/me/progress").status_code in (200, 204)
+    grid = other.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    assert 'data-poll-gone="This class was deleted."' in grid
+    assert trainer.post(f"/training/{cohort['id']}/delete").status_code == 303
+    assert other.get(f"/training/{cohort['id']}/grid").status_code == 404
+    assert ada.get("/training/me/progress").status_code == 410
+
+
 def test_deleting_a_cohort_removes_it_its_memberships_and_trainees_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     keep = create_cohort(trainer, name="Another class")

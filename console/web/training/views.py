@@ -340,10 +340,12 @@ def training_client():
 
 @routes.get("/training/me/progress", endpoint="training_me_live")
 def training_me_live():
-    """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band)."""
+    """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band); 410
+    once the membership the page showed is gone (the class was deleted, with the trainee's workspace), so
+    the page stops asking and says so."""
     context = _me_context()
     if context["member"] is None:
-        return "", 204
+        return "", 410
     seen = request.args.get("pulse")
     if seen and seen == context["pulse"]:
         return "", 204
