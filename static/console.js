@@ -219,6 +219,22 @@
     }
     alert.textContent = refusalMessage(event.detail.xhr);
   });
+  // A live poll whose page is gone (404 or 410: the training class was deleted) stops instead of asking
+  // every 2 s for ever: the element goes (htmx polls only elements still in the page) and its
+  // [data-poll-gone] message takes the top of the page.
+  document.addEventListener("htmx:responseError", function (event) {
+    var source = event.detail && event.detail.elt;
+    var status = event.detail && event.detail.xhr && event.detail.xhr.status;
+    if (!source || !source.hasAttribute("data-poll-gone") || (status !== 404 && status !== 410)) return;
+    var note = document.createElement("p");
+    note.className = "callout callout-error";
+    note.id = "poll-gone";
+    note.setAttribute("role", "alert");
+    note.textContent = source.getAttribute("data-poll-gone");
+    var main = source.closest("main") || document.body;
+    main.insertBefore(note, main.firstChild);
+    source.remove();
+  });
   document.addEventListener("htmx:beforeRequest", function (event) {
     var source = event.detail && event.detail.elt;
     var alert = source && refusalOf(source).alert;

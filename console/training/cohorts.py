@@ -181,15 +181,24 @@ def trainer_secret_matches(cohort: Cohort, secret: str) -> bool:
     return hmac.compare_digest(cohort.trainer_secret_hash, _hash(secret or ""))
 
 
+def closed(cohort: Cohort) -> ServiceError | None:
+    """Why the cohort takes no one at all (its trainer archived it), or None. The join page says it before
+    anyone types a name; being full or busy is decided when someone joins."""
+    if cohort.archived_at is None:
+        return None
+    return ServiceError(
+        f"{cohort.name} is over: its trainer archived it, so it takes no new trainees.",
+        code="COHORT_ARCHIVED",
+        status_code=409,
+    )
+
+
 def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
     (and registers the console's inbox, as for every console workspace)."""
-    if cohort.archived_at is not None:
-        raise ServiceError(
-            f"{cohort.name} is over: its trainer archived it, so it takes no new trainees.",
-            code="COHORT_ARCHIVED",
-            status_code=409,
-        )
+    over = closed(cohort)
+    if over is not None:
+        raise over
     cleaned = clean_name(name, what="yourself")
     # Lock the cohort row (PostgreSQL) so two joins at the same moment cannot both take the last place.
     db.session.execute(select(Cohort.id).where(Cohort.id == cohort.id).with_for_update())

@@ -134,9 +134,40 @@ def check_conformance(workspace: Workspace) -> Result:
         if active.first() is not None:
             return Result(False, "The conformance check is running: its report counts once it is done.")
         return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
-    failed = [c.get("name", "?") for c in (reports[0].report or {}).get("checks", []) if not c.get("passed")]
-    names = ", ".join(str(name) for name in failed) or "see the report"
-    return Result(False, f"The latest check of {hooks[reports[0].webhook_id].url} failed: {names}.")
+    return Result(
+        False,
+        f"The latest check of {hooks[reports[0].webhook_id].url} failed: {_why_failed(reports[0].report)}.",
+    )
+
+
+def _answer(received: dict) -> str:
+    """What one request of a conformance check got back, in words."""
+    if received.get("status") is None:
+        return str(received.get("error") or "no answer")
+    return f"answered {received['status']}"
+
+
+def _why_failed(report: dict | None) -> str:
+    """The cause of a failed report: the failing checks' names when some check passed, else what came back.
+
+    An endpoint that is down or answers 500 to everything fails every check; listing eight check names would
+    hide the one thing to fix ("could not connect to the host"). Checks that send nothing (ours, passing by
+    construction) say nothing about the endpoint.
+    """
+    checks = (report or {}).get("checks", [])
+    failed = [c for c in checks if not c.get("passed")]
+    if not any(c.get("passed") and c.get("exchanges") for c in checks):
+        answers = {
+            _answer(e["received"]) for c in failed for e in c.get("exchanges") or [] if e.get("received")
+        }
+        if len(answers) == 1:
+            (answer,) = answers
+            if answer.startswith("answered "):
+                return f"it {answer} to every check"
+            return f"no request got an answer ({answer})"
+        if answers:
+            return f"no check passed ({'; '.join(sorted(answers))})"
+    return ", ".join(str(c.get("name", "?")) for c in failed) or "see the report"
 
 
 def check_missed_webhook(workspace: Workspace) -> Result:
@@ -223,7 +254,7 @@ CURRICULUM: tuple[Exercise, ...] = (
         "own_endpoint",
         "Register your own endpoint with version 2023-11-22",
         "Your endpoint",
-        "POST /v1/webhooks with your endpoint's URL, the events you handle and version 2023-11-22.",
+        "POST /v1/webhooks with your endpoint's URL, status active, the events you handle and version 2023-11-22.",
         "This server usually cannot reach your laptop. Download the listener from it (pcc.py: one file, "
         "Python 3.9+, nothing to install) and run `python3 pcc.py listen --api <server> --key <your key> "
         "--forward-to http://localhost:8000/hooks` (filled in below): it registers a relayed webhook with "

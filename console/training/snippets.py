@@ -25,6 +25,13 @@ TOKEN_BODY = {
     },
 }
 EVENTS = ["account.added", "direct_deposit_switch.added"]
+# POST /v1/webhooks requires every field (url, status, enabled_events, version): a body without one is a 400.
+WEBHOOK_BODY = {
+    "url": "http://<your laptop>:8000/hooks",
+    "status": "active",
+    "enabled_events": EVENTS,
+    "version": WEBHOOK_VERSION,
+}
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,7 @@ def for_exercises(root: str, facts: Facts) -> dict[str, list[Snippet]]:
                 "Or register a URL the server reaches itself (the room's LAN, if the trainer allowed it)",
                 "shell",
                 f'curl -s {api}/webhooks \\\n  {headers} \\\n  -H "Content-Type: application/json" \\\n'
-                f"  -d '{json.dumps({'url': 'http://<your laptop>:8000/hooks', 'version': WEBHOOK_VERSION, 'enabled_events': EVENTS})}'",
+                f"  -d '{json.dumps(WEBHOOK_BODY)}'",
             ),
         ],
         "conformance": [

@@ -196,12 +196,19 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
         db.session.commit()
         ids = {"cohort": str(cohort.id), "member": str(member.id), "token": cohort.join_token}
         slug = profile.slug
+    # A cohort created from the page: its "created" page shows the trainer link to this browser only.
+    page.goto(live.url + "/training")
+    page.get_by_label("Name").fill("Created class")
+    page.get_by_role("button", name="Create cohort").click()
+    page.locator("#trainer-link").wait_for()
+    created = page.url.removeprefix(live.url)
     unlock = f"/training/{ids['cohort']}/trainer/{secret}"
     page.goto(live.url + unlock)  # the trainer's session may now open the grid
     profile_unlock = f"/p/{slug}/edit/{edit_secret}"
     page.goto(live.url + profile_unlock)  # and the profile's edit page
     training = {
         "console.training_unlock": unlock,
+        "console.training_created": created,
         "console.training_grid": f"/training/{ids['cohort']}",
         "console.training_trainee": f"/training/{ids['cohort']}/trainees/{ids['member']}",
         "console.training_join": f"/training/join/{ids['token']}",

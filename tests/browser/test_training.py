@@ -9,6 +9,7 @@ from sqlalchemy import select
 from console.extensions import db
 from console.training.models import CohortMember
 from tests.browser.conftest import BACKSTOP_MS, csp_violations
+from tests.browser.waits import after_page_timers
 from tests.web.helpers import sandbox_secret
 
 
@@ -75,6 +76,45 @@ def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page,
         page.locator('tr[data-trainee="Ada"] td[data-exercise="own_endpoint"] a').click()
         page.get_by_text("Only the console's inbox is registered").wait_for()
         assert csp_violations(ada_messages) == []
+    finally:
+        for context in contexts:
+            context.close()
+
+
+def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page, live_server):
+    page.goto(live_server.url + "/training")
+    page.get_by_label("Name").fill("Training class")  # join() waits for its heading
+    page.get_by_role("button", name="Create cohort").click()
+    join_link = page.locator("#join-link").inner_text()
+    trainer_link = page.locator("#trainer-link").inner_text()
+    page.get_by_role("link", name="Open the grid").click()
+
+    second = browser.new_context()
+    second.set_default_timeout(BACKSTOP_MS)
+    contexts = [second]
+    try:
+        grid = second.new_page()
+        grid.goto(trainer_link)
+        grid.locator("#training-grid").wait_for()
+        ada_context, ada, _ = join(browser, join_link, "Ada")
+        contexts.append(ada_context)
+        polls = {"grid": 0, "me": 0}
+        grid.on("request", lambda r: "/grid?" in r.url and polls.__setitem__("grid", polls["grid"] + 1))
+        ada.on(
+            "request", lambda r: "/training/me/progress" in r.url and polls.__setitem__("me", polls["me"] + 1)
+        )
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Delete this class and its trainees' workspaces").click()
+        page.get_by_text("is deleted").wait_for()
+
+        grid.locator("#poll-gone").get_by_text("This class was deleted.").wait_for()
+        ada.locator("#poll-gone").get_by_text("This class was deleted").wait_for()
+        assert grid.locator("#training-grid").count() == 0 and ada.locator("#training-poller").count() == 0
+        seen = dict(polls)
+        for tab in (grid, ada):
+            after_page_timers(tab, 2500)  # past the next poll: no request is made
+        assert polls == seen, (seen, polls)
     finally:
         for context in contexts:
             context.close()

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import base64
 
-from tests.browser.classroom import seed_class
+from tests.browser.classroom import join, seed_class
 from tests.browser.conftest import BACKSTOP_MS
 
 PROJECTOR = {"width": 1280, "height": 720}
+PHONE = {"width": 390, "height": 844}
 
 
 def test_a_twenty_trainee_grid_is_readable_at_half_size_on_a_projector(browser, live_server, tmp_path):
@@ -86,5 +87,32 @@ def test_a_twenty_trainee_grid_is_readable_at_half_size_on_a_projector(browser, 
         half.screenshot(path=str(tmp_path / "grid-half.png"))
         page.screenshot(path=str(tmp_path / "grid-full.png"))
         print("screenshots:", shot, tmp_path / "grid-half.png")
+    finally:
+        context.close()
+
+
+def test_a_long_name_leaves_the_exercises_on_a_phone(browser, live_server, tmp_path):
+    """At 390 px the grid scrolls in its own box: a long name is cut (and read whole in its title) so the
+    first exercises stay beside it, instead of a 700 px name column."""
+    context = browser.new_context(viewport=PHONE)
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        page = context.new_page()
+        page.goto(live_server.url + "/training")
+        page.get_by_label("Name").fill("Phone class")
+        page.get_by_role("button", name="Create cohort").click()
+        join_link = page.locator("#join-link").inner_text()
+        page.get_by_role("link", name="Open the grid").click()
+        name = "Jean-Baptiste Lemaire-Fontaine de la Tour d'Auvergne"
+        join(join_link, name)
+        row = page.locator(f'tr[data-trainee="{name}"]')
+        row.wait_for()
+        cell = row.locator("th").bounding_box()
+        first = row.locator("td[data-exercise]").first.bounding_box()
+        assert cell["width"] <= 170, cell  # 8.5rem and its padding
+        assert first["x"] + first["width"] <= PHONE["width"], first
+        assert row.locator("th a").get_attribute("title") == name
+        page.screenshot(path=str(tmp_path / "grid-phone.png"))
+        print("screenshot:", tmp_path / "grid-phone.png")
     finally:
         context.close()

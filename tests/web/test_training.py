@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+import socket
 import uuid
 from html import unescape
 
@@ -52,6 +53,8 @@ def generous_rate_limit(app):
 def create_cohort(trainer: Visitor, name="Tuesday class", keys=exercises.KEYS) -> dict:
     trainer.get("/training")
     response = trainer.post("/training/cohorts", {"name": name, "exercises": list(keys)})
+    assert response.status_code == 303, response.get_data(as_text=True)
+    response = trainer.get(response.headers["Location"])
     assert response.status_code == 200, response.get_data(as_text=True)
     page = response.get_data(as_text=True)
     join = re.search(r'id="join-link">([^<]+)<', page).group(1)
@@ -185,6 +188,26 @@ def test_a_cohort_needs_a_name_and_known_exercises(trainer):
     assert "Give the cohort a name." in page and "Choose at least one exercise" in page
 
 
+def test_reloading_the_created_page_creates_no_second_cohort(app, trainer):
+    trainer.get("/training")
+    posted = trainer.post("/training/cohorts", {"name": "Reloaded", "exercises": ["link_token"]})
+    assert posted.status_code == 303  # POST-redirect-GET: F5 repeats the GET, not the POST
+    created = posted.headers["Location"]
+    first, again = trainer.get(created), trainer.get(created)
+    for page in (first, again):
+        assert page.status_code == 200 and page.headers["Cache-Control"] == "no-store"
+        assert 'id="join-link"' in page.get_data(as_text=True)
+        assert 'id="trainer-link"' in page.get_data(as_text=True)
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(Cohort)) == 1
+    # Only the creator's browser sees it; once the grid is opened, the trainer link is not shown again.
+    assert Visitor(app.test_client()).get(created).status_code == 404
+    cohort_id = re.search(r"/training/([0-9a-f-]{36})/created", created).group(1)
+    assert trainer.get(f"/training/{cohort_id}").status_code == 200
+    later = trainer.get(created)
+    assert later.status_code == 302 and later.headers["Location"].endswith(f"/training/{cohort_id}")
+
+
 def test_a_cohort_keeps_only_the_chosen_exercises(app, trainer):
     cohort = create_cohort(trainer, keys=["own_endpoint", "link_token"])
     with app.app_context():
@@ -295,6 +318,38 @@ def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, tr
         hook = register(api, good.url)
         assert check_now(app, api, hook["id"])["report"]["passed"] is True
     assert result(app, trainee, "conformance").done is True
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.committing
+def test_exercise_4_names_the_real_cause_when_no_check_could_pass(app, trainer, cohort, trainee):
+    """An endpoint that is down or answers 500 to everything: the cause, not every check's name."""
+    api = backend(app, trainee)
+    check_names = ("signed_event", "duplicate_event", "forged_signature", "altered_body", "stale_timestamp")
+    down = register(api, f"http://127.0.0.1:{free_port()}/hooks")  # nothing listens there: refused
+    assert check_now(app, api, down["id"])["report"]["passed"] is False
+    reason = result(app, trainee, "conformance").reason
+    assert "could not connect to the host" in reason, reason
+    assert not any(name in reason for name in check_names), reason
+    with Receiver(lambda record: (500, b"boom")) as broken:
+        hook = register(api, broken.url)
+        assert check_now(app, api, hook["id"])["report"]["passed"] is False
+    reason = result(app, trainee, "conformance").reason
+    assert "answered 500 to every check" in reason, reason
+    assert not any(name in reason for name in check_names), reason
+    # The trainee's page, the grid's tooltip and the CSV say the same.
+    assert "answered 500 to every check" in unescape(trainee.get("/training/me").get_data(as_text=True))
+    assert "answered 500 to every check" in unescape(
+        trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    )
+    assert "answered 500 to every check" in trainer.get(f"/training/{cohort['id']}/export.csv").get_data(
+        as_text=True
+    )
 
 
 @pytest.mark.committing

@@ -125,6 +125,36 @@ def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces
     assert rows(app, Cohort) == 1  # the class itself stays until deleted
 
 
+def test_an_archived_classs_join_link_says_it_is_over_before_anyone_types_a_name(app, trainer):
+    cohort = create_cohort(trainer)
+    ada = join(app, cohort, "Ada")
+    assert trainer.post(f"/training/{cohort['id']}/archive").status_code == 303
+    opened = Visitor(app.test_client()).get(join_path(cohort))
+    page = opened.get_data(as_text=True)
+    assert opened.status_code == 410
+    assert "is over" in page and 'data-code="COHORT_ARCHIVED"' in page
+    assert "<form" not in page.split("<main", 1)[1] and 'name="name"' not in page
+    # A browser that joined is still told the name it joined as, and where its page is.
+    mine = ada.get(join_path(cohort))
+    assert mine.status_code == 200 and "You joined this class as <strong>Ada</strong>" in mine.get_data(
+        as_text=True
+    )
+
+
+def test_after_a_class_is_deleted_its_open_pages_polls_say_so(app, trainer):
+    """The grid's poll in another trainer browser answers 404 and the trainee's 410: console.js stops both."""
+    cohort = create_cohort(trainer)
+    other = Visitor(app.test_client())
+    assert other.get("/" + cohort["trainer"].split("://", 1)[1].split("/", 1)[1]).status_code == 302
+    ada = join(app, cohort, "Ada")
+    assert ada.get("/training/me/progress").status_code in (200, 204)
+    grid = other.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    assert 'data-poll-gone="This class was deleted."' in grid
+    assert trainer.post(f"/training/{cohort['id']}/delete").status_code == 303
+    assert other.get(f"/training/{cohort['id']}/grid").status_code == 404
+    assert ada.get("/training/me/progress").status_code == 410
+
+
 def test_deleting_a_cohort_removes_it_its_memberships_and_trainees_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     keep = create_cohort(trainer, name="Another class")

@@ -6,6 +6,7 @@ client the room downloads, and the projector grid (names, states, last activity,
 from __future__ import annotations
 
 import re
+import sys
 import time
 import types
 from datetime import timedelta
@@ -68,7 +69,12 @@ def test_without_public_url_the_root_is_the_address_the_page_was_opened_at(app, 
     there = {"base_url": "http://10.0.0.7:5000"}
     trainer.get("/training", **there)
     created = page_of(
-        trainer.post("/training/cohorts", {"name": "LAN class", "exercises": ["link_token"]}, **there)
+        trainer.post(
+            "/training/cohorts",
+            {"name": "LAN class", "exercises": ["link_token"]},
+            follow_redirects=True,
+            **there,
+        )
     )
     assert re.search(r'id="join-link">http://10\.0\.0\.7:5000/training/join/', created)
     assert 'id="loopback-warning"' not in created
@@ -91,7 +97,9 @@ def test_a_root_only_this_machine_reaches_is_a_warning_with_the_fix(
     for name, value in settings.items():
         monkeypatch.setitem(app.config, name, value)
     response = trainer.post(
-        "/training/cohorts", {"name": "Loopback class", "exercises": list(exercises.KEYS)}
+        "/training/cohorts",
+        {"name": "Loopback class", "exercises": list(exercises.KEYS)},
+        follow_redirects=True,
     )
     created = page_of(response)
     cohort_id = re.search(r"/training/([0-9a-f-]{36})/trainer/", created).group(1)
@@ -163,6 +171,51 @@ def test_the_reference_solutions_name_the_class_root(app, on_the_lan):
         assert "127.0.0.1:5000" not in text and "{ROOT}" not in text
     assert f'"{LAN}/sandbox/v1"' in exercises.solution(exercises.BY_KEY["link_token"], LAN)
     assert "from pcc import" in exercises.solution(exercises.BY_KEY["conformance"], LAN)
+
+
+def run_curl(client, command: str):
+    """A pasted `curl -s URL -H … -d '…'` snippet, sent through the test client as curl would send it."""
+    url = re.search(r"curl -s (\S+)", command).group(1)
+    headers = dict(h.split(": ", 1) for h in re.findall(r'-H "([^"]+)"', command))
+    body = re.search(r"-d '(.*?)'", command, re.S).group(1).replace("<your laptop>", "192.168.1.20")
+    return client.post("/" + url.split("://", 1)[1].split("/", 1)[1], data=body, headers=headers)
+
+
+def test_every_snippet_and_solution_that_registers_a_webhook_works_as_pasted(
+    app, on_the_lan, trainer, client, monkeypatch
+):
+    """POST /v1/webhooks requires url, status, enabled_events and version: a snippet missing one is a 400."""
+    monkeypatch.setitem(app.config, "SANDBOX_WEBHOOK_NETWORKS", "192.168.1.0/24")  # the room's LAN
+    ada = join(app, create_cohort(trainer), "Ada")
+    secret = sandbox_secret(app, ada.workspace_id)
+    me = page_of(ada.get("/training/me"))
+    snippets = [unescape(s) for s in re.findall(r'<code id="snippet-[a-z_]+-\d+">(.*?)</code>', me, re.S)]
+    registering = [s for s in snippets if re.search(r"curl -s \S+/webhooks ", s)]
+    assert registering  # exercise 3's "register a URL the server reaches itself"
+    for command in registering:
+        response = run_curl(client, command)
+        assert response.status_code == 200, (command, response.get_json())
+
+    class Requests:  # the solution's `requests`, answered by this app
+        @staticmethod
+        def post(url, headers, json, timeout):
+            response = client.post(url.removeprefix(LAN), json=json, headers=headers)
+
+            def raise_for_status():
+                assert response.status_code == 200, (url, response.get_json())
+
+            response.raise_for_status = raise_for_status
+            return response
+
+    monkeypatch.setitem(sys.modules, "requests", Requests)
+    monkeypatch.setenv("API_SECRET", secret)
+    solutions = [exercises.solution(e, LAN) for e in exercises.CURRICULUM]
+    solutions = [text for text in solutions if '{API}/webhooks"' in text]
+    assert solutions
+    for text in solutions:
+        exec(compile(text.replace("<your laptop's address>", "192.168.1.20"), "solution.py", "exec"), {})
+    with app.app_context():
+        assert exercises.check_own_endpoint(db.session.get(cohorts.Workspace, ada.workspace_id)).done
 
 
 # The single-file client ---------------------------------------------------------------------------
@@ -250,6 +303,22 @@ def test_the_grid_names_exercises_colours_states_and_sums_up_the_class(app, on_t
     grace_row = re.search(r'<tr data-trainee="Grace".*?</tr>', html, re.S).group(0)
     # Under "Last API call", a trainee who has made none says so: joined, not called
     assert re.search(r'<td class="last-activity"><time datetime="[^"]+">joined just now</time>', grace_row)
+
+
+def test_a_long_name_cut_on_the_grid_is_read_whole_in_its_title(app, trainer):
+    cohort = create_cohort(trainer)
+    names = ["Jean-Baptiste Lemaire-Fontaine", "Jean-Baptiste Lemaire-Fontenay"]  # alike up to the cut
+    for name in names:
+        join(app, cohort, name)
+    for html in (
+        page_of(trainer.get(f"/training/{cohort['id']}")),
+        page_of(trainer.get(f"/training/{cohort['id']}/grid")),  # the poll's redraw
+    ):
+        for name in names:
+            row = re.search(
+                r'<tr data-trainee="' + name + r'".*?<th scope="row">(.*?)</th>', html, re.S
+            ).group(1)
+            assert f'title="{name}"' in row, row
 
 
 def test_a_trainee_quiet_for_ten_minutes_is_highlighted(app, trainer, monkeypatch):

@@ -25,6 +25,8 @@ from console.web.shared.workspace_session import api_client, browser_id, current
 routes = Routes()
 
 TRAINER_KEY = "trainer_cohorts"
+# The cohort this browser just created and its trainer secret, for the "created" page (see training_create).
+CREATED_KEY = "training_created"
 # A trainer runs a few classes from one browser; the cookie stays small.
 MAX_TRAINER_COHORTS = 20
 # The headless switch whose webhooks are held back in exercise 5: it succeeds at once.
@@ -112,7 +114,27 @@ def training_create():
         ), 400
     db.session.commit()
     _unlock(cohort.id)
-    return render_template("console/training/created.html", cohort=cohort, **_room_context(cohort, secret))
+    # POST-redirect-GET: reloading the result page must not create another cohort. The trainer secret is
+    # shown on that page only, so it waits in this (the creator's) signed session until the grid is opened;
+    # only its hash is stored server-side.
+    session[CREATED_KEY] = {"cohort": str(cohort.id), "secret": secret}
+    return redirect(url_for("console.training_created", cohort_id=cohort.id), code=303)
+
+
+@routes.get("/training/<cohort_id>/created", endpoint="training_created")
+def training_created(cohort_id: str):
+    """The cohort just created, with its join and trainer links: to its creator's browser only."""
+    cohort = _trainer_cohort(cohort_id)
+    pending = session.get(CREATED_KEY) or {}
+    if pending.get("cohort") != str(cohort.id):  # the trainer link was shown and the grid opened since
+        return redirect(url_for("console.training_grid", cohort_id=cohort.id))
+    response = Response(
+        render_template(
+            "console/training/created.html", cohort=cohort, **_room_context(cohort, pending["secret"])
+        )
+    )
+    response.headers["Cache-Control"] = "no-store"  # it holds the trainer link
+    return response
 
 
 @routes.get("/training/<cohort_id>/trainer/<secret>", endpoint="training_unlock")
@@ -143,6 +165,8 @@ def _grid_context(cohort) -> dict:
 @routes.get("/training/<cohort_id>", endpoint="training_grid")
 def training_grid(cohort_id: str):
     cohort = _trainer_cohort(cohort_id)
+    if (session.get(CREATED_KEY) or {}).get("cohort") == str(cohort.id):
+        session.pop(CREATED_KEY)  # the trainer moved on from the created page: the secret leaves the cookie
     return render_template("console/training/grid.html", **_room_context(cohort), **_grid_context(cohort))
 
 
@@ -206,9 +230,18 @@ def training_export(cohort_id: str):
 def training_join(token: str):
     cohort = cohorts.by_join_token(token)
     joined = _joined_as(cohort)
-    return render_template(
-        "console/training/join.html", cohort=cohort, token=token, errors={}, form={}, joined=joined
+    over = cohorts.closed(cohort) if joined is None else None
+    page = render_template(
+        "console/training/join.html",
+        cohort=cohort,
+        token=token,
+        errors={},
+        form={},
+        joined=joined,
+        refused=over,
+        closed=over is not None,
     )
+    return (page, 410) if over is not None else page  # the link is gone for good: no form to fill in vain
 
 
 def _joined_as(cohort) -> str | None:
@@ -243,6 +276,7 @@ def training_join_submit(token: str):
                 form=form,
                 joined=None,
                 refused=exc,
+                closed=cohorts.closed(cohort) is not None,
             ),
             exc.status_code,
             {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {},
@@ -306,10 +340,12 @@ def training_client():
 
 @routes.get("/training/me/progress", endpoint="training_me_live")
 def training_me_live():
-    """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band)."""
+    """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band); 410
+    once the membership the page showed is gone (the class was deleted, with the trainee's workspace), so
+    the page stops asking and says so."""
     context = _me_context()
     if context["member"] is None:
-        return "", 204
+        return "", 410
     seen = request.args.get("pulse")
     if seen and seen == context["pulse"]:
         return "", 204
