@@ -39,6 +39,7 @@ def init_app(app: Flask) -> None:
     for module in (link_tokens, world, accounts, jobs, sandbox, clock, webhooks, listen, events, openapi):
         module.routes.add_to(api)
     conventions.install(api)
+    app.extensions[conventions.QUERY_PARAMETERS] = openapi.query_parameters
     idempotency.install_session_hooks()
     for mode in MODES:
         app.register_blueprint(api, url_prefix=URL_PREFIXES[mode] + "/v1", name=f"api_{mode}")

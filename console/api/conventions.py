@@ -133,13 +133,17 @@ def check_parameters() -> None:
         raise ValidationFailed(errors)
 
 
-def _unknown_query_parameters() -> list[FieldError]:
-    # The document's own parameter lists are the one source; imported here, as console.api.openapi imports this module.
-    from console.api.openapi import document_path, query_parameters
+# app.extensions[QUERY_PARAMETERS]: (method, rule, mode) -> the query parameter names the route takes, or None
+# when it is not in the document; the OpenAPI document's own lists (`openapi.query_parameters`, wired by
+# `console.api.init_app`: the document's module imports this one).
+QUERY_PARAMETERS = "api_query_parameters"
 
-    if not request.args or request.url_rule is None:
+
+def _unknown_query_parameters() -> list[FieldError]:
+    known = current_app.extensions.get(QUERY_PARAMETERS)
+    if not request.args or request.url_rule is None or known is None:
         return []
-    taken = query_parameters(request.method, document_path(request.url_rule.rule, current_mode()))
+    taken = known(request.method, request.url_rule.rule, current_mode())
     if taken is None:
         return []
     listed = ", ".join(sorted(taken)) if taken else "none"

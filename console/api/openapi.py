@@ -386,10 +386,15 @@ def route_operations() -> set[tuple[str, str]]:
     return found
 
 
+def query_parameters(method: str, rule: str, mode: str) -> frozenset[str] | None:
+    """The query parameters the document gives the operation of a route of `mode`'s API blueprint (None: not an
+    operation of the document). `console.api.conventions` refuses any other (wired in `console.api.init_app`)."""
+    return _query_parameters("GET" if method == "HEAD" else method, document_path(rule, mode))
+
+
 @functools.cache
-def query_parameters(method: str, path: str) -> frozenset[str] | None:
-    """The query parameters the document gives an operation (None: not an operation of the document)."""
-    details = OPERATIONS.get(("GET" if method == "HEAD" else method, path))
+def _query_parameters(method: str, path: str) -> frozenset[str] | None:
+    details = OPERATIONS.get((method, path))
     if details is None:
         return None
     return frozenset(param["name"] for param in details.get("params", ()) if param.get("in") == "query")

@@ -243,7 +243,7 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
             "failing_since",
             "last_success_at",
             "relayed",
-        ],  # fmt: skip
+        ],
     ),
     "Listener": obj(
         {

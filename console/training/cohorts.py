@@ -232,6 +232,26 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     return member, workspace
 
 
+def start_over(workspace: Workspace) -> Workspace | None:
+    """A trainee's fresh start: a new workspace (with its sandbox key) takes the old one's place in the class,
+    so the trainer's grid keeps the row and shows its exercises from the start, and the old workspace is
+    deleted with all it owns. None when `workspace` is in no class. The caller commits.
+
+    Why: the console's Reset left the class behind (a trainee's workspace is kept, so the browser only left
+    it), and joining again under the same name was refused: the trainee was cut off from the room."""
+    found = membership(workspace.id)
+    if found is None:
+        return None
+    member, _cohort = found
+    # Kept as the old one was: while the class runs, not once it is archived (collected when idle).
+    fresh = create_workspace(workspace.name, kept=workspace.kept)
+    create_key(fresh.id, SANDBOX, "Training")
+    member.workspace_id = fresh.id
+    db.session.flush()  # the membership moves before the old workspace, and its cascade, go
+    delete_workspace(workspace.id)
+    return fresh
+
+
 def trainee_facts(workspace: Workspace) -> snippets.Facts:
     """What fills a trainee's snippets: their newest live sandbox secret (for their own page only), the
     held token of exercise 5 and their own newest webhook."""

@@ -240,7 +240,7 @@ def test_a_queued_row_is_the_finished_row_of_plain_values(app, client, workspace
     writer = _writer(app, interval=3600)
     api = Api(client, workspace.secrets["sandbox"])
     answer = api.get("/jobs/caf%C3%A9", query_string={"expand": "a b"}, headers={"X-Trace": "t-1"})
-    assert answer.status_code == 404
+    assert answer.status_code == 400  # `expand` is no parameter of GET /jobs/{id}: refused, and logged
     (queued,) = writer._rows
     plain = (str, int, float, bool, type(None), uuid.UUID, datetime)
     for name, value in queued.items():
@@ -258,7 +258,7 @@ def test_a_queued_row_is_the_finished_row_of_plain_values(app, client, workspace
     assert row.request_headers["X-Trace"] == "t-1"
     assert row.request_headers["X-Api-Secret"] == "<API_SECRET>"
     assert workspace.secrets["sandbox"] not in str(row.request_headers)
-    assert row.status == 404
+    assert row.status == 400
 
 
 def test_a_row_that_cannot_be_made_costs_the_caller_nothing_and_is_counted_unlogged(

@@ -115,6 +115,32 @@ def trainee(app, cohort) -> Visitor:
 # Cohorts -----------------------------------------------------------------------------------
 
 
+def test_a_trainee_who_resets_their_workspace_starts_over_in_the_class(app, cohort, trainee):
+    """Reset left the class behind (the kept workspace stayed, the browser left it, and joining again under the
+    same name was refused): now a new workspace takes the old one's place on the grid."""
+    old_id = trainee.workspace_id
+    page = trainee.get("/training/me").get_data(as_text=True)
+    assert "You stay in Tuesday class" in unescape(page)  # Reset's confirmation says so
+    new_token(backend(app, trainee))
+    assert result(app, trainee, "link_token").done
+    response = trainee.post("/workspace/reset")
+    assert response.status_code == 302
+    new_id = trainee.workspace_id
+    assert new_id != old_id
+    page = trainee.get("/training/me").get_data(as_text=True)
+    assert "Tuesday class: Ada" in page  # still in the class, under the same name
+    assert not result(app, trainee, "link_token").done  # its exercises from the start
+    with app.app_context():
+        assert db.session.get(Workspace, old_id) is None  # the old one went with all it owned
+        fresh = db.session.get(Workspace, new_id)
+        assert fresh.kept and fresh.name == "Ada · Tuesday class" and inbox.is_registered(fresh)
+        members = db.session.scalars(
+            select(CohortMember).where(CohortMember.cohort_id == uuid.UUID(cohort["id"]))
+        )
+        assert [(m.name, m.workspace_id) for m in members] == [("Ada", new_id)]
+    assert sandbox_secret(app, new_id)  # a sandbox key of its own, for the snippets
+
+
 def test_joining_creates_a_named_kept_workspace_in_the_cohort(app, cohort, trainee):
     with app.app_context():
         workspace = db.session.get(Workspace, trainee.workspace_id)

@@ -102,7 +102,8 @@ def test_reading_every_console_page_without_a_cookie_writes_nothing(app):
         for htmx in (False, True):
             headers = {"HX-Request": "true"} if htmx else {}
             response = app.test_client().get(url, headers=headers)
-            assert response.status_code in (200, 204, 404), (url, response.status_code)
+            # 410: a trainee's progress poll with no class to show (console.web.training: its page stops polling).
+            assert response.status_code in (200, 204, 404, 410), (url, response.status_code)
     with app.app_context():
         assert all_counts() == before
 

@@ -14,6 +14,7 @@ from console.core.errors import RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.core.routes import Route, Routes
 from console.core.timeutil import parse_datetime, utcnow
+from console.training import cohorts
 from console.web.shared import throttle
 from console.web.shared.apiclient import api_root
 from console.web.shared.exchanges import pretty
@@ -90,7 +91,19 @@ def _announce_new_workspace(response):
 def _shared_context() -> dict:
     workspace = g.get("console_workspace") if has_workspace() else None
     # Snippets name the configured root (PUBLIC_URL), never the host this visitor happened to use.
-    return {"workspace": workspace, "nav": NAV, "public_root": api_root(), "clock_bar": _clock_bar}
+    return {
+        "workspace": workspace,
+        "nav": NAV,
+        "public_root": api_root(),
+        "clock_bar": _clock_bar,
+        "class_of": _class_of,
+    }
+
+
+def _class_of(workspace) -> str | None:
+    """The name of the training class a workspace is a trainee's in (the workspace bar's Reset says it stays)."""
+    found = cohorts.membership(workspace.id)
+    return found[1].name if found is not None else None
 
 
 def _clock_bar() -> dict:

@@ -26,6 +26,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import create_key
 from console.modes import SANDBOX
+from console.training import cohorts
 from console.web.shared.apiclient import ApiClient
 from console.web.webhooks import inbox
 from console.workspaces.models import Workspace
@@ -147,8 +148,12 @@ def open_workspace(workspace: Workspace) -> Workspace:
 
 
 def reset_workspace() -> Workspace:
-    """Start over: delete the visitor's workspace with all it owns (a kept one stays), then a new one."""
+    """Start over: delete the visitor's workspace with all it owns (a kept one stays), then a new one. A trainee
+    starts over in their class (`cohorts.start_over`)."""
     workspace = current_workspace()
+    fresh = cohorts.start_over(workspace) if workspace is not None else None
+    if fresh is not None:
+        return enter_workspace(fresh)
     if workspace is not None and not workspace.kept:
         delete_workspace(workspace.id, Workspace.kept.is_(False))
         db.session.commit()
