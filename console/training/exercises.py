@@ -175,13 +175,14 @@ def check_missed_webhook(workspace: Workspace) -> Result:
     if held is None:
         return Result(
             False,
-            "Press “Miss a webhook” on your training page: the console runs a switch your endpoint won't hear of.",
+            "Not started: “Miss a webhook”, on the training page, runs a switch no endpoint of yours hears of.",
         )
     if workspace.held_link_token_found_at is not None:
         return Result(True, f"Your backend looked up the jobs of Link token {held}.")
     return Result(
         False,
-        f"Your endpoint missed the job of Link token {held}: find it with GET /v1/jobs?link_token_id={held} from your backend.",
+        f"The job of Link token {held} was held back from your endpoints: find it with "
+        f"GET /v1/jobs?link_token_id={held} from your backend.",
     )
 
 

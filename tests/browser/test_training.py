@@ -28,6 +28,11 @@ def join(browser, join_link: str, name: str):
 
 def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page, live_server):
     page.goto(live_server.url + "/training")
+    # The exercise choices, one a line (inline, a box read as belonging to the next title).
+    tops = [
+        round(box["y"]) for box in (label.bounding_box() for label in page.locator(".check-list label").all())
+    ]
+    assert len(tops) == 6 and len(set(tops)) == 6, tops
     page.get_by_label("Name").fill("Training class")
     page.get_by_role("button", name="Create cohort").click()
     join_link = page.locator("#join-link").inner_text()

@@ -412,9 +412,16 @@ def test_exercise_5_holds_back_one_job_and_ticks_on_the_backends_lookup(app, tra
     other = new_token(api)
     assert api.get(f"/jobs?link_token_id={other['id']}").status_code == 200
     assert result(app, trainee, "missed_webhook").done is False
+    page = trainee.get("/training/me").get_data(as_text=True)
+    poll = re.search(r'hx-get="(/training/me/progress\?pulse=[0-9a-f]+)"', page).group(1)
+    assert 'id="miss-webhook"' in page
     answer = api.get(f"/jobs?link_token_id={held}")
     assert answer.status_code == 200 and len(answer.get_json()["data"]) == 1
     assert result(app, trainee, "missed_webhook").done is True
+    # The open page's next poll ticks it and takes the button away (it stayed until a reload).
+    live = trainee.get(poll, htmx=True).get_data(as_text=True)
+    assert '<div id="miss-webhook" hx-swap-oob="delete"></div>' in live
+    assert 'id="miss-webhook"' not in trainee.get("/training/me").get_data(as_text=True)
 
 
 def test_events_of_other_tokens_still_reach_the_endpoint_while_one_is_held(app, trainee):
