@@ -17,6 +17,9 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from flask import current_app, has_app_context
 
 from console import runslots
 
@@ -31,6 +34,11 @@ class TooSlow(Exception):
 class TooMany(Exception):
     """This owner already has `PER_OWNER` lookups running."""
 
+
+# app.extensions[WAITING_OUTSIDE]: what a request gives back while it waits (`runslots.released` by default);
+# the console's pages hold a page slot as well, and `console.web.shared.pageslots.init_app` wires its
+# `slot_released`, which gives back both (this package cannot import the web layer).
+WAITING_OUTSIDE = "waiting_outside"
 
 _running: Counter[str] = Counter()  # owner -> its lookups running now
 _mutex = threading.Lock()
@@ -64,13 +72,18 @@ def lookup(resolve: Callable[[], list[str]], owner: str, timeout: float) -> list
             done.set()
 
     threading.Thread(target=run, name="webhook-dns", daemon=True).start()
-    with runslots.released():  # a serving thread's slot runs another request meanwhile
+    with _waiting_outside():  # a serving thread's turn runs another request meanwhile
         finished = done.wait(timeout)
     if not finished:
         raise TooSlow
     if failure:
         raise failure[0]
     return answer[0]
+
+
+def _waiting_outside() -> AbstractContextManager[None]:
+    released = current_app.extensions.get(WAITING_OUTSIDE) if has_app_context() else None
+    return (released or runslots.released)()
 
 
 def running(owner: str) -> int:

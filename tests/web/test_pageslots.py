@@ -12,6 +12,7 @@ from console import create_app
 from console.extensions import db
 from console.web.shared import pageslots
 from tests.conftest import base_config
+from tests.waiting import wait_for
 
 
 @pytest.fixture
@@ -100,3 +101,32 @@ def test_a_page_that_cannot_get_a_slot_in_time_gets_the_busy_page(capped, monkey
     capped.finish.set()
     slow.join(60)
     assert capped.test_client().get("/reference").status_code == 200  # the slot came back
+
+
+def test_a_page_waiting_for_a_webhook_hosts_dns_lets_another_page_run(capped, monkeypatch):
+    """A tenant's slow DNS (the console's webhook form resolves the host) never holds the page slot."""
+    from console.webhooks import dns
+
+    monkeypatch.setattr(pageslots, "PAGE_WAIT_SECONDS", 5)  # a held slot fails the quick page in 5 s, not 30
+    other_ran = threading.Event()
+
+    def dns_page():
+        def slow_zone():
+            assert other_ran.wait(60)  # answers once another page has run
+            return ["93.184.216.34"]
+
+        return ",".join(dns.lookup(slow_zone, "ws-a", 60))
+
+    def quick_page():
+        other_ran.set()
+        return "quick"
+
+    capped.add_url_rule("/test-dns-page", "dns_page", dns_page)
+    capped.add_url_rule("/test-quick-page", "quick_page", quick_page)
+    results: dict = {}
+    waiting = _in_thread(capped, "/test-dns-page", results)
+    assert wait_for(lambda: dns.running("ws-a") == 1)
+    assert capped.test_client().get("/test-quick-page").status_code == 200
+    waiting.join(60)
+    status, _, response = results["/test-dns-page"]
+    assert status == 200 and response.get_data(as_text=True) == "93.184.216.34"

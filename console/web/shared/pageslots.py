@@ -26,6 +26,7 @@ from flask import Flask, g, has_request_context, render_template, request
 from console import runslots
 from console.modes import is_api_path
 from console.web.shared import throttle
+from console.webhooks import dns
 
 PAGE_WAIT_SECONDS = 30
 RETRY_AFTER_SECONDS = 2
@@ -35,6 +36,8 @@ _SLOT = "_console_page_slot"
 
 def init_app(app: Flask) -> None:
     slots = threading.BoundedSemaphore(int(app.config["CONSOLE_PAGE_CONCURRENCY"]))
+    # A page waiting for a webhook host's DNS gives its page slot back too, not only its run slot.
+    app.extensions[dns.WAITING_OUTSIDE] = slot_released
 
     @app.before_request
     def take_slot():
