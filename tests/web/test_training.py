@@ -115,6 +115,19 @@ def trainee(app, cohort) -> Visitor:
 # Cohorts -----------------------------------------------------------------------------------
 
 
+def test_the_trainer_secret_waits_in_the_creators_session_sealed_until_the_grid_opens(trainer, cohort):
+    """The session cookie is signed, not encrypted: the secret the created page shows is kept there sealed."""
+    secret = cohort["trainer"].rstrip("/").rsplit("/", 1)[1]
+    with trainer.client.session_transaction() as session:
+        kept = session["training_created"]
+    assert kept["cohort"] == cohort["id"] and secret not in str(kept)
+    assert secret in trainer.get(f"/training/{cohort['id']}/created").get_data(as_text=True)  # shown again
+    # The grid opened: the secret leaves the cookie.
+    assert trainer.get(f"/training/{cohort['id']}").status_code == 200
+    with trainer.client.session_transaction() as session:
+        assert "training_created" not in session
+
+
 def test_a_trainee_who_resets_their_workspace_starts_over_in_the_class(app, cohort, trainee):
     """Reset left the class behind (the kept workspace stayed, the browser left it, and joining again under the
     same name was refused): now a new workspace takes the old one's place on the grid."""

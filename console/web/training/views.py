@@ -15,6 +15,7 @@ from console import trigger
 from console.core.errors import NotFound, RateLimited, ServiceError, ValidationFailed
 from console.core.routes import Routes
 from console.extensions import db
+from console.keys.secrets import seal, unseal
 from console.training import cohorts, exercises, holds, room, snippets
 from console.web.link import tokens as linktokens
 from console.web.scenarios import gallery as scenarios
@@ -115,9 +116,9 @@ def training_create():
     db.session.commit()
     _unlock(cohort.id)
     # POST-redirect-GET: reloading the result page must not create another cohort. The trainer secret is
-    # shown on that page only, so it waits in this (the creator's) signed session until the grid is opened;
-    # only its hash is stored server-side.
-    session[CREATED_KEY] = {"cohort": str(cohort.id), "secret": secret}
+    # shown on that page only, so it waits in this (the creator's) session until the grid is opened, sealed
+    # (the session cookie is signed, not encrypted); only its hash is stored server-side.
+    session[CREATED_KEY] = {"cohort": str(cohort.id), "secret": seal(secret).decode()}
     return redirect(url_for("console.training_created", cohort_id=cohort.id), code=303)
 
 
@@ -130,7 +131,9 @@ def training_created(cohort_id: str):
         return redirect(url_for("console.training_grid", cohort_id=cohort.id))
     response = Response(
         render_template(
-            "console/training/created.html", cohort=cohort, **_room_context(cohort, pending["secret"])
+            "console/training/created.html",
+            cohort=cohort,
+            **_room_context(cohort, unseal(pending["secret"].encode())),
         )
     )
     response.headers["Cache-Control"] = "no-store"  # it holds the trainer link
