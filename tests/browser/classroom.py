@@ -26,6 +26,16 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 TOKEN_BODY = LINK_TOKEN
 
 
+def open_new_class(page, base_url: str, name: str) -> str:
+    """As a trainer in the browser: create a class, open its grid; its join link."""
+    page.goto(base_url + "/training")
+    page.get_by_label("Name").fill(name)
+    page.get_by_role("button", name="Create cohort").click()
+    join_link = page.locator("#join-link").inner_text()
+    page.get_by_role("link", name="Open the grid").click()
+    return join_link
+
+
 def join(join_link: str, name: str) -> requests.Session:
     browser = requests.Session()
     page = browser.get(join_link, timeout=30)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import base64
 
-from tests.browser.classroom import join, seed_class
+from tests.browser.classroom import join, open_new_class, seed_class
 from tests.browser.conftest import BACKSTOP_MS
 
 PROJECTOR = {"width": 1280, "height": 720}
@@ -19,11 +19,7 @@ def test_a_twenty_trainee_grid_is_readable_at_half_size_on_a_projector(browser, 
     context.set_default_timeout(BACKSTOP_MS)
     try:
         page = context.new_page()
-        page.goto(live_server.url + "/training")
-        page.get_by_label("Name").fill("Payroll API, 24 Nov")
-        page.get_by_role("button", name="Create cohort").click()
-        join_link = page.locator("#join-link").inner_text()
-        page.get_by_role("link", name="Open the grid").click()
+        join_link = open_new_class(page, live_server.url, "Payroll API, 24 Nov")
         names = seed_class(live_server.app, join_link, live_server.url)
         page.locator(f'tr[data-trainee="{names[-1]}"]').wait_for()
         # The room's setup (docs/training.md): PUBLIC_URL names the trainer's laptop on the LAN, so the grid
@@ -98,11 +94,7 @@ def test_a_long_name_leaves_the_exercises_on_a_phone(browser, live_server, tmp_p
     context.set_default_timeout(BACKSTOP_MS)
     try:
         page = context.new_page()
-        page.goto(live_server.url + "/training")
-        page.get_by_label("Name").fill("Phone class")
-        page.get_by_role("button", name="Create cohort").click()
-        join_link = page.locator("#join-link").inner_text()
-        page.get_by_role("link", name="Open the grid").click()
+        join_link = open_new_class(page, live_server.url, "Phone class")
         name = "Jean-Baptiste Lemaire-Fontaine de la Tour d'Auvergne"
         join(join_link, name)
         row = page.locator(f'tr[data-trainee="{name}"]')
