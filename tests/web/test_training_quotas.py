@@ -116,6 +116,9 @@ def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces
     assert "is archived" in grid and 'id="cohort-archived"' in grid
     refused = try_join(app, cohort, "Grace")
     assert refused.status_code == 409 and 'data-code="COHORT_ARCHIVED"' in refused.get_data(as_text=True)
+    # The trainee's page says so, and what becomes of the workspace.
+    page = ada.get("/training/me").get_data(as_text=True)
+    assert 'id="class-archived"' in page and "deleted" in page
     # The trainee's workspace is no longer kept: collected once idle for WORKSPACE_IDLE_DAYS, like a visitor's.
     with app.app_context():
         assert db.session.get(Workspace, ada.workspace_id).kept is False
