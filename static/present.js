@@ -57,11 +57,35 @@
     return document.getElementById("stage");
   }
 
+  // WCAG's relative luminance and contrast ratio of #rrggbb colours.
+  function luminance(hex) {
+    var m = /^#?([0-9a-f]{2})([0-9a-f]{2})([0-9a-f]{2})$/i.exec(hex || "");
+    if (!m) return 0;
+    var c = [m[1], m[2], m[3]].map(function (part) {
+      var v = parseInt(part, 16) / 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2];
+  }
+
+  function contrast(a, b) {
+    var la = luminance(a), lb = luminance(b);
+    return (Math.max(la, lb) + 0.05) / (Math.min(la, lb) + 0.05);
+  }
+
+  var INK = "#0b1220";
+
   function applyBrand() {
     var s = stage() || document.querySelector("[data-brand-color]");
     if (!s) return;
+    var brand = s.dataset.brandColor || "#0f766e";
+    var root = document.documentElement.style;
     // CSSOM, not a style attribute: the console's CSP allows no inline styles.
-    document.documentElement.style.setProperty("--brand", s.dataset.brandColor || "#0f766e");
+    root.setProperty("--brand", brand);
+    // Text on the brand colour, and the brand as ink on white: a prospect's light colour (a cream, a pale
+    // yellow) left white type on it, and its name in the phone's bar, unreadable.
+    root.setProperty("--on-brand", contrast(brand, "#ffffff") >= contrast(brand, INK) ? "#ffffff" : INK);
+    root.setProperty("--brand-ink", contrast(brand, "#ffffff") >= 3 ? brand : INK);
     document.documentElement.dataset.theme = s.dataset.theme || "light";
   }
 

@@ -699,3 +699,28 @@ def test_a_reload_while_the_search_is_being_typed_brings_the_term_and_its_result
     # → still fills Link in from where it stands, and the story goes on.
     press(page, "ArrowRight", 4)
     assert page.locator(".failure").count() == 0
+
+
+def _contrast(page, selector: str) -> float:
+    """WCAG contrast between an element's text and its background colour (both computed, opaque)."""
+    return page.evaluate(
+        """(sel) => {
+             const s = getComputedStyle(document.querySelector(sel));
+             const lum = (rgb) => { const [r, g, b] = rgb.match(/\\d+/g).slice(0, 3).map(v => {
+                 v = v / 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); });
+               return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+             const a = lum(s.color), b = lum(s.backgroundColor);
+             return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); }""",
+        selector,
+    )
+
+
+@pytest.mark.parametrize("color", ["#fafaf0", "#ffe600", "#0f766e", "#111111"])
+def test_the_brand_s_name_and_button_are_readable_on_any_brand_colour(page, console_live, color):
+    """White type on a prospect's cream or yellow could not be read: text on the brand picks white or ink."""
+    page.goto(
+        f"{console_live.url}/present/10-standard-switch?brand=Acme&color={color.replace('#', '%23')}&theme=dark"
+    )
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    assert _contrast(page, ".app-bar") >= 4.5
+    assert _contrast(page, ".app-cta") >= 4.5
