@@ -237,8 +237,21 @@
     if (note) note.textContent = text;
   }
 
+  // The phone fits the height the rest of the stage leaves, and that changes between window resizes too: the
+  // controls shown by ?, a note under the caption. The phone then covered the controls' buttons, or ran
+  // below the window.
+  var mainResized = window.ResizeObserver ? new ResizeObserver(function () { fitPhone(); }) : null;
+
+  function watchMain() {
+    var main = document.querySelector(".stage-main");
+    if (!mainResized || !main) return;
+    mainResized.disconnect();
+    mainResized.observe(main);
+  }
+
   function afterRender() {
     applyBrand();
+    watchMain();
     var s = stage();
     if (s && s.dataset.openToken) openLink(s.dataset.openToken);
     if (pendingNote) setNote(pendingNote);

@@ -724,3 +724,25 @@ def test_the_brand_s_name_and_button_are_readable_on_any_brand_colour(page, cons
     page.locator("html[data-stage-ready]").wait_for(state="attached")
     assert _contrast(page, ".app-bar") >= 4.5
     assert _contrast(page, ".app-cta") >= 4.5
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (1920, 1080)])
+def test_the_controls_shown_by_question_mark_are_not_covered_by_the_phone(page, console_live, size):
+    """The phone was fitted to the stage before ? showed the controls, and covered the Next button."""
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(f"{console_live.url}/present/50-failure-and-recovery")
+    press(page, "ArrowRight", 1)
+    page.keyboard.press("?")
+    button = page.locator('.controls [data-stage-form="next"] button')
+    button.wait_for()
+
+    def uncovered() -> bool:
+        box = button.bounding_box()
+        return page.evaluate(
+            "([x, y]) => !!document.elementFromPoint(x, y).closest('.controls')",
+            [box["x"] + box["width"] / 2, box["y"] + box["height"] / 2],
+        )
+
+    poll(uncovered, what="the Next button uncovered")
+    phone = page.locator(".phone").bounding_box()
+    assert phone["y"] + phone["height"] <= page.locator(".controls").bounding_box()["y"] + 1
