@@ -460,7 +460,13 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
     assert "data-summary-date" in text and "data-summary-contact" not in text  # no profile: no contact
     assert 'data-summary-event="direct_deposit_switch.added"' in text
     assert "POST /sandbox/v1/link_tokens" in text and "data-print" in text
+    assert 'id="summary-no-run"' not in text
     assert visitor.get("/present/nope/summary").status_code == 404
+    # Another story's summary does not print this run's webhooks and calls under its own title.
+    other = visitor.get("/present/50-failure-and-recovery/summary").get_data(as_text=True)
+    assert 'id="summary-no-run"' in other and "data-summary-event" not in other
+    assert "POST /sandbox/v1/link_tokens" not in other
+    assert 'href="/present/10-standard-switch/summary' in other  # where this browser's run's summary is
 
 
 def save_profile(visitor, **form) -> tuple[str, str]:

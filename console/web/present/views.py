@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 BACKEND_ROWS = 5  # events and calls the panel shows (newest first); it reads more to group them
 BACKEND_READ = 30
 SUMMARY_ROWS = 100
+# The story whose run this browser's workspace holds (set when step 1 starts one): the summary of another story
+# printed that run's webhooks and calls under its own title.
+RUN_KEY = "presenter_run"
 EDITOR_KEY = "presenter_profiles"
 # A sales engineer prepares a handful of demos from one browser; the session cookie stays small.
 MAX_EDITED_PROFILES = 20
@@ -443,6 +446,8 @@ def present_step(key: str, number: int):
             # run's webhooks, job or used Link token on the stage. Counted like any request that creates one.
             throttle.check_address()
             reset_workspace()
+        if number == 1:
+            session[RUN_KEY] = key
         actions.perform(g.console_workspace, step.action, step.arguments, org_name=_brand().name)
     except actions.ActionFailed as error:
         message = str(error)
@@ -479,8 +484,12 @@ def present_summary(key: str):
     workspace = g.console_workspace
     profile = _profile()
     mark = _brand(profile)
+    ran = session.get(RUN_KEY)
+    ours = ran == key  # else the workspace holds another story's run, or none: nothing of it is this story's
+    other = stories.get(ran) if ran and not ours else None
     return render_template(
         "console/present/present_summary.html",
+        other_run=other,
         story=story,
         brand=mark,
         brand_args=mark.args(),
@@ -490,6 +499,10 @@ def present_summary(key: str):
         ],
         date=utcnow().strftime("%d %B %Y").lstrip("0"),
         contact=profile.contact if profile else None,
-        events=list(reversed(feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows))),
-        calls=list(reversed(feed.call_rows(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows))),
+        events=list(reversed(feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)))
+        if ours
+        else [],
+        calls=list(reversed(feed.call_rows(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)))
+        if ours
+        else [],
     )
