@@ -157,14 +157,25 @@ def _files() -> list[Path]:
     folder = stories_dir()
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.glob("*.json") if KEY.match(p.stem))
+    return sorted(folder.glob("*.json"))
+
+
+BAD_NAME = (
+    "the file name is not a story's address: lowercase letters, digits, - and _, starting with a letter or "
+    "digit (rename it, say to {suggested}.json)"
+)
 
 
 def all_stories() -> tuple[list[Story], list[BrokenStory]]:
-    """Every story in the folder (by file name, so a number prefix orders them), and the broken files."""
+    """Every story in the folder (by file name, so a number prefix orders them), and the broken files: those
+    that cannot be read, and those whose name cannot be an address (`Bad Name.json` was skipped without a word)."""
     good: list[Story] = []
     broken: list[BrokenStory] = []
     for path in _files():
+        if not KEY.match(path.stem):
+            suggested = re.sub(r"[^a-z0-9_-]+", "-", path.stem.lower()).strip("-_")[:64] or "story"
+            broken.append(BrokenStory(path.stem, BAD_NAME.format(suggested=suggested)))
+            continue
         try:
             good.append(_read(path))
         except (StoryError, OSError, UnicodeDecodeError) as error:

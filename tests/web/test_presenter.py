@@ -123,10 +123,12 @@ def test_a_story_added_as_a_file_appears_and_a_broken_one_is_listed(app, visitor
     (tmp_path / "70-own.json").write_text(json.dumps(story))
     (tmp_path / "80-broken.json").write_text('{"title": "Broken"}')
     (tmp_path / "notes.txt").write_text("not a story")
+    (tmp_path / "Big Demo.json").write_text(json.dumps(story))  # a name that cannot be an address
     app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
     page = visitor.get("/present").get_data(as_text=True)
     assert "Our own demo" in page and "/present/70-own" in page
     assert 'data-broken-story="80-broken"' in page and "needs steps" in page
+    assert 'data-broken-story="Big Demo"' in page and "rename it, say to big-demo.json" in page
     assert "Standard switch" not in page  # the folder replaces the shipped stories
     stage = visitor.get("/present/70-own?step=1&brand=Acme+Bank").get_data(as_text=True)
     assert "Hello Acme Bank" in stage
