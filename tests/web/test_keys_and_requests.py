@@ -51,6 +51,31 @@ def test_the_console_keeps_working_after_a_roll(app, visitor):
     assert "••••" + new.secret_last4 in html
 
 
+def test_the_console_never_goes_back_to_a_rolled_key_in_its_grace_period(app, visitor):
+    """Roll a newer key with a grace period, then revoke its replacement: the console keeps to an active key
+    (it took the rolled one, on its way out, as its key everywhere, and new webhooks went under it)."""
+    [console_key] = keys_of(app, visitor.workspace_id)
+    assert visitor.post("/keys", {"mode": "sandbox", "label": "CI"}, htmx=True).status_code == 200
+    ci = next(k for k in keys_of(app, visitor.workspace_id) if k.label == "CI")
+    visitor.post(f"/keys/{ci.id}/roll", {"grace": "1h"}, htmx=True)
+    replacement = max(keys_of(app, visitor.workspace_id), key=lambda k: k.created_at)
+    assert replacement.id != ci.id and replacement.revoked_at is None
+    visitor.post(f"/keys/{replacement.id}/revoke", htmx=True)
+    rolled = next(k for k in keys_of(app, visitor.workspace_id) if k.id == ci.id)
+    assert rolled.revoked_at is None and rolled.expires_at is not None  # still works, for an hour
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    assert "••••" + console_key.secret_last4 in html and "••••" + ci.secret_last4 not in html
+    # The rolled key is used only while no other is left, and never past its end.
+    visitor.post(f"/keys/{console_key.id}/revoke", htmx=True)
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    assert "••••" + ci.secret_last4 in html
+    with app.app_context():
+        db.session.execute(update(ApiKey).where(ApiKey.id == ci.id).values(expires_at=utcnow()))
+        db.session.commit()
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    assert "••••" + ci.secret_last4 not in html
+
+
 def test_a_secret_is_shown_only_on_request(app, visitor):
     secret = sandbox_secret(app, visitor.workspace_id)
     [key] = keys_of(app, visitor.workspace_id)

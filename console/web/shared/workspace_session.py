@@ -20,8 +20,9 @@ import time
 import uuid
 
 from flask import g, session
-from sqlalchemy import select
+from sqlalchemy import or_, select
 
+from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import create_key
@@ -163,11 +164,19 @@ def reset_workspace() -> Workspace:
 
 
 def console_key(workspace: Workspace, mode: str = SANDBOX) -> ApiKey | None:
-    """The key the console calls the API with: the newest active key of the mode."""
+    """The key the console calls the API with: the newest active key of the mode. A rolled key in its grace
+    period is on its way out (the Keys page says so): it is used only while no other key is left, and not
+    past its end. Taking the newest unrevoked one put such a key back in every console page once its
+    replacement was revoked, and new webhooks were registered under it."""
     return db.session.scalars(
         select(ApiKey)
-        .where(ApiKey.workspace_id == workspace.id, ApiKey.mode == mode, ApiKey.revoked_at.is_(None))
-        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+        .where(
+            ApiKey.workspace_id == workspace.id,
+            ApiKey.mode == mode,
+            ApiKey.revoked_at.is_(None),
+            or_(ApiKey.expires_at.is_(None), ApiKey.expires_at > utcnow()),
+        )
+        .order_by(ApiKey.expires_at.is_not(None), ApiKey.created_at.desc(), ApiKey.id.desc())
         .limit(1)
     ).first()
 
