@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from html import unescape
 
 from console.web.link import form as linkform
 from tests.web.helpers import deliver_workspace_events, run_headless, sandbox_secret
@@ -64,6 +65,22 @@ def test_without_javascript_forms_post_and_redirect(visitor):
     response = visitor.post("/walkthrough/link-token", link_token_form())
     assert response.status_code == 302
     assert response.headers["Location"].endswith("/#step-link_token")
+
+
+def test_code_made_from_a_logged_body_with_masked_values_says_so(visitor):
+    """The log keeps the account number as its last four: the curl and Python made from it say to put the real
+    value in (as pasted, the API refused them, `account_number must be 4 to 17 digits`, with nothing saying why)."""
+    html = unescape(
+        visitor.post("/walkthrough/link-token", link_token_form(), htmx=True).get_data(as_text=True)
+    )
+    assert '"account_number": "••••' in html or '"account_number":"••••' in html
+    note = "# masked values (••••1234) are what the request log keeps, not what was sent: put real ones in"
+    assert html.count(note) == 2  # curl and Python
+    # An exchange with nothing masked has no note.
+    jobs = unescape(
+        visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    )
+    assert "# masked values" not in jobs
 
 
 def test_presets_fill_the_form(visitor, rendered):

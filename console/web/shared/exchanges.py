@@ -13,6 +13,7 @@ from console.keys.models import ApiKey
 from console.keys.secrets import PREFIXES
 from console.requestlog.capture import SECRET_HEADER, SECRET_PLACEHOLDER
 from console.requestlog.models import RequestLogEntry
+from console.requestlog.redact import MASK
 
 # Response headers worth a developer's attention, in the order they are shown.
 SHOWN_RESPONSE_HEADERS = (
@@ -44,6 +45,19 @@ def pretty(text: str) -> str:
         return text
 
 
+MASKED_NOTE = "masked values ({shown}) are what the request log keeps, not what was sent: put real ones in before running"
+
+
+def masked_values(row: RequestLogEntry) -> str:
+    """The masks in a logged request body, as the note names them ("••••7890, [redacted]"); "" when none.
+
+    Why: the log keeps account numbers as their last four and credentials as `[redacted]`, so code made from
+    it was refused as pasted (`account_number must be 4 to 17 digits`) with nothing saying why."""
+    body = row.request_body or ""
+    found = [mask for mask in ("••••", MASK) if mask in body]
+    return ", ".join("••••1234" if mask == "••••" else mask for mask in found)
+
+
 def _headers_with_secret(row: RequestLogEntry, secret: str) -> dict[str, str]:
     return {k: (secret if k.lower() == SECRET_HEADER else v) for k, v in row.request_headers.items()}
 
@@ -55,7 +69,9 @@ def curl(row: RequestLogEntry, secret: str) -> str:
         lines.append(f"-H {shlex.quote(f'{name}: {value}')}")
     if row.request_body:
         lines.append(f"-d {shlex.quote(row.request_body)}")
-    return " \\\n  ".join(lines)
+    command = " \\\n  ".join(lines)
+    masked = masked_values(row)
+    return f"# {MASKED_NOTE.format(shown=masked)}\n{command}" if masked else command
 
 
 def python(row: RequestLogEntry, secret: str) -> str:
@@ -71,8 +87,9 @@ def python(row: RequestLogEntry, secret: str) -> str:
             args.append(f"data={row.request_body!r}")
     args.append("timeout=30")
     call = ",\n    ".join(args)
+    masked = masked_values(row)
     return (
-        "import requests\n\n"
+        (f"# {MASKED_NOTE.format(shown=masked)}\n" if masked else "") + "import requests\n\n"
         f"response = requests.{row.method.lower()}(\n    {call},\n)\n"
         'print(response.status_code, response.headers["x-service-request-id"])\n'
         "print(response.json())"
