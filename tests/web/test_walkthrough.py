@@ -28,6 +28,11 @@ def test_a_new_workspace_has_its_key_and_webhook_ticked(visitor):
     page = visitor.get("/").get_data(as_text=True)
     assert done_steps(page) == ["key", "webhook"]
     assert 'aria-current="step"' in page
+    # The base URL as the README and `console keys` name it (`$BASE/v1/link_tokens`), here and on the keys page.
+    base = re.search(r"<dt>Base URL</dt>\s*<dd><code>([^<]+)</code>", page).group(1)
+    assert base.endswith("/sandbox") and f"Base URL <code>{base}</code>" in visitor.get("/keys").get_data(
+        as_text=True
+    )
 
 
 def test_creating_a_link_token_shows_the_exchange_and_ticks_step_3(app, visitor, rendered):

@@ -47,7 +47,7 @@ def _context(revealed: dict | None = None, created_id: str | None = None) -> dic
         "modes": [
             {
                 "mode": mode,
-                "base_url": base_url(root, mode) + "/v1",
+                "base_url": base_url(root, mode),  # as the README and `console keys` name it: paths add /v1
                 "keys": sorted(
                     (k for k in all_keys if k.mode == mode),
                     key=lambda k: (k.revoked_at is not None, -k.created_at.timestamp()),

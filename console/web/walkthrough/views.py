@@ -89,7 +89,7 @@ def context(
         "current": walkthrough.current_step(steps),
         "key": key,
         "masked_secret": masked_secret(key),
-        "sandbox_base_url": base_url(api_root(), SANDBOX) + "/v1",
+        "sandbox_base_url": base_url(api_root(), SANDBOX),  # as the README names it: paths add /v1
         "webhooks": webhooklist.list_webhooks(workspace.id, SANDBOX),
         "inbox_url": inbox.inbox_url(workspace),
         "is_inbox_url": lambda url: inbox.is_inbox_url(workspace, url),
