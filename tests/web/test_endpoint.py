@@ -120,6 +120,9 @@ def test_the_endpoint_page_shows_attempts_rates_and_the_chart(app, visitor):
     assert (
         'style="' not in html.split('id="attempts"', 1)[1].split("</section>", 1)[0]
     )  # CSP: no inline style
+    # Every moment in the console's one format ("Sat 28 Nov 2026 16:55:25"), not ISO-like "2026-11-28 16:55:25".
+    assert not re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", page)
+    assert re.search(r"Last 200 OK.*?\w{3} \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2}", page, re.S)
 
 
 def test_success_rate_counts_attempts_in_the_window_of_the_workspace_clock(app, visitor):
