@@ -43,7 +43,10 @@ def parse_filters(args: Mapping[str, str]) -> Filters:
             try:
                 uuid.UUID(values[name])
             except ValueError:
-                errors[name] = "must be a UUID"
+                # The rows show an id's first 8 characters; the filter needs it whole.
+                errors[name] = (
+                    "must be the whole id (36 characters, as an event's details show it), not its first 8"
+                )
     return Filters(values, errors)
 
 
