@@ -111,6 +111,9 @@ def test_the_endpoint_page_shows_attempts_rates_and_the_chart(app, visitor):
     assert f'href="/webhooks/{webhook_id}/conformance#conformance"' in slot.split("</div>", 1)[0]
     response = visitor.post(f"/webhooks/{webhook_id}/test", {"event": "account.added"})
     assert response.status_code == 302 and response.headers["Location"] == f"/webhooks/{webhook_id}"
+    # What the action came to, at the top of the page (the call's exchange is at its bottom).
+    top = visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True).split('id="main"', 1)[1][:600]
+    assert "Test event account.added sent" in top
     assert deliver(app) == 1
     html = visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True)
     page = text_of(visitor.get(f"/webhooks/{webhook_id}"))
@@ -181,6 +184,7 @@ def test_replay_from_the_endpoint_page_delivers_every_failed_delivery(app, visit
     assert response.status_code == 302
     page = text_of(visitor.get(f"/webhooks/{webhook_id}"))
     assert f'"replayed": {failed}' in page and "/replay → 200" in page
+    assert f"Replay: {failed} failed deliveries queued again." in page
     deliver(app)
     assert set(delivery_statuses(app, webhook_id)) == {"delivered"}
 
@@ -190,6 +194,7 @@ def test_replay_with_a_bad_moment_shows_the_apis_400(app, visitor):
     visitor.post(f"/webhooks/{webhook_id}/replay", {"since": "yesterday"})
     page = text_of(visitor.get(f"/webhooks/{webhook_id}"))
     assert "/replay → 400" in page and "must be an ISO 8601 datetime" in page
+    assert "The API answered 400: Invalid request parameters: since." in page  # said at the top
 
 
 def test_pause_and_resume_from_the_endpoint_page(app, visitor):

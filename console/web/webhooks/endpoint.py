@@ -6,9 +6,10 @@ rest of the console does. The inbox's answer mode is the console's own setting (
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
-from flask import abort, g, redirect, render_template, request, url_for
+from flask import abort, flash, g, redirect, render_template, request, url_for
 
 from console.clock.services import now
 from console.core.errors import NotFound, ValidationFailed
@@ -112,8 +113,22 @@ def send_test(webhook_id: str):
     chosen = request.form.get("event") or None
     body = {"event": chosen} if chosen else {}
     path = f"/sandbox/webhooks/{webhook.id}/test"
-    api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
+    row = api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
+    _say(row, f"Test event {chosen or 'account.added'} sent: its attempt appears under Attempts below.")
     return redirect(_back(webhook.id))
+
+
+def _say(row, done: str) -> None:
+    """What an action's API call came to, at the top of the page it redirects to (the page reloaded at its
+    top with nothing changed in view: the call's exchange is at the bottom)."""
+    if row.status < 300:
+        flash(done)
+        return
+    try:
+        message = json.loads(row.response_body)["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        message = "see the exchange at the bottom of the page"
+    flash(f"The API answered {row.status}: {message}", "error")
 
 
 def since_of(value: str) -> str:
@@ -131,7 +146,17 @@ def replay(webhook_id: str):
     webhook = _webhook(webhook_id)
     body = {"since": since_of(request.form.get("since", ""))}
     path = f"/webhooks/{webhook.id}/replay"
-    api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
+    row = api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
+    try:
+        replayed = json.loads(row.response_body)["data"]["replayed"]
+    except (ValueError, KeyError, TypeError):
+        replayed = None
+    _say(
+        row,
+        f"Replay: {replayed} failed deliveries queued again."
+        if replayed
+        else "Replay: no failed delivery to replay since then.",
+    )
     return redirect(_back(webhook.id))
 
 
