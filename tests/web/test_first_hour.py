@@ -50,7 +50,7 @@ def test_pasting_the_banner_secret_shows_the_readme_calls(app, client):
     page = browser.get("/requests").get_data(as_text=True)
     assert "/sandbox/v1/link_tokens" in page and "No API call yet" not in page
     assert secret not in page  # the confirmation names the key by its last four characters only
-    assert secret[-4:] in page and "Demo workspace" in page
+    assert secret[-4:] in page and "named “Demo workspace”" in page  # quoted: not read as a description
     assert token_id in browser.get("/timeline").get_data(as_text=True)
     with app.app_context():
         demo = db.session.scalars(select(Workspace).where(Workspace.is_demo.is_(True))).one()

@@ -161,7 +161,10 @@ def open_key_workspace():
     db.session.commit()
     flash(
         f"This browser now shows the workspace of the {key.mode} key ending in {key.secret_last4}"
-        f" ({workspace.name}): its requests, Link tokens, events and timelines.",
+        + (
+            f", named “{workspace.name}”" if workspace.name else ""
+        )  # quoted: a bare name read as a description
+        + ": its requests, Link tokens, events and timelines.",
         "ok",
     )
     return redirect(_back())
