@@ -132,6 +132,26 @@ def test_the_header_and_navigation_are_compact_at_390(browser, live_server):
         context.close()
 
 
+def test_the_keys_page_at_390_shows_each_key_whole_with_its_actions_in_view(browser, live_server):
+    """One card a key: the table scrolled sideways in its box, with State, Roll and Revoke out of view."""
+    with live_server.app.app_context():
+        secret = demo_sandbox_secret()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        _open_demo_workspace(page, live_server, secret)
+        page.goto(live_server.url + "/keys")
+        row = page.locator("table.keys-table tbody tr").first
+        for part in (row.locator("td[data-label=State]"), row.get_by_role("button", name="Revoke")):
+            box = part.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+        secret_box = row.locator("td[data-label=Secret] code").first.bounding_box()
+        assert secret_box["height"] < 30, secret_box  # one line: not broken mid-token
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    finally:
+        context.close()
+
+
 @pytest.mark.parametrize("query", ["", "?type=direct_deposit_switch.added&end_user_id=nobody"])
 def test_the_empty_event_log_polls_without_console_errors(page, live_server, query):
     page.goto(live_server.url + "/events" + query)
