@@ -147,7 +147,19 @@
     }
   });
 
+  // Each result's colour, through the CSSOM: a style attribute broke the page's CSP (style-src 'self'), one
+  // console error a result, and the swatch stayed blank.
+  function paintSwatches() {
+    var swatches = document.querySelectorAll(".swatch[data-color]");
+    for (var i = 0; i < swatches.length; i++) {
+      var color = swatches[i].getAttribute("data-color");
+      if (/^#[0-9a-fA-F]{3,8}$/.test(color)) swatches[i].style.backgroundColor = color;
+    }
+  }
+  paintSwatches();
+
   body.addEventListener("htmx:afterSettle", function (event) {
+    paintSwatches();
     relayScreenEvents();
     // Search results arriving are not a new screen: the person typing keeps the focus in the search box
     // (taking it to the heading sent the rest of what they typed nowhere).

@@ -13,7 +13,8 @@ import requests
 from console.extensions import db
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS, SANDBOX_MATCH_IDENTITIES
 from tests.browser.conftest import LINK_MATCHING_DELAY_MS
-from tests.browser.linkui import matching_held, search_and_choose
+from tests.browser.linkui import SEARCH_LABEL, matching_held, search_and_choose
+from tests.browser.waits import poll
 
 expect = pytest.importorskip("playwright.sync_api").expect
 EXAMPLE = Path(__file__).resolve().parents[2] / "static" / "examples" / "customer.html"
@@ -126,6 +127,11 @@ def test_standard_success(customer, live):
     token = new_token(live)
     frame = open_link(customer, token["token"])
     frame.get_by_role("button", name="Continue").click()
+    # The search's results carry their colour (set through the CSSOM: Link's CSP allows no inline style).
+    frame.get_by_label(SEARCH_LABEL).fill("Pay")
+    swatch = frame.locator("#search-results .swatch").first
+    poll(lambda: swatch.evaluate("e => getComputedStyle(e).backgroundColor"), lambda c: c != "rgba(0, 0, 0, 0)",
+         what="a painted swatch")  # fmt: skip
     search_and_choose(frame, "Lumen", "Lumen Labs")
     login(frame, "user_good")
     frame.get_by_label("A fixed amount").check()

@@ -61,6 +61,7 @@ def test_link_screens_stay_framable_by_the_page_that_opens_them(app, api, client
     assert response.headers["Referrer-Policy"] == "no-referrer"
     standalone = client.get(f"/sandbox/link?token={token}")
     assert csp_directives(standalone)["frame-ancestors"] == "frame-ancestors *"
+    assert "unsafe" not in standalone.headers["Content-Security-Policy"]  # no inline style or script in Link
 
 
 def test_the_api_and_static_files_get_harmless_headers(api, client):
