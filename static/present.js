@@ -240,7 +240,12 @@
   // The phone fits the height the rest of the stage leaves, and that changes between window resizes too: the
   // controls shown by ?, a note under the caption. The phone then covered the controls' buttons, or ran
   // below the window.
-  var mainResized = window.ResizeObserver ? new ResizeObserver(function () { fitPhone(); }) : null;
+  var mainResized = window.ResizeObserver
+    ? new ResizeObserver(function () {
+        fitPhone();
+        markClippedPanels();
+      })
+    : null;
 
   function watchMain() {
     var main = document.querySelector(".stage-main");
@@ -248,6 +253,18 @@
     mainResized.disconnect();
     mainResized.observe(main);
   }
+
+  // A panel holding more than it shows fades out at its bottom: rows cut mid-line looked broken on a projector.
+  function markClippedPanels() {
+    var panels = document.querySelectorAll("#backend .panel");
+    for (var i = 0; i < panels.length; i++) {
+      var p = panels[i];
+      if (p.scrollHeight > p.clientHeight + 1) p.setAttribute("data-clipped", "");
+      else p.removeAttribute("data-clipped");
+    }
+  }
+
+  document.addEventListener("htmx:afterSettle", markClippedPanels);
 
   function afterRender() {
     applyBrand();
@@ -257,6 +274,7 @@
     if (pendingNote) setNote(pendingNote);
     pendingNote = "";
     fitPhone();
+    markClippedPanels();
     showState();
     scheduleAutoplay();
   }

@@ -746,3 +746,26 @@ def test_the_controls_shown_by_question_mark_are_not_covered_by_the_phone(page, 
     poll(uncovered, what="the Next button uncovered")
     phone = page.locator(".phone").bounding_box()
     assert phone["y"] + phone["height"] <= page.locator(".controls").bounding_box()["y"] + 1
+
+
+def test_a_panel_with_more_rows_than_room_fades_out_instead_of_cutting_a_row(page, console_live):
+    """At 1280x720 the failure story's webhooks outgrow their panel: it is marked, and fades at its bottom."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(console_live.url + "/present/50-failure-and-recovery")
+    total = int(page.locator("#stage").get_attribute("data-total"))
+    for step in range(1, total + 1):
+        press(page, "ArrowRight", step)
+    webhooks = page.locator("#backend .panel-webhooks")
+    poll(
+        lambda: webhooks.evaluate(
+            "p => [p.scrollHeight > p.clientHeight + 1, p.hasAttribute('data-clipped')]"
+        ),
+        lambda found: found == [True, True],
+        what="the overflowing webhooks panel marked",
+    )
+    assert webhooks.evaluate("p => getComputedStyle(p).maskImage") != "none"
+    for panel in page.locator("#backend .panel").all():  # and only a panel that overflows
+        clipped, marked = panel.evaluate(
+            "p => [p.scrollHeight > p.clientHeight + 1, p.hasAttribute('data-clipped')]"
+        )
+        assert clipped == marked
