@@ -234,6 +234,9 @@
     var main = source.closest("main") || document.body;
     main.insertBefore(note, main.firstChild);
     source.remove();
+    // What only worked while the page existed (the class's join link, Archive, Delete) goes with it.
+    var gone = document.querySelectorAll("[data-gone-hide]");
+    for (var i = 0; i < gone.length; i++) gone[i].hidden = true;
   });
   document.addEventListener("htmx:beforeRequest", function (event) {
     var source = event.detail && event.detail.elt;
