@@ -117,7 +117,9 @@ def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page
         ada.locator("#poll-gone").get_by_text("This class was deleted").wait_for()
         assert grid.locator("#training-grid").count() == 0 and ada.locator("#training-poller").count() == 0
         # The other trainer's join link, Archive and Delete went with the class (they led to 404).
-        assert not grid.get_by_role("button", name="Delete this class and its trainees' workspaces").is_visible()
+        assert not grid.get_by_role(
+            "button", name="Delete this class and its trainees' workspaces"
+        ).is_visible()
         assert not grid.locator("#join-link").is_visible()
         seen = dict(polls)
         for tab in (grid, ada):
