@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shlex
 import shutil
 import signal
@@ -173,8 +174,22 @@ def wrk(url: str, script: Path, *, threads: int, connections: int, duration: flo
 # Servers ------------------------------------------------------------------------------------
 
 
+# Below Linux's ephemeral range (32768-60999), where port 0 and outgoing connections take theirs: a port the
+# kernel handed out with bind(0) was taken again by the test suite's live servers in the moment between
+# its release here and the benchmark's server binding it (`console run` then refused to start).
+PORTS = range(20000, 32000)
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A port on 127.0.0.1 nothing listens on now, outside the ephemeral range."""
+    for port in random.sample(PORTS, 50):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    with socket.socket() as s:  # the range all taken: whatever the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 

@@ -185,3 +185,14 @@ def test_the_neighbours_benchmark_splits_a_call_by_its_answer_s_server_timing():
     assert split["own_wait"]["slowest_mean"] == pytest.approx(5.0)
     rows = split_rows(split, split)
     assert len(rows) == 4 and "outside the app" in rows[0] and "3.0 / 3.0 / 40.0 ms" in rows[0]
+
+
+def test_a_benchmark_server_s_port_is_free_and_outside_the_kernel_s_ephemeral_range():
+    """bind(0) hands out ephemeral ports, which the test suite's live servers took again before the benchmark's
+    server could bind its one (seen: `console run` refused to start beside a CI run)."""
+    import socket
+
+    port = bench.free_port()
+    assert port in bench.PORTS
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))  # free: nothing holds it
