@@ -3,6 +3,7 @@ and the event log's empty polls without console errors."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import subprocess
 from pathlib import Path
@@ -112,13 +113,22 @@ def test_the_header_is_one_row_at_1280_with_the_clock_ahead_and_a_named_workspac
         context.close()
 
 
-def test_the_header_and_navigation_are_compact_at_390(browser, live_server):
+@contextlib.contextmanager
+def _demo_workspace_on_a_phone(browser, live_server):
+    """A 390-px page holding the demo workspace (as if its secret were pasted into *Open its workspace*)."""
     with live_server.app.app_context():
         secret = demo_sandbox_secret()
     context = browser.new_context(viewport={"width": 390, "height": 844})
     try:
         page = context.new_page()
         _open_demo_workspace(page, live_server, secret)
+        yield page
+    finally:
+        context.close()
+
+
+def test_the_header_and_navigation_are_compact_at_390(browser, live_server):
+    with _demo_workspace_on_a_phone(browser, live_server) as page:
         nav = page.locator(".sidenav").bounding_box()
         chrome = nav["y"] + nav["height"]
         assert chrome <= 150 and nav["height"] <= 50, f"header and navigation take {chrome} of 844 px ({nav})"
@@ -128,18 +138,11 @@ def test_the_header_and_navigation_are_compact_at_390(browser, live_server):
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
         page.evaluate("window.scrollTo(0, 0)")
         shot(page, "header-390")
-    finally:
-        context.close()
 
 
 def test_the_keys_page_at_390_shows_each_key_whole_with_its_actions_in_view(browser, live_server):
     """One card a key: the table scrolled sideways in its box, with State, Roll and Revoke out of view."""
-    with live_server.app.app_context():
-        secret = demo_sandbox_secret()
-    context = browser.new_context(viewport={"width": 390, "height": 844})
-    try:
-        page = context.new_page()
-        _open_demo_workspace(page, live_server, secret)
+    with _demo_workspace_on_a_phone(browser, live_server) as page:
         page.goto(live_server.url + "/keys")
         row = page.locator("table.keys-table tbody tr").first
         for part in (row.locator("td[data-label=State]"), row.get_by_role("button", name="Revoke")):
@@ -148,8 +151,6 @@ def test_the_keys_page_at_390_shows_each_key_whole_with_its_actions_in_view(brow
         secret_box = row.locator("td[data-label=Secret] code").first.bounding_box()
         assert secret_box["height"] < 30, secret_box  # one line: not broken mid-token
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("query", ["", "?type=direct_deposit_switch.added&end_user_id=nobody"])
