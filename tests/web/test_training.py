@@ -513,6 +513,8 @@ def test_the_grid_updates_live_and_links_each_reason(app, trainer, cohort, train
     detail = trainer.get(link).get_data(as_text=True)
     assert 'id="exercise-conformance" data-exercise="conformance" data-done="no"' in detail
     assert "No conformance check yet" in detail
+    # The reasons say "your" to the trainee: the trainer's view says whose they are.
+    assert 'id="reasons-note"' in detail and "worded for Ada" in detail
 
 
 def test_csv_export(app, trainer, cohort, trainee):
