@@ -101,7 +101,10 @@ def _shared_context() -> dict:
 
 
 def _class_of(workspace) -> str | None:
-    """The name of the training class a workspace is a trainee's in (the workspace bar's Reset says it stays)."""
+    """The name of the training class a workspace is a trainee's in (the workspace bar's Reset says it stays).
+    Only a kept workspace can be one while its class runs: a visitor's page asks the database nothing more."""
+    if not workspace.kept:
+        return None
     found = cohorts.membership(workspace.id)
     return found[1].name if found is not None else None
 

@@ -6,7 +6,6 @@ rest of the console does. The inbox's answer mode is the console's own setting (
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 from flask import abort, flash, g, redirect, render_template, request, url_for
@@ -18,6 +17,7 @@ from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.modes import SANDBOX
 from console.web.requests import queries as requestlog
+from console.web.shared import fielderrors
 from console.web.shared.apiclient import response_json
 from console.web.shared.blueprint import is_htmx
 from console.web.shared.exchanges import masked_secret
@@ -124,11 +124,7 @@ def _say(row, done: str) -> None:
     if row.status < 300:
         flash(done)
         return
-    try:
-        message = json.loads(row.response_body)["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        message = "see the exchange at the bottom of the page"
-    flash(f"The API answered {row.status}: {message}", "error")
+    flash(f"The API answered {row.status}: {fielderrors.message_of(row)}", "error")
 
 
 def since_of(value: str) -> str:
@@ -147,10 +143,8 @@ def replay(webhook_id: str):
     body = {"since": since_of(request.form.get("since", ""))}
     path = f"/webhooks/{webhook.id}/replay"
     row = api_client(g.console_workspace).call("POST", path, body=body, step=step_of(webhook.id))
-    try:
-        replayed = json.loads(row.response_body)["data"]["replayed"]
-    except (ValueError, KeyError, TypeError):
-        replayed = None
+    data = (response_json(row) or {}).get("data")
+    replayed = data.get("replayed") if isinstance(data, dict) else None
     _say(
         row,
         f"Replay: {replayed} failed deliveries queued again."
