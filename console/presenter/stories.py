@@ -3,9 +3,9 @@
 A story file is `{"title", "summary", "steps": [{"caption", "action"?, "pause"?, ...arguments}]}`:
 every key of a step other than caption, action and pause is an argument of its action (see
 `console.web.present.actions.ACTIONS`, handed to this module by `create_app`
-as `app.extensions["story_actions"]`, so the domain imports no web code). Files are read on each request, so a story added to the folder
-appears without a restart; a file that does not parse is listed with what is wrong instead of breaking
-the others. The folder is `PRESENTER_STORIES_DIR`, else the stories shipped in this package.
+as `app.extensions["story_actions"]`, so the domain imports no web code). Files are looked at on each request
+(and parsed again once one changes), so a story added to the folder appears without a restart; a file that
+does not parse is listed with what is wrong instead of breaking the others. The folder is `PRESENTER_STORIES_DIR`, else the stories shipped in this package.
 """
 
 from __future__ import annotations
@@ -147,10 +147,32 @@ def parse(key: str, text: str) -> Story:
     return Story(key, title.strip(), summary.strip(), tuple(_step(i, s) for i, s in enumerate(steps, 1)))
 
 
+# path -> (its inode, times and size when read, the story or the error it read as). Why: the stage and
+# the gallery read every story on each request, and parsing them was ~5 % of a serving process's time under a
+# room's load (`py-spy --gil` during `bench.neighbours`); a file is parsed again only once it changes, so a
+# story added or edited still appears on the next request. Stories are frozen, so threads may share them.
+_parsed: dict[Path, tuple[tuple[int, ...], Story | StoryError]] = {}
+_PARSED_MOST = 512  # more files than that in the folder: read the rest each time, memory stays bounded
+
+
 def _read(path: Path) -> Story:
-    if path.stat().st_size > MAX_FILE_BYTES:
+    status = path.stat()
+    if status.st_size > MAX_FILE_BYTES:
         raise StoryError(f"the file is larger than {MAX_FILE_BYTES} bytes")
-    return parse(path.stem, path.read_text(encoding="utf-8"))
+    version = (status.st_ino, status.st_mtime_ns, status.st_ctime_ns, status.st_size)
+    known = _parsed.get(path)
+    if known is None or known[0] != version:
+        try:
+            result: Story | StoryError = parse(path.stem, path.read_text(encoding="utf-8"))
+        except StoryError as error:
+            result = error
+        if len(_parsed) < _PARSED_MOST or path in _parsed:
+            _parsed[path] = (version, result)
+    else:
+        result = known[1]
+    if isinstance(result, StoryError):
+        raise StoryError(str(result))
+    return result
 
 
 def _files() -> list[Path]:

@@ -106,10 +106,20 @@ class Result:
 
 
 def _guarded_connect(mode: str, policy: urls.Policy):
-    """`socket.create_connection`, refusing a peer the URL policy forbids (before any TLS or HTTP byte)."""
+    """`socket.create_connection`, with the name looked up under the DNS deadline (`urls.connect_addresses`),
+    refusing a peer the URL policy forbids (before any TLS or HTTP byte)."""
 
     def create_connection(address, timeout=None, source_address=None):
-        sock = socket.create_connection(address, timeout, source_address)
+        host, port = address[0], address[1]
+        failure: OSError | None = None
+        for ip in urls.connect_addresses(host, port, policy):  # as socket.create_connection: each in turn
+            try:
+                sock = socket.create_connection((ip, port), timeout, source_address)
+                break
+            except OSError as exc:
+                failure = exc
+        else:
+            raise failure or OSError(f"no address to connect to for {host!r}")
         reason = urls.peer_refusal(sock, mode, policy)
         if reason:
             sock.close()

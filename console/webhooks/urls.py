@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -161,6 +161,26 @@ def resolve(host: str, port: int) -> list[str]:
     """Every address `host` resolves to (tests monkeypatch this for public-looking names)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return sorted({info[4][0] for info in infos})
+
+
+def connect_lookup(host: str, port: int) -> list[str]:
+    """The addresses a delivery tries, in the resolver's order (never monkeypatched: tests that fake `resolve`
+    for public-looking names must not make a delivery connect to the address they made up)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(info[4][0] for info in infos))
+
+
+def connect_addresses(host: str, port: int, policy: Policy) -> list[str]:
+    """Where a delivery's new connection goes: a literal address as it is, else the name looked up afresh,
+    with the DNS deadline (`WEBHOOK_DNS_SECONDS`); `UrlRefused` names a name that does not resolve in time.
+
+    Why: http.client resolved the name itself, with no deadline, after the delivery-time check had (with one):
+    a zone that stops answering between the two held a sender for the resolver's own timeouts (up to ~30 s).
+    Each address is still judged once connected (`peer_refusal`), so a changed answer gains nothing."""
+    literal = _literal(host)
+    if literal is not None:
+        return [str(literal)]
+    return _resolved(host, port, policy, "", connect_lookup)
 
 
 def _literal(host: str) -> IPAddress | None:
@@ -335,9 +355,12 @@ def _check_http_in_networks(host: str, port: int, policy: Policy, check_dns: boo
         )
 
 
-def _resolved(host: str, port: int, policy: Policy, owner: str) -> list[str]:
+def _resolved(
+    host: str, port: int, policy: Policy, owner: str, lookup: Callable[[str, int], list[str]] | None = None
+) -> list[str]:
+    look = lookup or resolve  # `resolve` read at the call, so that tests' fakes of it apply
     try:
-        addresses = dns.lookup(lambda: resolve(host, port), owner, policy.dns_seconds)
+        addresses = dns.lookup(lambda: look(host, port), owner, policy.dns_seconds)
     except dns.TooSlow:
         raise UrlRefused(
             f"host {host!r} did not resolve within {policy.dns_seconds:g} s (its DNS servers are slow or "

@@ -73,3 +73,38 @@ def test_a_request_waiting_for_a_lookup_gives_its_run_slot_back_meanwhile():
     RunSlotsMiddleware(quick, slots)({"PATH_INFO": "/sandbox/v1/jobs"}, lambda *_: None)
     first.join(60)
     assert answered == [["93.184.216.34"]] and slots.in_use() == 0
+
+
+def test_a_delivery_connects_to_the_name_looked_up_under_the_deadline_and_refuses_a_silent_zone(monkeypatch):
+    """http.client looked the name up again itself, with no deadline: a zone gone silent held a sender."""
+    from console.webhooks import delivery, urls
+
+    policy = urls.Policy.from_config({"SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": True, "WEBHOOK_DNS_SECONDS": 0.05})
+    answers = threading.Event()
+    looked_up = []
+
+    def lookup(host, port):
+        looked_up.append(host)
+        if host == "silent.example":
+            answers.wait(60)
+        return ["127.0.0.1"]
+
+    monkeypatch.setattr(urls, "connect_lookup", lookup)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    connect = delivery._guarded_connect("sandbox", policy)
+    try:
+        with pytest.raises(urls.UrlRefused, match=r"'silent\.example' did not resolve within 0\.05 s"):
+            connect(("silent.example", port), 5)
+        sock = connect(("hooks.example", port), 5)  # the address its lookup gave
+        assert sock.getpeername() == ("127.0.0.1", port)
+        sock.close()
+        assert looked_up == ["silent.example", "hooks.example"]
+        literal = connect(("127.0.0.1", port), 5)  # a literal address is not looked up
+        literal.close()
+        assert looked_up == ["silent.example", "hooks.example"]
+        with pytest.raises(delivery.AddressRefused, match=r"127\.0\.0\.1"):  # still judged once connected
+            delivery._guarded_connect("live", policy)(("hooks.example", port), 5)
+    finally:
+        answers.set()
+        listener.close()

@@ -136,6 +136,26 @@ def test_a_story_added_as_a_file_appears_and_a_broken_one_is_listed(app, visitor
     assert visitor.get("/present/..%2Fsecret").status_code == 404
 
 
+def test_a_story_file_is_parsed_once_until_it_changes(app, visitor, tmp_path, monkeypatch):
+    parsed = []
+    real_parse = stories.parse
+    monkeypatch.setattr(stories, "parse", lambda key, text: parsed.append(key) or real_parse(key, text))
+    path = tmp_path / "70-own.json"
+    path.write_text(json.dumps({"title": "First words", "steps": [{"caption": "One"}]}))
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    for _ in range(3):
+        assert "First words" in visitor.get("/present").get_data(as_text=True)
+    assert parsed == ["70-own"]  # read on every request, parsed on the first only
+    # Edited in place (same name, same inode): the next request shows the edit, and a break in it.
+    path.write_text(json.dumps({"title": "Second, longer words", "steps": [{"caption": "One"}]}))
+    assert "Second, longer words" in visitor.get("/present").get_data(as_text=True)
+    path.write_text('{"title": "Now broken, and long enough to differ"}')
+    page = visitor.get("/present").get_data(as_text=True)
+    assert 'data-broken-story="70-own"' in page and "needs steps" in page
+    assert "needs steps" in visitor.get("/present").get_data(as_text=True)  # the remembered error, again
+    assert parsed == ["70-own"] * 3
+
+
 # --- the brand -----------------------------------------------------------------------------------
 
 
