@@ -767,6 +767,7 @@
       return;
     }
     if (event.target.closest("[data-fullscreen]")) toggleFullscreen();
+    if (event.target.closest("[data-toggle-controls]")) document.documentElement.classList.toggle("show-controls");
     if (event.target.closest("[data-print]")) window.print();
     var copy = event.target.closest("[data-copy]");
     if (copy) copyText(copy.dataset.copy);

@@ -595,6 +595,31 @@ def test_the_stage_hints_that_question_mark_shows_the_controls_then_the_hint_fad
     assert not hint.is_visible()
 
 
+def test_on_a_touch_screen_the_hint_stays_and_a_tap_shows_and_hides_the_controls(browser, console_live):
+    """A tablet or phone driving the demo has no ? key: the hint is the way to the controls, so it does not fade."""
+    from tests.browser.conftest import BACKSTOP_MS
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=True, is_mobile=True)
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{console_live.url}/present/10-standard-switch")
+        page.locator("html[data-stage-ready]").wait_for(state="attached")
+        hint = page.locator("[data-stage-hint]")
+        assert hint.inner_text() == "Presenter's controls"  # no key to press here
+        assert hint.evaluate("e => getComputedStyle(e).animationName") == "none"  # it stays
+        assert not page.locator("nav.controls").is_visible()
+        hint.tap()
+        controls = page.locator("nav.controls")
+        assert controls.is_visible() and not hint.is_visible()
+        controls.get_by_role("button", name="Next →").tap()
+        page.locator('#stage[data-step="1"]').wait_for(state="attached")
+        page.locator("nav.controls").get_by_role("button", name="Hide the controls (?)").tap()
+        assert not page.locator("nav.controls").is_visible() and hint.is_visible()
+    finally:
+        context.close()
+
+
 def test_the_phone_keeps_its_size_when_the_caption_goes_from_one_line_to_two(page, console_live):
     """At 1280x720 the failure story's captions are one line or two: the bar reserves two, so the phone, scaled
     to the height left, is one size at every step (it shrank and grew between steps)."""
