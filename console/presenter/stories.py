@@ -5,7 +5,8 @@ every key of a step other than caption, action and pause is an argument of its a
 `console.web.present.actions.ACTIONS`, handed to this module by `create_app`
 as `app.extensions["story_actions"]`, so the domain imports no web code). Files are looked at on each request
 (and parsed again once one changes), so a story added to the folder appears without a restart; a file that
-does not parse is listed with what is wrong instead of breaking the others. The folder is `PRESENTER_STORIES_DIR`, else the stories shipped in this package.
+does not parse is listed with what is wrong instead of breaking the others. The folder is
+`PRESENTER_STORIES_DIR`, else the stories shipped in this package.
 """
 
 from __future__ import annotations
