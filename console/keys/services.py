@@ -152,7 +152,16 @@ def authenticate(secret: str | None, mode: str) -> Snapshot:
     digest = key_secrets.hash_secret(secret)
     key = _key_with_workspace(digest)
     if key is None or not hmac.compare_digest(key.secret_hash, digest):
-        raise Unauthorized("The x-api-secret is not a valid API secret.")
+        if "****" in secret:
+            # The banner's masked form (`make run` with its output not a terminal): say where a whole one is.
+            raise Unauthorized(
+                "The x-api-secret is a masked secret (as `make run` prints it when its output is not a "
+                "terminal), not the secret itself: `console keys create --mode sandbox` prints a new one.",
+            )
+        raise Unauthorized(
+            "The x-api-secret is not a valid API secret: send a whole secret as it was shown when created "
+            "(`console keys create`, or the console's API keys page).",
+        )
     if key.revoked_at is not None:
         raise Unauthorized("This API key has been revoked.", code="API_KEY_REVOKED")
     # Real time, not a workspace clock: advancing the sandbox clock must not expire a credential.
