@@ -18,7 +18,7 @@ from console.db.rows import Snapshot
 from console.extensions import db
 from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
-from console.modes import MODES
+from console.modes import MODES, URL_PREFIXES
 from console.workspaces.models import Workspace
 
 # How long a rolled key's secret keeps working, as offered by the console and `console keys roll --grace`.
@@ -173,7 +173,8 @@ def authenticate(secret: str | None, mode: str) -> Snapshot:
     if key.mode != mode:
         # Same message shape as a wrong secret, plus the hint a developer needs: which base URL.
         raise Unauthorized(
-            f"This API key belongs to {key.mode} mode and is not valid at the {mode} base URL.",
+            f"This API key belongs to {key.mode} mode and is not valid at the {mode} base URL: "
+            f"send it to paths starting {URL_PREFIXES[key.mode]}/v1/.",
             code="WRONG_MODE",
         )
     return key

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from console.modes import MODES
+from console.modes import MODES, URL_PREFIXES
 from tests.conftest import VERSION, Api, assert_error
 from tests.factories import LINK_TOKEN
 
@@ -30,6 +30,8 @@ def test_key_is_rejected_at_another_modes_base_url(client, workspace, key_mode, 
     response = Api(client, workspace.secrets[key_mode], url_mode).post("/link_tokens", json=LINK_TOKEN)
     error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "WRONG_MODE")
     assert workspace.secrets[key_mode] not in error["message"]
+    # Where the key does work: its own mode's paths.
+    assert error["message"].endswith(f"send it to paths starting {URL_PREFIXES[key_mode]}/v1/.")
 
 
 def test_missing_secret_is_401(client):
