@@ -107,7 +107,7 @@ def startup_banner(listen_root: str, *, show_secret: bool = True) -> str:
         secret_lines = [
             f"  Sandbox secret:   {PREFIXES[SANDBOX]}****{secret[-4:]}   (demo workspace)",
             "                    (not printed in full: this output is not a terminal and may be kept;",
-            "                    `console keys create` prints a new sandbox secret of the demo workspace)",
+            "                    `console keys create --mode sandbox` prints a new sandbox secret of the demo workspace)",
         ]
     lines = [
         "",

@@ -110,6 +110,9 @@ def from_environment() -> dict:
         "INBOX_KEEP": max(0, _number(os.environ.get("INBOX_KEEP"), DEFAULTS["INBOX_KEEP"])),
         "EVENTS_KEEP": max(0, _number(os.environ.get("EVENTS_KEEP"), DEFAULTS["EVENTS_KEEP"])),
         "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
+        "LINK_MATCHING_DELAY_MS": max(
+            0, _number(os.environ.get("LINK_MATCHING_DELAY_MS"), DEFAULTS["LINK_MATCHING_DELAY_MS"])
+        ),
         "RUN_CONCURRENCY": max(0, _number(os.environ.get("RUN_CONCURRENCY"), DEFAULTS["RUN_CONCURRENCY"])),
         "CONSOLE_PAGE_CONCURRENCY": max(
             1, _number(os.environ.get("CONSOLE_PAGE_CONCURRENCY"), DEFAULTS["CONSOLE_PAGE_CONCURRENCY"])
@@ -284,6 +287,8 @@ DEFAULTS = {
     # and how many real seconds a wait_for_event step looks for a webhook before offering a retry.
     "PRESENTER_STORIES_DIR": "",
     "PRESENTER_WAIT_SECONDS": 8.0,
+    # Link's platform-matching screen: how long its loading state shows before the matches (docs/link.md).
+    "LINK_MATCHING_DELAY_MS": 2500,
     "CONSOLE_PAGE_CONCURRENCY": 2,
     # Requests running at once per serving process (console.runslots); 0 lets every thread run.
     "RUN_CONCURRENCY": 2,

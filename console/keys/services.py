@@ -18,7 +18,7 @@ from console.db.rows import Snapshot
 from console.extensions import db
 from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
-from console.modes import MODES
+from console.modes import MODES, URL_PREFIXES
 from console.workspaces.models import Workspace
 
 # How long a rolled key's secret keeps working, as offered by the console and `console keys roll --grace`.
@@ -152,7 +152,16 @@ def authenticate(secret: str | None, mode: str) -> Snapshot:
     digest = key_secrets.hash_secret(secret)
     key = _key_with_workspace(digest)
     if key is None or not hmac.compare_digest(key.secret_hash, digest):
-        raise Unauthorized("The x-api-secret is not a valid API secret.")
+        if "****" in secret:
+            # The banner's masked form (`make run` with its output not a terminal): say where a whole one is.
+            raise Unauthorized(
+                "The x-api-secret is a masked secret (as `make run` prints it when its output is not a "
+                "terminal), not the secret itself: `console keys create --mode sandbox` prints a new one.",
+            )
+        raise Unauthorized(
+            "The x-api-secret is not a valid API secret: send a whole secret as it was shown when created "
+            "(`console keys create`, or the console's API keys page).",
+        )
     if key.revoked_at is not None:
         raise Unauthorized("This API key has been revoked.", code="API_KEY_REVOKED")
     # Real time, not a workspace clock: advancing the sandbox clock must not expire a credential.
@@ -164,7 +173,8 @@ def authenticate(secret: str | None, mode: str) -> Snapshot:
     if key.mode != mode:
         # Same message shape as a wrong secret, plus the hint a developer needs: which base URL.
         raise Unauthorized(
-            f"This API key belongs to {key.mode} mode and is not valid at the {mode} base URL.",
+            f"This API key belongs to {key.mode} mode and is not valid at the {mode} base URL: "
+            f"send it to paths starting {URL_PREFIXES[key.mode]}/v1/.",
             code="WRONG_MODE",
         )
     return key

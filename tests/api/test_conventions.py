@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from console.modes import MODES
+from console.modes import MODES, URL_PREFIXES
 from tests.conftest import VERSION, Api, assert_error
 from tests.factories import LINK_TOKEN
 
@@ -30,6 +30,8 @@ def test_key_is_rejected_at_another_modes_base_url(client, workspace, key_mode, 
     response = Api(client, workspace.secrets[key_mode], url_mode).post("/link_tokens", json=LINK_TOKEN)
     error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "WRONG_MODE")
     assert workspace.secrets[key_mode] not in error["message"]
+    # Where the key does work: its own mode's paths.
+    assert error["message"].endswith(f"send it to paths starting {URL_PREFIXES[key_mode]}/v1/.")
 
 
 def test_missing_secret_is_401(client):
@@ -54,7 +56,17 @@ def test_an_empty_secret_says_so_and_why_it_may_be(client):
 
 def test_wrong_secret_is_401(client, workspace):
     response = Api(client, workspace.secrets["sandbox"] + "x").post("/link_tokens", json=LINK_TOKEN)
-    assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
+    error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
+    assert "console keys create" in error["message"]  # where a valid secret comes from
+
+
+def test_the_banners_masked_secret_is_401_saying_it_is_masked(client, workspace):
+    """`make run` under a pipe prints `sk_sandbox_****` + the last four; pasted as is, the answer says why."""
+    masked = "sk_sandbox_****" + workspace.secrets["sandbox"][-4:]
+    response = Api(client, masked).post("/link_tokens", json=LINK_TOKEN)
+    error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
+    assert "masked" in error["message"] and "console keys create --mode sandbox" in error["message"]
+    assert masked not in error["message"]
 
 
 def test_revoked_key_is_401(app, api, workspace):

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
 from console.bootstrap import demo_sandbox_secret, startup_banner
 
 
@@ -44,7 +48,23 @@ def test_the_banner_masks_the_demo_secret_when_the_output_may_be_kept(app):
     assert secret not in banner
     assert secret[len("sk_sandbox_") : -4] not in banner  # no part of it beyond the last four
     assert f"Sandbox secret:   sk_sandbox_****{secret[-4:]}   (demo workspace)" in banner
-    assert "`console keys create` prints a new sandbox secret of the demo workspace" in banner
+    assert "`console keys create --mode sandbox` prints a new sandbox secret of the demo workspace" in banner
+
+
+@pytest.mark.committing
+def test_the_command_the_masked_banner_names_prints_a_new_sandbox_secret(app, monkeypatch):
+    """Run as printed: `console keys create` without `--mode` stopped at "Missing option '--mode'"."""
+    from click.testing import CliRunner
+
+    from console import cli
+
+    with app.app_context():
+        banner = startup_banner("http://127.0.0.1:5000", show_secret=False)
+    command = re.search(r"`console ([^`]+)` prints a new sandbox secret", banner).group(1).split()
+    monkeypatch.setattr(cli, "_app", lambda: app)
+    result = CliRunner().invoke(cli.main, command)
+    assert result.exit_code == 0, result.output
+    assert re.search(r"Secret \(shown once, store it now\): sk_sandbox_\S+", result.output)
 
 
 def test_console_run_masks_the_secret_when_its_output_is_not_a_terminal(app, monkeypatch):
