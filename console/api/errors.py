@@ -87,6 +87,10 @@ def _http_error(exc: HTTPException):
     type_, code = HTTP_ERRORS.get(exc.code or 500, ("UNKNOWN_ERROR", "HTTP_ERROR"))
     if exc.code == 404:
         message = f"No endpoint at {request.path}."
+        if "/v1/v1/" in request.path + "/":
+            # The start-up banner lists each API as `…/sandbox/v1`; pasted as a base the README's paths extend
+            # (`$BASE/v1/link_tokens`), it doubles the version: say so, since the path otherwise looks right.
+            message += " The path says /v1 twice: the base URL already ended in /v1."
     elif exc.code == 405:
         allowed = ", ".join(sorted(exc.valid_methods or [])) if hasattr(exc, "valid_methods") else ""
         message = f"Method {request.method} is not allowed on {request.path}. Allowed: {allowed}."

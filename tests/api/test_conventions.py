@@ -138,7 +138,17 @@ def test_every_response_has_a_fresh_request_id(client, workspace, method, path, 
 def test_unknown_path_is_404_in_the_error_shape(api):
     response = api.get("/nope")
     error = assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
-    assert "/sandbox/v1/nope" in error["message"]
+    assert "/sandbox/v1/nope" in error["message"] and "twice" not in error["message"]
+
+
+def test_a_path_with_v1_twice_is_told_so(api):
+    """The banner lists each API's base as `…/sandbox/v1`; pasted where the README's `$BASE` goes, the path gets
+    /v1 twice and otherwise looks right."""
+    response = api.post("/v1/link_tokens", json={})  # the client adds /sandbox/v1 itself
+    error = assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+    assert error["message"] == (
+        "No endpoint at /sandbox/v1/v1/link_tokens. The path says /v1 twice: the base URL already ended in /v1."
+    )
 
 
 def test_unknown_method_is_405_in_the_error_shape(api):
