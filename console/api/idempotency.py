@@ -84,7 +84,13 @@ def store_response(response: Response) -> Response:
     try:
         # Whatever the view left uncommitted (an error path) is not part of its answer and goes, as at teardown.
         db.session.rollback()
-        services.finish(reservation, response.status_code, headers, response.get_data(as_text=True))
+        services.finish(
+            reservation,
+            response.status_code,
+            headers,
+            response.get_data(as_text=True),
+            retry_later="Retry-After" in response.headers,
+        )
         db.session.commit()
     except Exception:
         # The caller still gets the real answer; a retry then finds the key in use, then lost (never re-run

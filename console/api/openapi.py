@@ -111,7 +111,7 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "summary": "Search employers and platforms together",
         "tag": "World",
         "response": "collection:SearchHit",
-        "params": [q("q", "Name contains (case-insensitive)."), SUPPORTED_JOBS, LIMIT],
+        "params": [q("q", "Name contains (case-insensitive)."), SUPPORTED_JOBS, *PAGE],
     },
     ("GET", "/jobs"): {
         "summary": "List jobs",

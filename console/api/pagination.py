@@ -94,14 +94,22 @@ def _mac(raw: bytes) -> bytes:
 
 def encode_cursor(values: Sequence[Any], columns: Sequence[Any]) -> str:
     """The cursor after `values` in the list sorted by `columns`."""
-    raw = json.dumps(
-        [list_name(columns), *(_encode_value(v) for v in values)], separators=(",", ":")
-    ).encode()
+    return encode_list_cursor(list_name(columns), values)
+
+
+def encode_list_cursor(list_: str, values: Sequence[Any]) -> str:
+    """The cursor after `values` in the list named `list_` (a list not read from one table: the search)."""
+    raw = json.dumps([list_, *(_encode_value(v) for v in values)], separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(raw + _mac(raw)).decode().rstrip("=")
 
 
 def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") -> list[Any]:
-    """The sort-key values of a cursor made for `columns`, or a 400 naming the parameter `name`.
+    """The sort-key values of a cursor made for `columns`, or a 400 naming the parameter `name`."""
+    return decode_list_cursor(cursor, list_name(columns), [column_tag(c) for c in columns], name=name)
+
+
+def decode_list_cursor(cursor: str, list_: str, tags: Sequence[str], *, name: str = "cursor") -> list[Any]:
+    """The values of a cursor made for the list `list_`, tagged `tags`, or a 400 naming the parameter `name`.
 
     The one place cursors are read (API lists and console lists alike): everything about a cursor
     is checked (alphabet, length, JSON shape, one tagged short string per column, each value
@@ -125,11 +133,9 @@ def decode_cursor(cursor: str, columns: Sequence[Any], *, name: str = "cursor") 
         if len(signed) <= MAC_BYTES or not hmac.compare_digest(mac, _mac(raw)):
             raise BadCursor("not made here (or made with another SECRET_KEY)")
         items = json.loads(raw)
-        if not isinstance(items, list) or len(items) != len(columns) + 1 or items[0] != list_name(columns):
+        if not isinstance(items, list) or len(items) != len(tags) + 1 or items[0] != list_:
             raise BadCursor("made for another list")
-        return [
-            _decode_value(item, column_tag(column)) for item, column in zip(items[1:], columns, strict=True)
-        ]
+        return [_decode_value(item, tag) for item, tag in zip(items[1:], tags, strict=True)]
     except (ValueError, binascii.Error) as exc:  # BadCursor, JSON, UTF-8, UUID and datetime errors
         raise ValidationFailed([FieldError(name, "is not a cursor this list returned")]) from exc
 

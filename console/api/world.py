@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from flask import jsonify, request
 
-from console.api.pagination import page_limit, paginate
+from console.api.pagination import (
+    TEXT_TAG,
+    UUID_TAG,
+    decode_list_cursor,
+    encode_list_cursor,
+    page_limit,
+    paginate,
+)
 from console.core.errors import FieldError, NotFound, ValidationFailed
 from console.core.routes import Routes
 from console.link_tokens.validation import JOB_NAMES
@@ -14,6 +21,7 @@ from console.world.models import BENEFITS, PAYROLL, Employer, Platform
 routes = Routes()
 
 PLATFORM_TYPES = (PAYROLL, BENEFITS)
+SEARCH_LIST = "search"  # the name its cursors carry (the other lists' are their tables')
 
 
 def platform_json(platform: Platform) -> dict:
@@ -112,9 +120,16 @@ def search():
     errors: list[FieldError] = []
     jobs = _jobs_arg(errors)
     limit = page_limit()
+    cursor = request.args.get("cursor")
+    after = decode_list_cursor(cursor, SEARCH_LIST, (TEXT_TAG, UUID_TAG)) if cursor is not None else None
     if errors:
         raise ValidationFailed(errors)
-    hits = world.search(request.args.get("q"), limit=limit, required_jobs=jobs)
+    try:
+        hits, more = world.search_page(
+            request.args.get("q"), limit=limit, after=tuple(after) if after else None, required_jobs=jobs
+        )
+    except world.NotInSearch:
+        raise ValidationFailed([FieldError("cursor", "is not a cursor this list returned")]) from None
     data = [
         {
             "type": hit.kind,
@@ -126,4 +141,6 @@ def search():
         }
         for hit in hits
     ]
-    return jsonify({"meta": {"count": len(data), "next_cursor": None}, "data": data})
+    # Paginated like every collection (it answered the best `limit` hits with next_cursor null, as if no more).
+    next_cursor = encode_list_cursor(SEARCH_LIST, [hits[-1].kind, hits[-1].id]) if more and hits else None
+    return jsonify({"meta": {"count": len(data), "next_cursor": next_cursor}, "data": data})

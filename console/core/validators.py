@@ -7,6 +7,7 @@ checked as given (no trimming or reformatting) so what is validated is exactly w
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import UTC, date, datetime
 from typing import Any
 
@@ -116,6 +117,7 @@ def looks_like_personal_data(value: Any) -> str | None:
     # Type errors are the caller's field validator's job; this only answers "is it PII-shaped".
     if not isinstance(value, str):
         return None
+    value = _plain(value)
     if _EMAIL_LIKE.search(value):
         return "looks like an email address"
     if _shaped(_SSN_LIKE, value):
@@ -123,6 +125,16 @@ def looks_like_personal_data(value: Any) -> str | None:
     if _shaped(_PHONE_LIKE, value):
         return "looks like a phone number"
     return None
+
+
+def _plain(value: str) -> str:
+    """`value` with compatibility forms as their plain characters and every decimal digit as its ASCII one: an
+    SSN or phone number in fullwidth (U+FF10...) or Arabic-Indic digits, or an email with a fullwidth at sign
+    (U+FF20), is the same personal data, and passed."""
+    value = unicodedata.normalize("NFKC", value)
+    if value.isascii():
+        return value
+    return "".join(str(unicodedata.decimal(c)) if c.isdecimal() else c for c in value)
 
 
 def _shaped(pattern: re.Pattern[str], value: str) -> bool:

@@ -9,9 +9,16 @@ from typing import Any
 
 from sqlalchemy import Select, select
 
+from console.accounts.services import (
+    PERIODS_PER_YEAR,
+    SANDBOX_ANNUAL_INCOME_CENTS,
+    SANDBOX_PAY_FREQUENCY,
+    SANDBOX_START_DATE,
+    SANDBOX_TITLE,
+)
 from console.clock.services import now
 from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
-from console.core.timeutil import isoformat, parse_datetime
+from console.core.timeutil import isodate, isoformat, parse_datetime
 from console.db.lookup import get_scoped
 from console.events.models import EVENT_TYPES, Event
 from console.events.services import record_event
@@ -21,6 +28,7 @@ from console.webhooks.models import ACTIVE, PENDING, Webhook, WebhookAttempt, We
 from console.workspaces.models import Workspace
 
 FILTERS = ("type", "link_token_id", "account_id", "since")
+SAMPLE_EMPLOYER = "Sample Employer Inc."
 
 
 def _uuid_filter(name: str, value: str, errors: list[FieldError]) -> uuid.UUID | None:
@@ -177,15 +185,28 @@ def sample_payload(event_type: str, at: datetime) -> dict[str, Any]:
                 "allocation": {"type": "amount", "value": 25000, "target": {"account_type": "checking"}},
             },
         }
+    # employment.added and income.added carry the Employment or Income object plus `end_user_id` and
+    # `link_token_id`, as a real account's do (accounts.services); the sample used to lack most of them.
+    resource = {**common, "id": ids["id"], "link_token_id": ids["link_token_id"]}
     if event_type == "employment.added":
         return {
-            **common,
-            "id": ids["id"],
-            "employer_name": "Sample Employer Inc.",
+            **resource,
+            "employer_id": str(uuid.uuid4()),
+            "employer_name": SAMPLE_EMPLOYER,
             "status": "active",
-            "start_date": "2021-03-01",
+            "start_date": isodate(SANDBOX_START_DATE),
+            "end_date": None,
+            "job_title": SANDBOX_TITLE,
         }
-    return {**common, "id": ids["id"], "link_token_id": ids["link_token_id"]}
+    periods = PERIODS_PER_YEAR[SANDBOX_PAY_FREQUENCY]
+    return {
+        **resource,
+        "employer_name": SAMPLE_EMPLOYER,
+        "currency": "USD",
+        "annual_income": SANDBOX_ANNUAL_INCOME_CENTS,
+        "pay_frequency": SANDBOX_PAY_FREQUENCY,
+        "pay_period_income": SANDBOX_ANNUAL_INCOME_CENTS // periods,
+    }
 
 
 def send_test_event(webhook: Webhook, workspace: Workspace, event_type: Any) -> tuple[Event, WebhookDelivery]:

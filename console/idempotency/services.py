@@ -7,8 +7,8 @@ The life of a key (docs/api.md, "Safe retries"):
 2. `mark_applied` runs inside the view's first commit (a session hook), so the row says `applied` exactly
    when the view's changes exist. A crash before that leaves `started`, which a retry may take over once
    it is stale; a crash after it leaves `applied`, which is never run again.
-3. `finish` stores the response (`done`), or releases the key when the view failed with a 5xx having
-   committed nothing, so the retry can run.
+3. `finish` stores the response (`done`), or releases the key when the view failed with a 5xx, or asked
+   for a retry later (Retry-After), having committed nothing, so the retry can run.
 
 Like every service these never commit; the request hooks (`console.api.idempotency`) and the sweep loop
 own the transactions.
@@ -205,9 +205,15 @@ def mark_applied(session: Session, reservation: Reservation) -> None:
     )
 
 
-def finish(reservation: Reservation, status: int, headers: dict[str, Any], body: str) -> None:
-    """Store the view's response for replay, or release the key after a 5xx that changed nothing."""
-    if status >= 500:
+def finish(
+    reservation: Reservation, status: int, headers: dict[str, Any], body: str, *, retry_later: bool = False
+) -> None:
+    """Store the view's response for replay, or release the key after a 5xx, or an answer that asks for a
+    retry (`retry_later`: it carries Retry-After), that changed nothing.
+
+    A stored "try again in N seconds" (the conformance check's 409 and 429) would be replayed to that very
+    retry for 24 hours, so a client doing what it was told could never get past it with its key."""
+    if status >= 500 or retry_later:
         # The row's status is the truth about whether the view committed anything.
         released = db.session.execute(
             delete(IdempotencyKey).where(

@@ -110,6 +110,16 @@ def _federal(flow: Flow, body: CompletionRequest) -> None:
         "FEDERAL_IDENTITY_REQUIRED",
         "Give federal {first_name, last_name, social_security_number}.",
     )
+    allocation = body.allocation
+    if allocation is not None and (allocation.type != FULL or allocation.target_index != 0):
+        # Link's federal screen offers no split and no choice of account (spec: full allocations only, the
+        # token's first account), so a CI asking for either would get a full switch and pass unawares.
+        raise LinkError(
+            "INVALID_ALLOCATION",
+            "A federal benefits switch is always a full switch to the token's first account; "
+            "leave allocation out, or send type full with target_index 0.",
+            recoverable=True,
+        )
     flow.submit_federal(
         federal.first_name or "", federal.last_name or "", federal.social_security_number or ""
     )

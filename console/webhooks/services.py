@@ -40,6 +40,7 @@ PAUSE_CHECK_TASK = "webhook.pause_check"
 FIELDS = ("url", "status", "enabled_events", "version")
 # The skip reason of a delivery the console held back on purpose (training: recover a missed webhook).
 HELD_REASON = "held back (exercise)"
+UNSUBSCRIBED_REASON = "webhook unsubscribed from the event's type"
 
 
 # Validation ---------------------------------------------------------------------------------
@@ -210,6 +211,8 @@ def update_webhook(webhook: Webhook, workspace: Workspace, body: Any) -> Webhook
     for name in ("url", "enabled_events", "version"):
         if name in cleaned:
             setattr(webhook, name, cleaned[name])
+    if "enabled_events" in cleaned:
+        skip_unsubscribed(webhook)
     status = cleaned.get("status")
     if status == ACTIVE and webhook.status == PAUSED:
         reactivate(webhook, at)
@@ -359,6 +362,8 @@ def replay_failed(webhook: Webhook, workspace: Workspace, since: datetime) -> in
             WebhookDelivery.webhook_id == webhook.id,
             WebhookDelivery.status == FAILED,
             WebhookDelivery.created_at >= since,
+            # Only subscribed events are sent (a sandbox test event was asked for, whatever its type).
+            WebhookDelivery.is_test.is_(True) | WebhookDelivery.event_id.in_(_events_of_types(webhook)),
         )
         .values(**_new_round(now(workspace)))
         .execution_options(synchronize_session=False)
@@ -381,6 +386,31 @@ def skip_pending(webhook: Webhook, reason: str) -> None:
             WebhookDelivery.is_test.is_(False),
         )
         .values(status=SKIPPED, skip_reason=reason, claim_token=None, claimed_until=None)
+    )
+
+
+def _events_of_types(webhook: Webhook, *, subscribed: bool = True):
+    """The ids of the webhook's workspace and mode's events of a type it is (or is not) subscribed to."""
+    types = list(webhook.enabled_events or [])
+    chosen = Event.type.in_(types) if subscribed else Event.type.not_in(types)
+    return select(Event.id).where(
+        Event.workspace_id == webhook.workspace_id, Event.mode == webhook.mode, chosen
+    )
+
+
+def skip_unsubscribed(webhook: Webhook) -> None:
+    """Mark the webhook's pending deliveries of event types it no longer subscribes to skipped: only
+    subscribed events are sent, and a retry of one it dropped went on for up to 15 minutes."""
+    db.session.execute(
+        update(WebhookDelivery)
+        .where(
+            WebhookDelivery.webhook_id == webhook.id,
+            WebhookDelivery.status == PENDING,
+            WebhookDelivery.is_test.is_(False),
+            WebhookDelivery.event_id.in_(_events_of_types(webhook, subscribed=False)),
+        )
+        .values(status=SKIPPED, skip_reason=UNSUBSCRIBED_REASON, claim_token=None, claimed_until=None)
+        .execution_options(synchronize_session=False)
     )
 
 

@@ -130,7 +130,7 @@ class SearchHit:
 def search(
     q: str | None,
     *,
-    limit: int = 20,
+    limit: int | None = 20,
     required_jobs: Iterable[str] | None = None,
     types: Iterable[str] | None = None,
     session: Session | None = None,
@@ -162,6 +162,29 @@ def search(
         return prefix, name, hit.kind, hit.id
 
     return sorted(matched, key=rank)[:limit]
+
+
+class NotInSearch(ValueError):
+    """A page was asked for after a hit this search does not hold (a cursor of another search)."""
+
+
+def search_page(
+    q: str | None,
+    *,
+    limit: int,
+    after: tuple[str, uuid.UUID] | None = None,
+    required_jobs: Iterable[str] | None = None,
+) -> tuple[list[SearchHit], bool]:
+    """One page of `search`: up to `limit` hits after the hit `after` (its kind and id), and whether more
+    follow. The world is seeded and read-only, so the same search ranks the same hits the same way."""
+    hits = search(q, limit=None, required_jobs=required_jobs)
+    start = 0
+    if after is not None:
+        position = next((i for i, hit in enumerate(hits) if (hit.kind, hit.id) == after), None)
+        if position is None:
+            raise NotInSearch(f"{after[0]} {after[1]} is not a hit of this search")
+        start = position + 1
+    return hits[start : start + limit], len(hits) > start + limit
 
 
 @dataclass(frozen=True)

@@ -371,6 +371,28 @@ def test_one_run_per_webhook_and_a_few_per_workspace_in_the_error_shape(app, api
     start_run(api, hooks[2]["id"])
 
 
+def test_a_retry_told_to_wait_runs_once_waited_with_the_same_idempotency_key(app, api, workspace):
+    """A 409 or 429 with Retry-After is not kept for the key: the retry it asks for, sent with the same key,
+    runs (it was replayed as the same 409 for 24 hours, its Retry-After gone)."""
+    app.config.update(WEBHOOK_TIMEOUT_SECONDS=3, CONFORMANCE_RUNS_PER_WORKSPACE=1)
+    hooks = [create_webhook(api, f"http://127.0.0.1:9/hook{i}", events=["account.added"]) for i in range(2)]
+    start_run(api, hooks[0]["id"])
+    for hook, status in ((hooks[0], 409), (hooks[1], 429)):
+        key = {"Idempotency-Key": str(uuid.uuid4())}
+        path = f"/sandbox/webhooks/{hook['id']}/conformance"
+        refused = api.post(path, headers=key)
+        assert refused.status_code == status and refused.headers["Retry-After"]
+        again = api.post(path, headers=key)  # still busy: the same answer, run again, not replayed
+        assert again.status_code == status and "Idempotent-Replayed" not in again.headers
+        assert runs.run_due(app) == 1  # the run in the way finishes
+        started = api.post(path, headers=key)
+        assert started.status_code == 202, started.get_json()
+        assert "Idempotent-Replayed" not in started.headers
+        replayed = api.post(path, headers=key)  # a 202 is kept as before
+        assert replayed.status_code == 202 and replayed.headers["Idempotent-Replayed"] == "true"
+        assert replayed.get_json() == started.get_json()
+
+
 def test_a_serving_thread_is_never_held_by_a_conformance_run(app, api, workspace, monkeypatch):
     """The endpoint accepts and never answers: the POST still answers, before anything reaches it, and every
     request of the run is sent from a worker thread, never from the thread that served the POST."""

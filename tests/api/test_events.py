@@ -198,6 +198,28 @@ def test_skipped_while_paused_then_resent_after_reactivation(app, api, workspace
     assert rx.event_ids() == [event_id]
 
 
+def test_unsubscribing_skips_the_retries_of_the_dropped_type(app, api, workspace):
+    """Only subscribed events are sent: a webhook that drops an event type gets no more retries of it (they went
+    on for up to 15 minutes); the types it keeps retry as usual."""
+    with Receiver(lambda r: (500, b"busy")) as rx:
+        hook_id = hook(api, rx.url, enabled_events=["account.added", "income.added"])
+        kept = emit(app, workspace, "account.added")
+        dropped = emit(app, workspace, "income.added")
+        with app.app_context():
+            assert deliver_due(app) == 2
+        assert api.put(f"/webhooks/{hook_id}", json={"enabled_events": ["account.added"]}).status_code == 200
+        kept_delivery, dropped_delivery = (
+            detail(app, workspace, e)["deliveries"][0] for e in (kept, dropped)
+        )
+        assert kept_delivery["status"] == "pending" and kept_delivery["next_attempt_at"]
+        assert dropped_delivery["status"] == "skipped" and dropped_delivery["next_attempt_at"] is None
+        assert "unsubscribed" in dropped_delivery["skip_reason"]
+        assert api.post("/sandbox/clock/advance", json={"seconds": 60}).status_code == 200  # the retry is due
+        with app.app_context():
+            assert deliver_due(app) == 1  # only the kept type goes out
+    assert sorted(rx.event_ids()) == sorted([kept, dropped, kept])
+
+
 def test_resend_errors(app, api, workspace):
     other = hook(api, "http://127.0.0.1:9/", enabled_events=["income.added"])
     event_id = emit(app, workspace)

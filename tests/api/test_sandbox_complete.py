@@ -176,6 +176,29 @@ def test_a_split_the_token_does_not_offer_is_refused_not_turned_into_a_full_swit
     assert no_split["allocation"]["type"] == "percent" and no_split["allocation"]["value"] == 40
 
 
+def test_a_federal_split_or_second_account_is_refused_not_turned_into_a_full_switch(api):
+    """A federal benefits switch is full and uses the token's first account (spec): Link's federal screen offers
+    neither a split nor a choice of account, so a CI asking for one is told so instead of passing unawares."""
+    savings = {**TARGET, "type": "savings", "account_number": "87654321"}
+    federal = {"first_name": "Ada", "last_name": "Lovelace", "social_security_number": "900000001"}
+    token = new_token(api, allocation={"targets": [TARGET, savings]})
+    for allocation in (
+        {"type": "amount", "value": 7500},
+        {"type": "percent", "value": 40},
+        {"target_index": 1},
+    ):
+        error = link_error(
+            complete(api, token, program_id=SSA, federal=federal, allocation=allocation), "INVALID_ALLOCATION"
+        )
+        assert "leave allocation out" in error["message"]
+    # The same token then completes without it (or with a full switch to the first account), as Link would.
+    done = ok(complete(api, token, federal=federal, allocation={"type": "full", "target_index": 0}))
+    params = api.get(f"/jobs/{done['job_id']}").get_json()["data"]["params"]
+    assert params["action"] == "full_switch" and params["allocation"]["target"] == {
+        "account_type": "checking"
+    }
+
+
 def test_partner_platform_omits_the_action(api):
     data = ok(
         complete(

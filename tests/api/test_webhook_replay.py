@@ -82,3 +82,26 @@ def test_replay_is_documented(api):
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert schema["$ref"].endswith("/ReplayRequest")
     assert document["components"]["schemas"]["ReplayRequest"]["properties"]["since"]["format"] == "date-time"
+
+
+def test_replay_sends_only_events_the_webhook_still_subscribes_to(app, api, workspace):
+    """Only subscribed events are sent: a failed delivery of a type the webhook has since dropped stays failed
+    (replay sent it again, as a resend to that webhook would not)."""
+    answers = {"status": 400}
+    with Receiver(lambda record: (answers["status"], b"no")) as rx:
+        webhook_id = hook(api, rx.url, enabled_events=["account.added", "income.added"])
+        kept = emit(app, workspace, "account.added", minutes=-2)
+        dropped = emit(app, workspace, "income.added", minutes=-1)
+        with app.app_context():
+            deliver_due(app)
+        assert set(statuses(api).values()) == {"failed"}
+        answers["status"] = 200
+        assert (
+            api.put(f"/webhooks/{webhook_id}", json={"enabled_events": ["account.added"]}).status_code == 200
+        )
+        response = api.post(f"/webhooks/{webhook_id}/replay", json={"since": "2020-01-01T00:00:00Z"})
+        assert response.get_json()["data"]["replayed"] == 1
+        with app.app_context():
+            assert deliver_due(app) == 1
+    assert rx.event_ids() == [kept, dropped, kept]
+    assert statuses(api)[kept] == "delivered" and statuses(api)[dropped] == "failed"

@@ -277,6 +277,40 @@ def test_test_event_validation_and_sandbox_only(api, api_for, public_dns):
     assert refused.status_code == 403 and refused.get_json()["error"]["code"] == "SANDBOX_ONLY"
 
 
+def test_test_events_carry_the_fields_of_real_events(app, api):
+    """A sample event has every field its type's real event has (docs/api.md: the Income payload is the Income
+    object plus end_user_id and link_token_id); income.added and employment.added samples lacked most."""
+    from console.events.models import EVENT_TYPES, Event
+    from console.world.seed_data import PLATFORM_IDS
+
+    target = {"type": "checking", "routing_number": "011000015", "account_number": "12345678"}
+    token = api.post(
+        "/link_tokens",
+        json={
+            "org_name": "Acme",
+            "end_user_id": "user-1",
+            "required_jobs": ["direct_deposit_switch"],
+            "allocation": {"targets": [target]},
+        },
+    ).get_json()["data"]
+    done = api.post(
+        f"/sandbox/link_tokens/{token['id']}/complete",
+        json={
+            "platform_id": str(PLATFORM_IDS["paycrest"]),
+            "credentials": {"username": "user_good", "password": "pass_good"},
+        },
+    )
+    assert done.status_code == 200, done.get_json()
+    with app.app_context():
+        real = {e.type: set(e.payload) for e in db.session.scalars(db.select(Event)).all()}
+    assert set(real) == set(EVENT_TYPES)  # Paycrest provides employment and income
+    hook = create(api, enabled_events=list(EVENT_TYPES))
+    for event_type in EVENT_TYPES:
+        response = api.post(f"/sandbox/webhooks/{hook['id']}/test", json={"event": event_type})
+        assert response.status_code == 200, response.get_json()
+        assert set(response.get_json()["data"]["payload"]) == real[event_type], event_type
+
+
 def test_a_real_switch_reaches_a_local_endpoint_signed(app, api, workspace):
     """The issue's "done when": register a local endpoint, run a scenario, verify what arrives."""
     from tests.factories import new_switch

@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from console.api.ratelimit import RateLimiter
 from console.world.seed_data import EMPLOYER_IDS, PLATFORM_IDS
 from tests.conftest import assert_error
 
@@ -107,6 +108,28 @@ def test_search_returns_employers_and_platforms(api):
     assert {h["type"] for h in hits} <= {"employer", "platform"}
     assert any(h["type"] == "platform" for h in hits)
     assert len(api.get("/search?limit=5").get_json()["data"]) == 5
+
+
+def test_search_is_paginated_like_every_collection(app, api):
+    """next_cursor leads to the rest (it was null whatever was left, so a client following it stopped early)."""
+    app.extensions["ratelimiter"] = RateLimiter(
+        "memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1000/second")
+    )
+    for query in ("", "?q=a"):
+        sep = "&" if query else "?"
+        everything = api.get(f"/search{query}{sep}limit=100").get_json()
+        assert everything["meta"]["next_cursor"] is None and everything["meta"]["count"] > 3
+        first = api.get(f"/search{query}{sep}limit=3").get_json()
+        assert first["meta"]["count"] == 3 and first["meta"]["next_cursor"]
+        assert collect(api, f"/search{query}{sep}limit=3") == everything["data"]
+    other = api.get("/platforms?limit=1").get_json()["meta"]["next_cursor"]
+    first = api.get("/search?q=a&limit=1").get_json()
+    for cursor in (other, "not-a-cursor", ""):
+        error = assert_error(api.get(f"/search?q=a&cursor={cursor}"), 400, "INVALID_REQUEST_PARAMETERS")
+        assert [f["name"] for f in error["fields"]] == ["cursor"]
+    # A cursor of another search: its hit is not in this one.
+    employers_only = api.get("/search?q=zzzz-no-such-name&cursor=" + first["meta"]["next_cursor"])
+    assert_error(employers_only, 400, "INVALID_REQUEST_PARAMETERS")
 
 
 def test_search_can_require_jobs(api):

@@ -231,6 +231,11 @@ def test_past_date_not_a_real_date(value: str) -> None:
         ("ssn:123-45-6789", "Social Security"),
         (" 123456789 ", "Social Security"),
         ("tel:+15551234567", "phone"),
+        # Compatibility and non-ASCII digits are the same data (fullwidth, Arabic-Indic): they passed.
+        ("\uff11\uff12\uff13-\uff14\uff15-\uff16\uff17\uff18\uff19", "Social Security"),
+        ("\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19", "Social Security"),
+        ("\u0665\u0665\u0665\u0661\u0662\u0663\u0664\u0665\u0666\u0667", "phone"),
+        ("jane\uff20example.com", "email"),
     ],
 )
 def test_personal_data_is_detected(value: str, kind: str) -> None:
