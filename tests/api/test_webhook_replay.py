@@ -103,5 +103,6 @@ def test_replay_sends_only_events_the_webhook_still_subscribes_to(app, api, work
         assert response.get_json()["data"]["replayed"] == 1
         with app.app_context():
             assert deliver_due(app) == 1
-    assert rx.event_ids() == [kept, dropped, kept]
+    sent = rx.event_ids()  # the first round's two in either order: the senders run side by side
+    assert sorted(sent[:2]) == sorted([kept, dropped]) and sent[2:] == [kept]
     assert statuses(api)[kept] == "delivered" and statuses(api)[dropped] == "failed"
