@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 import time
 
-from flask import Flask, g, jsonify, make_response, render_template, request
+from flask import Flask, current_app, g, jsonify, make_response, render_template, request
 from sqlalchemy import exc as sa_exc
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from console.core.errors import ServiceError, ServiceUnavailable
 from console.core.ids import uuid7
-from console.modes import is_api_path
+from console.modes import URL_PREFIXES, is_api_path
 from console.requestlog import capture as requestlog_capture
 from console.versions import LATEST_VERSION
 
@@ -83,7 +83,13 @@ def _database_unavailable(exc: Exception):
 
 def _http_error(exc: HTTPException):
     if not is_api_path(request.path):
-        return _http_error_page(exc)
+        meant = _api_path_meant(exc)
+        if meant is None:
+            return _http_error_page(exc)
+        message = (
+            f"No endpoint at {request.path}. The API's paths start with /v1 after the mode's base: {meant}."
+        )
+        return error_response(404, *HTTP_ERRORS[404], message)
     type_, code = HTTP_ERRORS.get(exc.code or 500, ("UNKNOWN_ERROR", "HTTP_ERROR"))
     if exc.code == 404:
         message = f"No endpoint at {request.path}."
@@ -100,6 +106,28 @@ def _http_error(exc: HTTPException):
     if exc.code == 405 and getattr(exc, "valid_methods", None):
         response.headers["Allow"] = ", ".join(exc.valid_methods)
     return response, status
+
+
+def _api_path_meant(exc: HTTPException) -> str | None:
+    """For an API call whose path lacks its /v1 (`POST /sandbox/link_tokens`; the spec's header example omits
+    the prefix), the path it meant, so that the caller gets the API's 404 saying so instead of a console page.
+    An API call is told by its `x-api-secret` header (every call carries one) or a method a page link never
+    uses; a browser's GET of an unknown page still gets the console's page."""
+    if exc.code != 404 or ("x-api-secret" not in request.headers and request.method in ("GET", "HEAD")):
+        return None
+    adapter = current_app.url_map.bind("")
+    for prefix in sorted(URL_PREFIXES.values(), key=len, reverse=True):  # "/sandbox" before production's ""
+        if not request.path.startswith(prefix + "/"):
+            continue
+        meant = f"{prefix}/v1{request.path[len(prefix) :]}"
+        try:
+            adapter.match(meant, method=request.method)
+        except MethodNotAllowed:
+            return meant  # the path exists, for other methods: its /v1 is still what is missing
+        except HTTPException:
+            return None
+        return meant
+    return None
 
 
 # A console page's 404 (no such page, or one of another workspace's), here and in console.web.shared.blueprint.

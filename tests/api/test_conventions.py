@@ -151,6 +151,23 @@ def test_a_path_with_v1_twice_is_told_so(api):
     )
 
 
+def test_an_api_call_without_v1_in_its_path_is_told_the_path_it_meant(client, workspace):
+    """The spec's header example omits /v1 for the Link token path: copied, it reached the console's HTML 404."""
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
+    response = client.post("/sandbox/link_tokens", json={}, headers=headers)
+    error = assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+    assert error["message"] == (
+        "No endpoint at /sandbox/link_tokens. The API's paths start with /v1 after the mode's base: "
+        "/sandbox/v1/link_tokens."
+    )
+    assert (
+        "/v1/jobs." in assert_error(client.get("/jobs", headers=headers), 404, "RECORD_NOT_FOUND")["message"]
+    )
+    # A browser's GET of a page that does not exist still gets the console's page, and so does a wrong guess.
+    assert client.get("/sandbox/jobs").content_type.startswith("text/html")
+    assert client.get("/sandbox/nothing", headers=headers).content_type.startswith("text/html")
+
+
 def test_unknown_method_is_405_in_the_error_shape(api):
     response = api.request("PATCH", "/link_tokens", json={})
     assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
