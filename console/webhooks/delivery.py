@@ -469,10 +469,21 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
         hook = hooks.get(r.job.webhook_id)
         if hook is not None and hook.deleted_at is None:
             services.note_attempt(hook, workspaces[r.job.workspace_id], r.at, r.status_code)
-    # Paused or deleted while the attempt was in flight: its retry must not go out.
+    # Paused or deleted while the attempt was in flight: its retry must not go out. Nor a retry of an event type
+    # the webhook stopped subscribing to meanwhile (only subscribed events are sent; `update_webhook` skipped
+    # the pending ones, but this attempt was not pending then).
+    retried = {row["b_id"] for row in retry}
     for hook in hooks.values():
         if hook.deleted_at is not None or hook.status == PAUSED:
             services.skip_pending(hook, "webhook deleted" if hook.deleted_at else "webhook paused")
+        elif any(
+            r.job.webhook_id == hook.id
+            and r.job.delivery_id in retried
+            and not r.job.is_test
+            and r.job.event_type not in (hook.enabled_events or ())
+            for r in results
+        ):
+            services.skip_unsubscribed(hook)
     session.flush()
 
 

@@ -155,3 +155,43 @@ def test_paused_while_in_flight_the_retry_is_skipped(app, ctx):
         db.session.commit()
     assert result.status_code == 503 and len(rx.requests) == 1
     assert delivery_status(event_id) == "skipped"
+
+
+def test_unsubscribed_while_in_flight_the_retry_is_skipped(app, ctx):
+    """Only subscribed events are sent: a type dropped while its attempt is out gets no retry (the update skipped
+    only the pending ones); a type kept retries as usual."""
+    from console.webhooks import delivery
+    from console.webhooks.delivery_loop import Claimer
+
+    ws, key = ctx
+    with Receiver(lambda r: (503, b"")) as rx:
+        hook = services.create_webhook(
+            key,
+            {
+                "url": rx.url,
+                "status": "active",
+                "enabled_events": ["account.added", "income.added"],
+                "version": "2023-11-22",
+            },
+        )
+        db.session.commit()
+        dropped = record_event(
+            workspace_id=ws.id, mode="sandbox", type="income.added", payload={}, at=now(ws)
+        )
+        kept = record_event(workspace_id=ws.id, mode="sandbox", type="account.added", payload={}, at=now(ws))
+        db.session.commit()
+        dropped_id, kept_id = dropped.id, kept.id
+        jobs = Claimer(lease_seconds=30).claim(10)
+        db.session.commit()
+        # The attempts are out: the update skips only what is pending.
+        services.update_webhook(webhook(hook.id), ws, {"enabled_events": ["account.added"]})
+        db.session.commit()
+        transport = delivery.Transport(app)
+        try:
+            results = [delivery.send(job, transport, timeout=2) for job in jobs]
+        finally:
+            transport.close()
+        delivery.record(results)
+        db.session.commit()
+    assert len(rx.requests) == 2
+    assert (delivery_status(dropped_id), delivery_status(kept_id)) == ("skipped", "pending")
