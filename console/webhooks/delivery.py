@@ -483,7 +483,7 @@ def record(results: list[Result], timeout: float = DEFAULT_TIMEOUT_SECONDS) -> N
             and r.job.event_type not in (hook.enabled_events or ())
             for r in results
         ):
-            services.skip_unsubscribed(hook)
+            services.skip_pending(hook, services.UNSUBSCRIBED_REASON, unsubscribed_only=True)
     session.flush()
 
 

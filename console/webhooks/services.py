@@ -212,7 +212,7 @@ def update_webhook(webhook: Webhook, workspace: Workspace, body: Any) -> Webhook
         if name in cleaned:
             setattr(webhook, name, cleaned[name])
     if "enabled_events" in cleaned:
-        skip_unsubscribed(webhook)
+        skip_pending(webhook, UNSUBSCRIBED_REASON, unsubscribed_only=True)
     status = cleaned.get("status")
     if status == ACTIVE and webhook.status == PAUSED:
         reactivate(webhook, at)
@@ -375,18 +375,24 @@ def replay_failed(webhook: Webhook, workspace: Workspace, since: datetime) -> in
 # Pausing ------------------------------------------------------------------------------------
 
 
-def skip_pending(webhook: Webhook, reason: str) -> None:
-    """Mark the webhook's pending deliveries skipped (resendable later)."""
+def skip_pending(webhook: Webhook, reason: str, *, unsubscribed_only: bool = False) -> None:
+    """Mark the webhook's pending deliveries skipped (resendable later); `unsubscribed_only`: only those of event
+    types it no longer subscribes to (only subscribed events are sent, and a retry of a type it dropped went on
+    for up to 15 minutes)."""
     # Pending rows only: an attempt in flight finishes and is recorded as usual.
-    db.session.execute(
-        update(WebhookDelivery)
-        .where(
-            WebhookDelivery.webhook_id == webhook.id,
-            WebhookDelivery.status == PENDING,
-            WebhookDelivery.is_test.is_(False),
-        )
-        .values(status=SKIPPED, skip_reason=reason, claim_token=None, claimed_until=None)
+    conditions = [
+        WebhookDelivery.webhook_id == webhook.id,
+        WebhookDelivery.status == PENDING,
+        WebhookDelivery.is_test.is_(False),
+    ]
+    statement = update(WebhookDelivery).values(
+        status=SKIPPED, skip_reason=reason, claim_token=None, claimed_until=None
     )
+    if unsubscribed_only:
+        conditions.append(WebhookDelivery.event_id.in_(_events_of_types(webhook, subscribed=False)))
+        # A subquery the session cannot evaluate in Python on the objects it holds.
+        statement = statement.execution_options(synchronize_session=False)
+    db.session.execute(statement.where(*conditions))
 
 
 def _events_of_types(webhook: Webhook, *, subscribed: bool = True):
@@ -395,22 +401,6 @@ def _events_of_types(webhook: Webhook, *, subscribed: bool = True):
     chosen = Event.type.in_(types) if subscribed else Event.type.not_in(types)
     return select(Event.id).where(
         Event.workspace_id == webhook.workspace_id, Event.mode == webhook.mode, chosen
-    )
-
-
-def skip_unsubscribed(webhook: Webhook) -> None:
-    """Mark the webhook's pending deliveries of event types it no longer subscribes to skipped: only
-    subscribed events are sent, and a retry of one it dropped went on for up to 15 minutes."""
-    db.session.execute(
-        update(WebhookDelivery)
-        .where(
-            WebhookDelivery.webhook_id == webhook.id,
-            WebhookDelivery.status == PENDING,
-            WebhookDelivery.is_test.is_(False),
-            WebhookDelivery.event_id.in_(_events_of_types(webhook, subscribed=False)),
-        )
-        .values(status=SKIPPED, skip_reason=UNSUBSCRIBED_REASON, claim_token=None, claimed_until=None)
-        .execution_options(synchronize_session=False)
     )
 
 
