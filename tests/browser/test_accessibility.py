@@ -204,6 +204,12 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
     created = page.url.removeprefix(live.url)
     unlock = f"/training/{ids['cohort']}/trainer/{secret}"
     page.goto(live.url + unlock)  # the trainer's session may now open the grid
+    # A profile saved from the page: its "saved" page shows the edit link to this browser only.
+    page.goto(live.url + "/present")
+    page.get_by_label("Company name").fill("Saved Lending")
+    page.get_by_role("button", name="Save as a profile").click()
+    page.locator("#edit-link").wait_for()
+    saved = page.url.removeprefix(live.url)
     profile_unlock = f"/p/{slug}/edit/{edit_secret}"
     page.goto(live.url + profile_unlock)  # and the profile's edit page
     training = {
@@ -220,6 +226,7 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
         "console.present_profile": f"/p/{slug}",
         "console.unlock_profile": profile_unlock,
         "console.edit_profile": f"/present/profiles/{slug}/edit",
+        "console.profile_saved": saved,
     }
     return training, presenter
 

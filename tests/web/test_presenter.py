@@ -10,12 +10,13 @@ import uuid
 from datetime import UTC, datetime
 
 import pytest
-from sqlalchemy import event, select
+from sqlalchemy import event, func, select
 
 from console.extensions import db
 from console.jobs.models import Job
 from console.presenter import profiles, stories
 from console.presenter.brand import DEFAULT_COLOR, from_args
+from console.presenter.models import PresenterProfile
 from console.requestlog.models import RequestLogEntry
 from console.web.link import tokens as linktokens
 from console.web.present import actions, drive
@@ -493,7 +494,7 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
 
 def save_profile(visitor, **form) -> tuple[str, str]:
     """Save a profile from the start page; return its slug and its private edit link (shown once)."""
-    response = visitor.post("/present/profiles", {"brand": "Acme Bank", **form})
+    response = visitor.post("/present/profiles", {"brand": "Acme Bank", **form}, follow_redirects=True)
     assert response.status_code == 200, response.get_data(as_text=True)
     text = response.get_data(as_text=True)
     slug = re.search(r'href="/p/([a-z2-7]{8})" data-short-url', text).group(1)
@@ -501,10 +502,30 @@ def save_profile(visitor, **form) -> tuple[str, str]:
     return slug, edit_link
 
 
+def test_reloading_the_saved_page_saves_no_second_profile_and_the_edit_link_leaves_once_edited(app, visitor):
+    """The save answered its POST with the page: a reload re-sent the form and saved the profile again."""
+    response = visitor.post("/present/profiles", {"brand": "Acme Bank"})
+    assert response.status_code == 303
+    saved = response.headers["Location"]
+    with visitor.client.session_transaction() as session:
+        kept = session["presenter_saved"]
+    first = visitor.get(saved).get_data(as_text=True)
+    edit_link = re.search(r'<code id="edit-link">([^<]+)</code>', first).group(1)
+    assert edit_link.rsplit("/", 1)[1] not in str(kept)  # sealed in the cookie, not readable there
+    again = visitor.get(saved).get_data(as_text=True)  # a reload: the same page, no second profile
+    assert f'<code id="edit-link">{edit_link}</code>' in again
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(PresenterProfile)) == 1
+    slug = kept["profile"]
+    assert visitor.get(f"/present/profiles/{slug}/edit").status_code == 200  # moved on: the secret leaves
+    later = visitor.get(saved)
+    assert later.status_code == 302 and later.headers["Location"].endswith(f"/present/profiles/{slug}/edit")
+
+
 def test_a_saved_profile_has_a_short_url_with_its_brand_and_stories(app, visitor, other_visitor):
     form = {"brand": "Acme Bank", "initials": "AK", "color": "#aa0011", "theme": "dark"}
     form["stories"] = ["30-federal-benefits", "10-standard-switch", "no-such-story"]
-    response = visitor.post("/present/profiles", form)
+    response = visitor.post("/present/profiles", form, follow_redirects=True)
     assert response.status_code == 200
     text = response.get_data(as_text=True)
     short = re.search(r'href="(/p/[a-z2-7]{8})" data-short-url', text).group(1)

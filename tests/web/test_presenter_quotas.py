@@ -76,7 +76,7 @@ def test_the_server_wide_cap_is_not_refused_even_when_every_profile_was_just_use
     save_profile(visitor)
     save_profile(visitor)
     response = Visitor(app.test_client()).start().post("/present/profiles", {"brand": "Newcomer"})
-    assert response.status_code == 200
+    assert response.status_code == 303
     assert count(app) == 2
 
 

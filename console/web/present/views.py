@@ -26,6 +26,7 @@ from console.core.params import nul_fields
 from console.core.routes import Routes
 from console.core.timeutil import utcnow
 from console.extensions import db
+from console.keys.secrets import seal, unseal
 from console.modes import SANDBOX
 from console.presenter import brand, feed, profiles, stories
 from console.web.link import guide as linkguide
@@ -48,6 +49,9 @@ SUMMARY_ROWS = 100
 # printed that run's webhooks and calls under its own title.
 RUN_KEY = "presenter_run"
 EDITOR_KEY = "presenter_profiles"
+# The profile just saved and its edit secret, sealed (the session cookie is signed, not encrypted), for the
+# "profile saved" page its save redirects to, until the presenter moves on to the profile's edit page.
+SAVED_KEY = "presenter_saved"
 # A sales engineer prepares a handful of demos from one browser; the session cookie stays small.
 MAX_EDITED_PROFILES = 20
 
@@ -248,13 +252,30 @@ def save_profile():
     )
     db.session.commit()
     _unlock(profile.slug)
+    # POST-redirect-GET: reloading the result page must not save another profile (a reload re-sent the form).
+    session[SAVED_KEY] = {"profile": profile.slug, "secret": seal(secret).decode()}
+    return redirect(url_for("console.profile_saved", slug=profile.slug), code=303)
+
+
+@routes.get("/present/profiles/<slug>/saved")
+def profile_saved(slug: str):
+    """The profile just saved, with its short link and its private edit link: to its creator's browser only."""
+    profile = _editable_or_404(slug)
+    pending = session.get(SAVED_KEY) or {}
+    if pending.get("profile") != profile.slug:  # shown, and the presenter has moved on to its edit page since
+        return redirect(url_for("console.edit_profile", slug=profile.slug))
     root = api_root()
-    return render_template(
-        "console/present/present_profile_saved.html",
-        profile=profile,
-        short_link=root + url_for("console.present_profile", slug=profile.slug),
-        edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
+    secret = unseal(pending["secret"].encode())
+    response = Response(
+        render_template(
+            "console/present/present_profile_saved.html",
+            profile=profile,
+            short_link=root + url_for("console.present_profile", slug=profile.slug),
+            edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
+        )
     )
+    response.headers["Cache-Control"] = "no-store"  # it holds the edit link
+    return response
 
 
 @routes.get("/p/<slug>/edit/<secret>")
@@ -301,6 +322,8 @@ def _edit_page(profile, *, errors: dict[str, str] | None = None, form=None, stat
 @routes.get("/present/profiles/<slug>/edit")
 def edit_profile(slug: str):
     profile = _editable_or_404(slug)
+    if (session.get(SAVED_KEY) or {}).get("profile") == profile.slug:
+        session.pop(SAVED_KEY)  # the presenter moved on from the saved page: the secret leaves the cookie
     _used(profile)
     return _edit_page(profile)
 
