@@ -244,8 +244,8 @@ def key_for_secret(secret: str | None) -> ApiKey:
 
     What the console's *Open a key's workspace* uses: holding a secret already gives full API access to its
     workspace in its mode, so seeing that workspace in the console gives nothing more, provided the workspace
-    holds no active key of a stronger mode (development, production) whose secret the console would show;
-    such a workspace opens only with a secret of its strongest mode. The messages never repeat the secret.
+    has no key of a stronger mode (development, production; revoked ones included) whose secrets, calls and
+    data the console would show; such a workspace opens only with a secret of its strongest mode. The messages never repeat the secret.
     Found by its hash, as `authenticate` does.
     """
     pasted = (secret or "").strip()
@@ -263,16 +263,16 @@ def key_for_secret(secret: str | None) -> ApiKey:
         )
     stronger = stronger_modes_held(key)
     if stronger:
-        # The console reveals, rolls and revokes every key of the workspace it shows: opened with a sandbox
-        # secret it handed out the workspace's development and production secrets, which that secret's own
-        # API access never reaches (WRONG_MODE). So only a secret of the workspace's strongest mode opens it.
+        # The console reveals, rolls, revokes and creates every mode's keys of the workspace it shows: opened
+        # with a sandbox secret it handed out the workspace's development and production secrets, which that
+        # secret's own API access never reaches (WRONG_MODE). Only a secret of the strongest mode the
+        # workspace has keys of opens it (a revoked key's mode counts: its calls and data are still there).
         raise ValidationFailed(
             [
                 FieldError(
                     "secret",
-                    f"This {key.mode} key's workspace also holds active {' and '.join(stronger)} keys, which "
-                    "the console would show: paste a secret of its "
-                    f"{stronger[-1]} keys to open it.",
+                    f"This {key.mode} key's workspace also has {' and '.join(stronger)} keys, which the "
+                    f"console would show: paste the secret of one of its active {stronger[-1]} keys to open it.",
                 )
             ]
         )
@@ -284,8 +284,9 @@ MODE_STRENGTH = {SANDBOX: 0, DEVELOPMENT: 1, PRODUCTION: 2}
 
 
 def stronger_modes_held(key: ApiKey) -> list[str]:
-    """The modes, weakest first, stronger than `key`'s in which its workspace holds an active key (one neither
-    revoked nor past its grace period)."""
+    """The modes, weakest first, stronger than `key`'s in which its workspace holds a key, revoked ones
+    included: their calls and data stay in the workspace (the request log shows them), and the console
+    could make a new key of that mode."""
     wanted = [mode for mode in MODES if MODE_STRENGTH[mode] > MODE_STRENGTH[key.mode]]
     if not wanted:
         return []
@@ -295,8 +296,6 @@ def stronger_modes_held(key: ApiKey) -> list[str]:
             .where(
                 ApiKey.workspace_id == key.workspace_id,
                 ApiKey.mode.in_(wanted),
-                ApiKey.revoked_at.is_(None),
-                (ApiKey.expires_at.is_(None)) | (ApiKey.expires_at > utcnow()),
             )
             .distinct()
         )
