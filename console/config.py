@@ -48,8 +48,15 @@ def secret_key() -> str:
     path = INSTANCE_DIR / "secret_key"
     if path.exists():
         return path.read_text().strip()
-    INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+    make_private_dir(INSTANCE_DIR)
     return _write_new_secret_key(path)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create the instance folder (if missing) readable by its owner only: it holds the SQLite database (every
+    workspace's data, with personal data in events and payloads), created with the umask's mode (0644 usually),
+    beside the secret key. A folder that exists is left as it is."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _write_new_secret_key(path: Path) -> str:

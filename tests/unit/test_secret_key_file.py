@@ -28,3 +28,15 @@ def test_a_key_written_first_by_another_process_is_the_one_used(tmp_path, monkey
     assert config._write_new_secret_key(path) == "written-by-the-other-process"
     assert path.read_text() == "written-by-the-other-process\n"
     assert [p.name for p in tmp_path.iterdir()] == ["secret_key"]
+
+
+def test_a_fresh_instance_folder_is_its_owners_only(tmp_path, monkeypatch):
+    """It holds the SQLite database (every workspace's data), which SQLite creates with the umask's mode."""
+    instance = tmp_path / "checkout" / "instance"
+    monkeypatch.setattr(config, "INSTANCE_DIR", instance)
+    monkeypatch.delenv("SECRET_KEY", raising=False)
+    config.secret_key()
+    assert stat.S_IMODE(instance.stat().st_mode) == 0o700
+    other = tmp_path / "elsewhere"
+    config.make_private_dir(other)
+    assert stat.S_IMODE(other.stat().st_mode) == 0o700
