@@ -249,12 +249,18 @@ def save_profile():
     db.session.commit()
     _unlock(profile.slug)
     root = api_root()
-    return render_template(
-        "console/present/present_profile_saved.html",
-        profile=profile,
-        short_link=root + url_for("console.present_profile", slug=profile.slug),
-        edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
+    response = Response(
+        render_template(
+            "console/present/present_profile_saved.html",
+            profile=profile,
+            short_link=root + url_for("console.present_profile", slug=profile.slug),
+            edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
+        )
     )
+    response.headers["Cache-Control"] = (
+        "no-store"  # it holds the edit link, as the cohort's created page does
+    )
+    return response
 
 
 @routes.get("/p/<slug>/edit/<secret>")
