@@ -194,6 +194,12 @@ def test_an_api_secret_sent_anywhere_else_is_logged_masked(app, api, workspace):
         api.get("/jobs", headers={"X-Api-Key": secret}),
     ]
     assert [r.status_code for r in responses] == [400, 400, 404, 200]
+    # The answers never quote it either (the 404 said "No job with id sk_…", a field error named ?sk_…=).
+    assert masked in responses[2].get_json()["error"]["message"]
+    unknown = api.get(f"/jobs?{secret}=1")
+    assert secret not in unknown.get_data(as_text=True) and masked in unknown.get_data(as_text=True)
+    for response in responses:
+        assert secret not in response.get_data(as_text=True)
     rows = [logged(app, r) for r in responses]
     for row in rows:
         assert secret not in stored(row) + row.path
