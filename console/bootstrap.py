@@ -9,6 +9,7 @@ from flask import current_app
 from sqlalchemy import inspect, select
 from sqlalchemy.exc import OperationalError
 
+from console import config as settings
 from console.db.schema import upgrade_to_head
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -55,7 +56,7 @@ def prepare_database() -> Prepared:
 
     url = db.engine.url
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
-        Path(url.database).parent.mkdir(parents=True, exist_ok=True)  # a fresh instance folder
+        settings.make_private_dir(Path(url.database).parent)  # a fresh instance folder, owner only
     before = _revision()
     upgrade_to_head()
     inserted = seed_world(db.session)

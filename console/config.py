@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,10 +48,35 @@ def secret_key() -> str:
     path = INSTANCE_DIR / "secret_key"
     if path.exists():
         return path.read_text().strip()
-    INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+    make_private_dir(INSTANCE_DIR)
+    return _write_new_secret_key(path)
+
+
+def make_private_dir(path: Path) -> None:
+    """Create the instance folder (if missing) readable by its owner only: it holds the SQLite database (every
+    workspace's data, with personal data in events and payloads), created with the umask's mode (0644 usually),
+    beside the secret key. A folder that exists is left as it is."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _write_new_secret_key(path: Path) -> str:
+    """A new key in `path`, readable by its owner only from its first byte, or the one another process wrote.
+
+    Written to a private temporary file (mkstemp: mode 0600) and linked into place: `write_text` then `chmod`
+    left the key world-readable under the usual umask until the chmod, and two processes starting together
+    could each write (and use) a key of their own, the second overwriting the first.
+    """
     value = secrets.token_urlsafe(48)
-    path.write_text(value)
-    path.chmod(0o600)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".secret_key.")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(value)
+        try:
+            os.link(temporary, path)
+        except FileExistsError:  # another process was first: use its key
+            return path.read_text().strip()
+    finally:
+        os.unlink(temporary)
     return value
 
 

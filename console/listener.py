@@ -56,9 +56,19 @@ class Service:
 
     def post(self, path: str, body: dict[str, Any] | None = None) -> requests.Response:
         try:
-            response = self.session.post(self.base + path, json=body or {}, timeout=SERVICE_TIMEOUT)
+            # Never followed: requests sends session headers (the x-api-secret) on to any redirect's host; it
+            # strips only Authorization.
+            response = self.session.post(
+                self.base + path, json=body or {}, timeout=SERVICE_TIMEOUT, allow_redirects=False
+            )
         except requests.RequestException as exc:
             raise Unavailable(_network_problem(exc)) from None
+        if response.is_redirect:
+            raise Fatal(
+                f"{self.base}{path} answered {response.status_code}, a redirect to "
+                f"{response.headers.get('Location', '?')}: the key is not sent on to it; give --api as the "
+                "service's own URL."
+            )
         if response.status_code == 429:
             raise Unavailable(f"rate limited; retry after {response.headers.get('Retry-After', '1')} s")
         if response.status_code >= 500:

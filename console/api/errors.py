@@ -17,6 +17,7 @@ from console.core.errors import ServiceError, ServiceUnavailable
 from console.core.ids import uuid7
 from console.modes import URL_PREFIXES, is_api_path
 from console.requestlog import capture as requestlog_capture
+from console.requestlog.redact import mask_api_secrets
 from console.versions import LATEST_VERSION
 
 log = logging.getLogger(__name__)
@@ -32,13 +33,18 @@ HTTP_ERRORS = {
 
 
 def error_response(status: int, type_: str, code: str, message: str, fields: list | None = None):
+    """The error body. An API secret a message would quote (one sent where an id goes: `GET /v1/jobs/sk_…`
+    answered "No job with id sk_…") is named by its prefix and last four, as the request log keeps it."""
+    fields = [
+        {k: mask_api_secrets(v) if isinstance(v, str) else v for k, v in f.items()} for f in fields or []
+    ]
     body = {
         "error": {
             "type": type_,
             "code": code,
-            "message": message,
+            "message": mask_api_secrets(message),
             "status_code": status,
-            "fields": fields or [],
+            "fields": fields,
         }
     }
     return jsonify(body), status

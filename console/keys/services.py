@@ -18,7 +18,7 @@ from console.db.rows import Snapshot
 from console.extensions import db
 from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
-from console.modes import MODES, URL_PREFIXES
+from console.modes import DEVELOPMENT, MODES, PRODUCTION, SANDBOX, URL_PREFIXES
 from console.workspaces.models import Workspace
 
 # How long a rolled key's secret keeps working, as offered by the console and `console keys roll --grace`.
@@ -243,8 +243,10 @@ def key_for_secret(secret: str | None) -> ApiKey:
     """The active key a pasted secret belongs to, in any mode; `ValidationFailed` on the `secret` field.
 
     What the console's *Open a key's workspace* uses: holding a secret already gives full API access to its
-    workspace, so seeing that workspace in the console gives nothing more. The messages never repeat the
-    secret. Found by its hash, as `authenticate` does.
+    workspace in its mode, so seeing that workspace in the console gives nothing more, provided the workspace
+    has no key of a stronger mode (development, production; revoked ones included) whose secrets, calls and
+    data the console would show; such a workspace opens only with a secret of its strongest mode. The messages never repeat the secret.
+    Found by its hash, as `authenticate` does.
     """
     pasted = (secret or "").strip()
     if not pasted:
@@ -259,4 +261,43 @@ def key_for_secret(secret: str | None) -> ApiKey:
         raise ValidationFailed(
             [FieldError("secret", "This key was revoked or rolled: use a key that works.")]
         )
+    stronger = stronger_modes_held(key)
+    if stronger:
+        # The console reveals, rolls, revokes and creates every mode's keys of the workspace it shows: opened
+        # with a sandbox secret it handed out the workspace's development and production secrets, which that
+        # secret's own API access never reaches (WRONG_MODE). Only a secret of the strongest mode the
+        # workspace has keys of opens it (a revoked key's mode counts: its calls and data are still there).
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "secret",
+                    f"This {key.mode} key's workspace also has {' and '.join(stronger)} keys, which the "
+                    f"console would show: paste the secret of one of its active {stronger[-1]} keys to open it.",
+                )
+            ]
+        )
     return key
+
+
+# How far a secret reaches, weakest first: a sandbox secret moves no real money, a production one does.
+MODE_STRENGTH = {SANDBOX: 0, DEVELOPMENT: 1, PRODUCTION: 2}
+
+
+def stronger_modes_held(key: ApiKey) -> list[str]:
+    """The modes, weakest first, stronger than `key`'s in which its workspace holds a key, revoked ones
+    included: their calls and data stay in the workspace (the request log shows them), and the console
+    could make a new key of that mode."""
+    wanted = [mode for mode in MODES if MODE_STRENGTH[mode] > MODE_STRENGTH[key.mode]]
+    if not wanted:
+        return []
+    held = set(
+        db.session.scalars(
+            select(ApiKey.mode)
+            .where(
+                ApiKey.workspace_id == key.workspace_id,
+                ApiKey.mode.in_(wanted),
+            )
+            .distinct()
+        )
+    )
+    return [mode for mode in wanted if mode in held]

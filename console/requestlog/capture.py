@@ -30,7 +30,7 @@ from console.config import public_root
 from console.core.ids import uuid7
 from console.core.timeutil import utcnow
 from console.db.rows import session_instance
-from console.requestlog.redact import redact_body, redact_pairs
+from console.requestlog.redact import mask_api_secrets, redact_body, redact_pairs
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +44,15 @@ MAX_BODY_CHARS = 64_000
 
 
 def stored_headers(headers) -> dict[str, str]:
-    """Request headers as the log keeps them: the secret replaced, credentials and transport ones dropped."""
+    """Request headers as the log keeps them: the secret replaced, credentials and transport ones dropped, a
+    secret in any other header masked."""
     kept: dict[str, str] = {}
     for name, value in headers.items():
         lowered = name.lower()
         if lowered == SECRET_HEADER:
             kept[name] = SECRET_PLACEHOLDER
         elif lowered not in UNSTORED_HEADERS:
-            kept[name] = value
+            kept[name] = mask_api_secrets(value)  # a secret sent under another name too (X-Api-Key)
     return kept
 
 
@@ -138,6 +139,7 @@ def prepared(raw: dict[str, Any], config) -> dict[str, Any]:
     # As werkzeug's `Request.path` reads it (PATH_INFO is latin-1 text of the raw bytes), without
     # building a Request per row.
     path = clean("/" + environ.get("PATH_INFO", "").encode("latin-1").decode(errors="replace").lstrip("/"))
+    path = mask_api_secrets(path)  # a secret pasted where an id goes (GET /v1/jobs/sk_…) is no id to keep
     return {
         "id": uuid7(),  # time-ordered: a chunk of rows fills the end of the id index (console.core.ids)
         "workspace_id": raw["workspace_id"],

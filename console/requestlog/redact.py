@@ -1,6 +1,7 @@
 """Personal data and credentials out of logged bodies: SSNs, account numbers, dates of birth, phone
 numbers, emails; passwords, MFA codes, secrets, tokens (the `token` a Link token's creation answers) and
-everything under `credentials` or `mfa` (a headless completion's username, password and code).
+everything under `credentials` or `mfa` (a headless completion's username, password and code); and an API
+secret by its shape wherever it is (`mask_api_secrets`: bodies, query strings, paths, headers).
 
 JSON bodies are masked by field name (the spec's own names, and any name ending in them; `token` by that
 exact name or a `_token` suffix, since `link_token_id` and the like are ids, not credentials), and every
@@ -67,6 +68,20 @@ CREDENTIAL_PAIR = re.compile(
     r"|credentials\[[^\]=&]*\]|mfa\[[^\]=&]*\])=([^&\s]*)",
     re.IGNORECASE,
 )
+
+
+# An API secret by its shape, wherever it was sent: a body field of any name, a query parameter, the path, a
+# header other than x-api-secret (which is replaced whole). Kept: its mode's prefix and last four, as the console
+# names keys (`sk_sandbox_••••abcd`). The alphabet (base64url) holds no quote or backslash, so the mask is
+# applied to JSON text as it stands. The console's masked form and "sk_sandbox_…" in prose do not match.
+API_SECRET_TEXT = re.compile(r"(?<![A-Za-z0-9])(sk_(?:sandbox|dev|live)_)[A-Za-z0-9_-]{20,}")
+
+
+def mask_api_secrets(text: str) -> str:
+    """Every API-secret-shaped run in `text` masked to its prefix and last four characters."""
+    if "sk_" not in text:
+        return text
+    return API_SECRET_TEXT.sub(lambda m: m.group(1) + "••••" + m.group(0)[-4:], text)
 
 
 # What could need a mask, as cheap tests: a body without any of it (most responses) is kept without
@@ -159,8 +174,10 @@ def _mask_containers(text: str) -> str:
 
 
 def redact_pairs(text: str) -> str:
-    """Credentials in `name=value` pairs (a query string, a form-encoded body) masked."""
-    return CREDENTIAL_PAIR.sub(lambda m: f"{m.group(1)}={MASK}", text) if "=" in text else text
+    """Credentials in `name=value` pairs (a query string, a form-encoded body) masked, and an API secret
+    under any name."""
+    text = CREDENTIAL_PAIR.sub(lambda m: f"{m.group(1)}={MASK}", text) if "=" in text else text
+    return mask_api_secrets(text)
 
 
 def _redact_unparsed(text: str) -> str:
@@ -244,6 +261,10 @@ def redact_body(text: str) -> str:
     """
     if not text:
         return text
+    return mask_api_secrets(_redact_fields(text))
+
+
+def _redact_fields(text: str) -> str:
     if not _personal_data_possible(text):
         if "=" in text and text[:1] not in "{[":  # perhaps form-encoded: `password=...`
             text = redact_pairs(text)

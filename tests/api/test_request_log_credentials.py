@@ -179,3 +179,31 @@ def test_a_link_tokens_token_is_logged_with_its_last_four_only(app, api):
     row = logged(app, response)
     assert token not in stored(row)
     assert json.loads(row.response_body)["data"]["token"] == "••••" + token[-4:]
+
+
+def test_an_api_secret_sent_anywhere_else_is_logged_masked(app, api, workspace):
+    """Only the x-api-secret header was replaced: a secret pasted into a body field of another name, a query
+    parameter, the path (where an id goes) or another header was kept in clear, and the 404 that quotes the
+    path put it in the logged answer too."""
+    secret = api.secret
+    masked = secret[: secret.index("_", 3) + 1] + "••••" + secret[-4:]  # sk_sandbox_••••abcd
+    responses = [
+        api.post("/link_tokens", json={**LINK_TOKEN, "apiSecret": secret}),
+        api.get(f"/jobs?key={secret}"),
+        api.get(f"/jobs/{secret}"),
+        api.get("/jobs", headers={"X-Api-Key": secret}),
+    ]
+    assert [r.status_code for r in responses] == [400, 400, 404, 200]
+    # The answers never quote it either (the 404 said "No job with id sk_…", a field error named ?sk_…=).
+    assert masked in responses[2].get_json()["error"]["message"]
+    unknown = api.get(f"/jobs?{secret}=1")
+    assert secret not in unknown.get_data(as_text=True) and masked in unknown.get_data(as_text=True)
+    for response in responses:
+        assert secret not in response.get_data(as_text=True)
+    rows = [logged(app, r) for r in responses]
+    for row in rows:
+        assert secret not in stored(row) + row.path
+    assert masked in rows[0].request_body and f"key={masked}" in rows[1].url
+    assert rows[2].path.endswith(f"/jobs/{masked}") and masked in rows[2].response_body
+    assert rows[3].request_headers["X-Api-Key"] == masked
+    assert rows[3].request_headers["X-Api-Secret"] == "<API_SECRET>"  # the header itself, as before

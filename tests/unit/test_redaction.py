@@ -174,3 +174,23 @@ def test_credentials_in_name_value_pairs_are_masked():
         f"a=1&password={MASK}&token={MASK}&credentials[username]={MASK}&mfa[code]={MASK}&codes=1"
     )
     assert redact_body("username=ada&password=pw") == f"username={MASK}&password={MASK}"
+
+
+def test_an_api_secret_of_any_mode_is_masked_wherever_it_is_and_the_masked_forms_are_kept():
+    from console.requestlog.redact import mask_api_secrets
+
+    for prefix in ("sk_sandbox_", "sk_dev_", "sk_live_"):
+        secret = prefix + "Ab3_-" * 8 + "wxyz"
+        assert (
+            redact_body('{"note": "mine is ' + secret + '"}') == '{"note": "mine is ' + prefix + '••••wxyz"}'
+        )
+        assert redact_body(f"key={secret}&x=1") == f"key={prefix}••••wxyz&x=1"
+        assert mask_api_secrets(f"/v1/jobs/{secret}") == f"/v1/jobs/{prefix}••••wxyz"
+    for kept in (
+        "sk_sandbox_••••abcd",
+        "sk_sandbox_…",
+        "sk_sandbox_****abcd",
+        "ask_sandbox_" + "a" * 40,
+        "sk_test_" + "a" * 40,
+    ):
+        assert mask_api_secrets(kept) == kept

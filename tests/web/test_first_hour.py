@@ -93,6 +93,57 @@ def test_a_wrong_or_revoked_secret_opens_nothing_and_is_not_repeated(app, client
     assert "revoked or rolled" in page and visitor.workspace_id == mine
 
 
+def _new_secret(app, workspace_id, mode: str) -> str:
+    from console.keys.services import create_key
+
+    with app.app_context():
+        created = create_key(workspace_id, mode, f"{mode} key")
+        db.session.commit()
+        return created.secret
+
+
+def test_a_weaker_modes_secret_does_not_open_a_workspace_holding_stronger_keys(app, client, visitor):
+    """The console shows (reveals, rolls, revokes) every key of the workspace it opens: a sandbox secret, whose
+    API access stops at sandbox, must not hand out the workspace's development or production secrets."""
+    owner = visitor.workspace_id
+    sandbox = _new_secret(app, owner, "sandbox")
+    development = _new_secret(app, owner, "development")
+    stranger = Visitor(app.test_client()).start()
+    mine = stranger.workspace_id
+
+    page = stranger.post("/workspace/open", {"secret": sandbox}, follow_redirects=True).get_data(as_text=True)
+    assert "workspace also has development keys" in page and "active development keys to open it" in page
+    assert sandbox not in page and stranger.workspace_id == mine != owner
+    assert development not in stranger.get("/keys").get_data(as_text=True)
+
+    production = _new_secret(app, owner, "production")
+    page = stranger.post("/workspace/open", {"secret": development}, follow_redirects=True).get_data(
+        as_text=True
+    )
+    assert "workspace also has production keys" in page and stranger.workspace_id == mine
+
+    # A revoked production key still counts (its calls and data are in the workspace); the strongest mode's
+    # active secret opens it.
+    with app.app_context():
+        from console.keys.models import ApiKey
+
+        keys = db.session.scalars(
+            select(ApiKey).where(ApiKey.workspace_id == owner, ApiKey.mode == "production")
+        )
+        for key in keys:
+            key.revoked_at = key.created_at
+        db.session.commit()
+    page = stranger.post("/workspace/open", {"secret": development}, follow_redirects=True).get_data(
+        as_text=True
+    )
+    assert "workspace also has production keys" in page and stranger.workspace_id == mine
+    assert "revoked or rolled" in stranger.post(
+        "/workspace/open", {"secret": production}, follow_redirects=True
+    ).get_data(as_text=True)
+    stranger.post("/workspace/open", {"secret": _new_secret(app, owner, "production")})
+    assert stranger.workspace_id == owner
+
+
 def test_opening_needs_the_csrf_token(app, client):
     secret = _demo_secret(app)
     browser = Visitor(client)

@@ -84,6 +84,8 @@ def test_the_signature_debugger_explains_the_result(app, client, visitor):
     good = {"secret": sandbox_secret(app, visitor.workspace_id), "headers": headers, "body": message.body}
     html = visitor.post("/webhooks/debugger", good, htmx=True).get_data(as_text=True)
     assert "verdict-ok" in html and "Signature valid" in html
+    # The pasted secret is not written back into the page (it was the field's value): named by its last four.
+    assert good["secret"] not in html and f"ending <code>{good['secret'][-4:]}</code>" in html
     html = visitor.post("/webhooks/debugger", {**good, "body": message.body + " "}, htmx=True).get_data(
         as_text=True
     )

@@ -496,6 +496,7 @@ def save_profile(visitor, **form) -> tuple[str, str]:
     """Save a profile from the start page; return its slug and its private edit link (shown once)."""
     response = visitor.post("/present/profiles", {"brand": "Acme Bank", **form}, follow_redirects=True)
     assert response.status_code == 200, response.get_data(as_text=True)
+    assert response.headers["Cache-Control"] == "no-store"  # the one page holding the edit secret
     text = response.get_data(as_text=True)
     slug = re.search(r'href="/p/([a-z2-7]{8})" data-short-url', text).group(1)
     edit_link = re.search(r'<code id="edit-link">([^<]+)</code>', text).group(1)

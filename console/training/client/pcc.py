@@ -127,13 +127,21 @@ def call(base, key, path, body=None):
     request.add_header("Service-Version", VERSION)
     if data is not None:
         request.add_header("Content-Type", "application/json")
+    # Redirects are not followed: urllib would send the x-api-secret header on to the redirect's host.
+    opener = urllib.request.build_opener(NoRedirect())
     try:
-        with urllib.request.urlopen(request, timeout=15) as answer:
+        with opener.open(request, timeout=15) as answer:
             status, raw, kind = answer.status, answer.read(), answer.headers.get("Content-Type", "")
             retry_after = None
     except urllib.error.HTTPError as exc:
         status, raw, kind = exc.code, exc.read(), exc.headers.get("Content-Type", "")
         retry_after = exc.headers.get("Retry-After")
+        if 300 <= status < 400:
+            where = exc.headers.get("Location", "?")
+            raise Problem(
+                f"{base}{path} answered {status}, a redirect to {where}: the key is not sent on to it; "
+                "give --api as this service's own URL"
+            ) from None
     except (urllib.error.URLError, OSError) as exc:
         raise Unavailable(f"cannot connect to {base}: {getattr(exc, 'reason', exc)}") from None
     if status == 429:

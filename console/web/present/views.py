@@ -274,7 +274,9 @@ def profile_saved(slug: str):
             edit_link=root + url_for("console.unlock_profile", slug=profile.slug, secret=secret),
         )
     )
-    response.headers["Cache-Control"] = "no-store"  # it holds the edit link
+    response.headers["Cache-Control"] = (
+        "no-store"  # it holds the edit link, as the cohort's created page does
+    )
     return response
 
 

@@ -18,7 +18,7 @@ from console.core.timeutil import utcnow
 from console.extensions import db
 from console.requestlog.capture import stored_headers
 from console.requestlog.models import KeyUsageDay, RequestLogEntry
-from console.requestlog.redact import redact_body, redact_pairs
+from console.requestlog.redact import mask_api_secrets, redact_body, redact_pairs
 from console.web.shared import keyset
 from console.workspaces.models import Workspace
 
@@ -34,6 +34,10 @@ def record(*, request_headers: dict[str, str], **fields: Any) -> RequestLogEntry
     if "?" in (fields.get("url") or ""):
         base, query = fields["url"].split("?", 1)
         fields["url"] = f"{base}?{redact_pairs(query)}"
+    # The path of a console call can hold what a person typed (Try it's path parameters).
+    for name in ("url", "path"):
+        if fields.get(name):
+            fields[name] = mask_api_secrets(fields[name])
     if fields.get("id") is None:
         fields.pop("id", None)
     row = RequestLogEntry(request_headers=stored_headers(request_headers), **fields)

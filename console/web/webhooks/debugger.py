@@ -20,6 +20,12 @@ class Verdict:
     received: str | None
 
 
+def last4(secret: str) -> str:
+    """How a pasted secret is named on the page: its last four characters, as keys are (never all of it)."""
+    text = secret.strip()
+    return text[-4:] if len(text) > 8 else "…"
+
+
 def parse_headers(text: str) -> dict[str, str]:
     """`Name: value` lines (as copied from a request dump) into a dict; other lines are ignored."""
     headers: dict[str, str] = {}

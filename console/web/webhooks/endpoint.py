@@ -48,7 +48,7 @@ def _webhook(webhook_id: str):
 def debugger_form(key, headers: str = "", body: str = "") -> dict:
     """The debugger's fields with the signing key attached: its secret is used unless one is pasted."""
     return {
-        "secret": "",
+        "pasted_last4": None,  # a pasted secret is named by its last four, never written back
         "headers": headers,
         "body": body,
         "ignore_age": True,

@@ -270,10 +270,13 @@ def run_debugger():
     """Verify with the pasted secret, or (none pasted) with the secret of the attached key."""
     key = _workspace_key(request.form.get("key_id"))
     form = debugger_form(key, request.form.get("headers", ""), request.form.get("body", ""))
-    form["secret"] = request.form.get("secret", "")
+    pasted = request.form.get("secret", "")
     form["ignore_age"] = bool(request.form.get("ignore_age"))
-    secret = form["secret"] or (secret_of(key) if key is not None else "")
+    secret = pasted or (secret_of(key) if key is not None else "")
     verdict = debugger.check(secret, form["headers"], form["body"], ignore_age=form["ignore_age"])
+    # The pasted secret is never written back into the page (its field comes back empty): the verdict names
+    # it by its last four characters only. It was echoed as the field's value, a secret in the HTML.
+    form["pasted_last4"] = debugger.last4(pasted) if pasted else None
     return render_htmx(
         "console/webhooks/webhooks.html", "console/webhooks/_debugger.html", **_context(verdict, form)
     )
