@@ -9,7 +9,9 @@ from sqlalchemy import select
 
 from console.bootstrap import demo_sandbox_secret
 from console.extensions import db
+from console.keys.services import secret_of
 from console.requestlog.writer import writer_for
+from console.web.shared.workspace_session import console_key
 from console.workspaces.models import Workspace
 from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
@@ -65,6 +67,29 @@ def test_opening_changes_only_this_browser(app, client):
     browser.get("/requests")
     browser.post("/workspace/open", {"secret": secret})
     assert other.workspace_id == before != browser.workspace_id
+
+
+def test_a_workspace_opened_with_its_secret_outlives_this_browsers_reset(app, client):
+    """Its owner's backend holds its keys: Reset here leaves it (as a kept one), it deleted it with its keys."""
+    owner = Visitor(app.test_client()).start()
+    with app.app_context():
+        secret = secret_of(console_key(db.session.get(Workspace, owner.workspace_id)))
+    browser = Visitor(client)
+    browser.get("/requests")
+    browser.post("/workspace/open", {"secret": secret})
+    opened = browser.workspace_id
+    assert opened == owner.workspace_id
+    assert "This one was opened with its secret: it stays as it is for its owner" in browser.get(
+        "/"
+    ).get_data(as_text=True)
+    assert browser.post("/workspace/reset").status_code in (302, 303)
+    assert browser.workspace_id != opened
+    with app.app_context():
+        assert db.session.get(Workspace, opened) is not None
+    headers = {"x-api-secret": secret, "Service-Version": "2023-11-22"}
+    assert (
+        app.test_client().get("/sandbox/v1/jobs", headers=headers).status_code == 200
+    )  # its backend still calls
 
 
 def test_a_wrong_or_revoked_secret_opens_nothing_and_is_not_repeated(app, client, visitor):

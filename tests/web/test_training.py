@@ -128,6 +128,19 @@ def test_the_trainer_secret_waits_in_the_creators_session_sealed_until_the_grid_
         assert "training_created" not in session
 
 
+def test_the_presenter_does_not_start_a_trainees_class_over(app, cohort, trainee):
+    """Every presenter run starts in a fresh workspace: for a trainee that was their class's, replaced with the
+    exercises from the start, for a look at a demo."""
+    before = trainee.workspace_id
+    response = trainee.post("/present/10-standard-switch/steps/1")
+    assert response.status_code == 422
+    assert "your training class&#39;s workspace" in response.get_data(as_text=True)
+    assert trainee.workspace_id == before
+    with app.app_context():
+        member = db.session.scalars(select(CohortMember).where(CohortMember.workspace_id == before)).one()
+        assert member.name == "Ada"
+
+
 def test_a_trainee_who_resets_their_workspace_starts_over_in_the_class(app, cohort, trainee):
     """Reset left the class behind (the kept workspace stayed, the browser left it, and joining again under the
     same name was refused): now a new workspace takes the old one's place on the grid."""

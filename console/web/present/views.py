@@ -29,6 +29,7 @@ from console.extensions import db
 from console.keys.secrets import seal, unseal
 from console.modes import SANDBOX
 from console.presenter import brand, feed, profiles, stories
+from console.training import cohorts
 from console.web.link import guide as linkguide
 from console.web.link import tokens as linktokens
 from console.web.present import actions, drive
@@ -48,6 +49,10 @@ SUMMARY_ROWS = 100
 # The story whose run this browser's workspace holds (set when step 1 starts one): the summary of another story
 # printed that run's webhooks and calls under its own title.
 RUN_KEY = "presenter_run"
+TRAINEE_REFUSAL = (
+    "This browser is in your training class's workspace, and every presenter run starts in a fresh one: your "
+    "exercises would start over. Open the presenter in a private window or another browser."
+)
 EDITOR_KEY = "presenter_profiles"
 # The profile just saved and its edit secret, sealed (the session cookie is signed, not encrypted), for the
 # "profile saved" page its save redirects to, until the presenter moves on to the profile's edit page.
@@ -469,6 +474,9 @@ def present_step(key: str, number: int):
         if number == 1 and not g.get("console_workspace_created"):
             # Every run starts fresh: a new workspace (API key, inbox, clock at real time), never an earlier
             # run's webhooks, job or used Link token on the stage. Counted like any request that creates one.
+            if cohorts.membership(g.console_workspace.id) is not None:
+                # A trainee's Reset starts their class over on purpose; a look at the presenter must not.
+                raise actions.ActionFailed(TRAINEE_REFUSAL)
             throttle.check_address()
             reset_workspace()
         if number == 1:

@@ -34,6 +34,9 @@ from console.workspaces.models import Workspace
 from console.workspaces.services import create_workspace, delete_workspace, note_activity
 
 SESSION_KEY = "workspace_id"
+# The workspace this browser opened with an API secret ("Open its workspace"): someone's backend holds its keys,
+# so this browser's Reset (or a presenter run) leaves it, never deletes it.
+OPENED_KEY = "opened_workspace_id"
 BROWSER_KEY = "browser_id"
 REFRESHED_KEY = "refreshed_hour"
 # Keys older versions kept in the cookie (Link token strings): dropped from any cookie still carrying them.
@@ -143,22 +146,30 @@ def open_workspace(workspace: Workspace) -> Workspace:
     collected once idle). Nothing is registered: the workspace is shown as its owner left it.
     """
     session[SESSION_KEY] = str(workspace.id)
+    session[OPENED_KEY] = str(workspace.id)
     session[REFRESHED_KEY] = int(time.time() // REFRESH_SECONDS)
     session.permanent = True
     return _use(workspace)
 
 
+def opened_here(workspace: Workspace) -> bool:
+    """Whether this browser holds `workspace` because it was opened with one of its secrets."""
+    return session.get(OPENED_KEY) == str(workspace.id)
+
+
 def reset_workspace() -> Workspace:
-    """Start over: delete the visitor's workspace with all it owns (a kept one stays), then a new one. A trainee
+    """Start over: delete the visitor's workspace with all it owns, then a new one. A kept one stays, and so does
+    one opened with its secret (its owner's backend holds its keys): this browser only leaves them. A trainee
     starts over in their class (`cohorts.start_over`)."""
     workspace = current_workspace()
     fresh = cohorts.start_over(workspace) if workspace is not None else None
     if fresh is not None:
         return enter_workspace(fresh)
-    if workspace is not None and not workspace.kept:
+    if workspace is not None and not workspace.kept and not opened_here(workspace):
         delete_workspace(workspace.id, Workspace.kept.is_(False))
         db.session.commit()
     session.pop(SESSION_KEY, None)
+    session.pop(OPENED_KEY, None)
     _use(None)
     return start_new_workspace()
 
