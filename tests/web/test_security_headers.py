@@ -107,3 +107,16 @@ def test_htmx_is_configured_not_to_inject_its_style_tag(client):
     page = client.get("/").get_data(as_text=True)
     assert '"includeIndicatorStyles": false' in page and '"allowEval": false' in page
     assert "style-src 'self'" in CONSOLE_CSP
+
+
+def test_an_https_public_url_tells_browsers_to_use_https_only(database_url):
+    from console import create_app
+    from tests.conftest import base_config
+
+    served = create_app({**base_config(database_url), "PUBLIC_URL": "https://console.example.com"})
+    for url in ("/", "/sandbox/v1/jobs", "/static/console.css"):
+        response = served.test_client().get(url)
+        response.close()  # a static file's answer holds the file open
+        assert response.headers["Strict-Transport-Security"] == "max-age=15552000", url
+    plain = create_app({**base_config(database_url), "PUBLIC_URL": "http://127.0.0.1:8000"})
+    assert "Strict-Transport-Security" not in plain.test_client().get("/").headers  # would pin a plain server

@@ -59,5 +59,17 @@ def add_security_headers(response: Response) -> Response:
     return response
 
 
+# Behind an https PUBLIC_URL (the README's TLS set-up: a proxy in front), browsers are told to use https only.
+# Half a year, this host only: a server later moved to plain http would lock its visitors out for that long.
+HSTS = "max-age=15552000"
+
+
+def _add_hsts(response: Response) -> Response:
+    response.headers.setdefault("Strict-Transport-Security", HSTS)
+    return response
+
+
 def init_app(app: Flask) -> None:
     app.after_request(add_security_headers)
+    if str(app.config.get("PUBLIC_URL") or "").strip().lower().startswith("https://"):
+        app.after_request(_add_hsts)
