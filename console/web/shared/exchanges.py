@@ -40,9 +40,13 @@ def pretty(text: str) -> str:
     if not text:
         return ""
     try:
-        return json.dumps(jsontext.loads(text), indent=2, ensure_ascii=False)
+        shown = json.dumps(jsontext.loads(text), indent=2, ensure_ascii=False)
     except ValueError:  # not JSON, or too deep to indent safely
         return text
+    if not shown.isascii() and any("\ud800" <= ch <= "\udfff" for ch in shown):
+        # A lone surrogate escaped in the JSON (`"\\ud800"`): kept as its escape, which a page can show.
+        return json.dumps(jsontext.loads(text), indent=2)
+    return shown
 
 
 MASKED_NOTE = "masked values ({shown}) are what the request log keeps, not what was sent: put real ones in before running"
