@@ -101,10 +101,16 @@ def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
     deep = b"[" * 10_000 + b"]" * 10_000
     escaped = b'{"event": "account.added\\u0000", "event_id": "a\\u0000b", "payload": {}}'
     raw_nul = b'{"event_id": "x\x00y"}'
-    for body in (deep, escaped, raw_nul):
+    surrogate = b'{"event": "account.added\\ud800", "event_id": "\\udfffz", "payload": {"a": "\\ud800"}}'
+    for body in (deep, escaped, raw_nul, surrogate):
         response = client.post(f"/inbox/{token}", data=body, content_type="application/json")
         assert response.status_code == 400, response.get_data(as_text=True)
     stored = messages(app, visitor.workspace_id)
-    assert len(stored) == 3 and all("\x00" not in m.body for m in stored)
+    assert len(stored) == 4 and all("\x00" not in m.body for m in stored)
     assert ("a\ufffdb", "account.added\ufffd") in [(m.event_id, m.event_type) for m in stored]
-    assert visitor.get("/webhooks").status_code == 200
+    # A lone surrogate escaped in the JSON: no database text can hold one, so the labels show U+FFFD too.
+    assert ("\ufffdz", "account.added\ufffd") in [(m.event_id, m.event_type) for m in stored]
+    page = visitor.get("/webhooks")
+    assert page.status_code == 200 and "\ufffdz" in page.get_data(as_text=True)
+    for message in stored:
+        assert visitor.get(f"/inbox/messages/{message.id}/debug", htmx=True).status_code == 200

@@ -9,6 +9,7 @@ against the secrets of the workspace's keys.
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -160,9 +161,13 @@ def answer(message: InboxMessage) -> tuple[int, dict[str, Any], dict[str, str]]:
     return 200, received, {}
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _label(value: Any) -> str | None:
-    """A short string from the delivery's envelope, storable in any database (no NUL)."""
-    return str(value)[:64].replace("\x00", "\ufffd") if value else None
+    """A short string from the delivery's envelope, storable in any database: a NUL (which PostgreSQL text
+    cannot hold) and a lone surrogate escaped in the JSON (`"\\ud800"`, which no UTF-8 text can) become U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", str(value)[:64]) if value else None
 
 
 def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -> InboxMessage:
