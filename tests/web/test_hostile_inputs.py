@@ -286,3 +286,13 @@ def test_a_tampered_form_value_gets_the_consoles_page_and_the_api_keeps_its_erro
     assert 'class="callout callout-error"' in not_allowed.get_data(as_text=True)
     api = visitor.client.get("/sandbox/v1/nope")
     assert api.status_code == 404 and api.get_json()["error"]["status_code"] == 404
+
+
+def test_a_lone_surrogate_escaped_in_a_tried_body_is_shown_not_a_500(visitor):
+    """The API refuses `"\\ud800"` (400 naming the field); the page showing that exchange re-indented the
+    JSON it sent with the surrogate unescaped, which no response can encode."""
+    form = {"method": "POST", "path": "/webhooks", "mode": "sandbox", "body": '{"url": "\\ud800"}'}
+    response = visitor.post("/reference/try", form, htmx=True)
+    assert response.status_code == 200
+    page = html.unescape(response.get_data(as_text=True))
+    assert 'status-4xx">400' in page and "\\ud800" in page and "unpaired surrogate" in page
