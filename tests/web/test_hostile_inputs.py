@@ -296,3 +296,16 @@ def test_a_lone_surrogate_escaped_in_a_tried_body_is_shown_not_a_500(visitor):
     assert response.status_code == 200
     page = html.unescape(response.get_data(as_text=True))
     assert 'status-4xx">400' in page and "\\ud800" in page and "unpaired surrogate" in page
+
+
+def test_a_deeply_nested_inbox_message_leaves_the_presenters_backend_view_working(app, client, visitor):
+    """Anyone may post to the inbox URL; the inbox keeps the body. The presenter's backend pane read each
+    message with json.loads, and 10,000 nested brackets raised RecursionError: a 500 on every poll."""
+    from console.web.webhooks.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    deep = client.post(f"/inbox/{token}", data=b"[" * 10_000 + b"]" * 10_000, content_type="application/json")
+    assert deep.status_code == 400
+    assert visitor.get("/present/backend").status_code == 200
+    assert visitor.get("/present/backend", htmx=True).status_code == 200

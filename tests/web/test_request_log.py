@@ -215,3 +215,18 @@ def test_a_call_with_a_lone_surrogate_escaped_in_its_json_is_still_logged(app, v
     assert response.status_code == 400  # the API refuses it, and names the field
     detail = visitor.get(f"/requests/{row.id}")
     assert detail.status_code == 200 and "\\ud800" in detail.get_data(as_text=True)
+
+
+def test_a_call_with_a_deeply_nested_body_has_a_detail_page(app, visitor):
+    """The API refuses 20,000 nested brackets (400); the log keeps the body, and the detail page's Python
+    snippet parsed it with json.loads, whose RecursionError was a 500. It is shown as data= text instead."""
+    api = outside(app, visitor)
+    response = api.post(
+        "/link_tokens", data="[" * 20_000 + "]" * 20_000, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    request_id = response.headers["x-service-request-id"]
+    writer_for(app).flush()
+    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
+    detail = visitor.get(f"/requests/{row.id}")
+    assert detail.status_code == 200 and "data=&#39;[[[[" in detail.get_data(as_text=True)

@@ -86,8 +86,8 @@ def python(row: RequestLogEntry, secret: str) -> str:
     args = [repr(row.url), f"headers={_py(headers, 4)}"]
     if row.request_body:
         try:
-            args.append(f"json={_py(json.loads(row.request_body), 4)}")
-        except ValueError:
+            args.append(f"json={_py(jsontext.loads(row.request_body), 4)}")
+        except ValueError:  # not JSON, or nested too deep (json.loads would raise RecursionError)
             args.append(f"data={row.request_body!r}")
     args.append("timeout=30")
     call = ",\n    ".join(args)
