@@ -114,3 +114,30 @@ def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
     assert page.status_code == 200 and "\ufffdz" in page.get_data(as_text=True)
     for message in stored:
         assert visitor.get(f"/inbox/messages/{message.id}/debug", htmx=True).status_code == 200
+
+
+def test_a_signed_but_deeply_nested_body_is_explained_not_a_500(app, client, visitor):
+    """A body signed with the right key (pasted into the debugger, or posted to the inbox by one's own
+    sender) that nests 10,000 brackets: verify() parsed it with json.loads, whose RecursionError was a 500."""
+    import time
+
+    from console.web.webhooks.inbox import inbox_token
+    from console.webhooks.signing import sign
+    from tests.web.helpers import sandbox_secret
+
+    secret = sandbox_secret(app, visitor.workspace_id)
+    body = "[" * 10_000 + "]" * 10_000
+    stamp = int(time.time())
+    headers = {"x-service-signature": sign(secret, stamp, body.encode()), "x-timestamp": str(stamp)}
+    form = {"secret": secret, "headers": "\n".join(f"{k}: {v}" for k, v in headers.items()), "body": body}
+    answer = visitor.post("/webhooks/debugger", form, htmx=True)
+    assert answer.status_code == 200
+    assert "verdict-bad" in answer.get_data(as_text=True) and "nested more than" in answer.get_data(
+        as_text=True
+    )
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    received = client.post(f"/inbox/{token}", data=body, headers=headers, content_type="application/json")
+    assert received.status_code == 400
+    [message] = messages(app, visitor.workspace_id)
+    assert not message.verified and "nested more than" in message.verify_error
