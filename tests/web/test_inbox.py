@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from sqlalchemy import select
 
 from console.extensions import db
@@ -92,6 +93,7 @@ def test_the_signature_debugger_explains_the_result(app, client, visitor):
     assert "x-service-signature: v2=" in prefilled
 
 
+@pytest.mark.both_backends
 def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
     """10,000 nested brackets and NUL bytes (which PostgreSQL text cannot hold) are stored, not a 500."""
     from console.web.webhooks.inbox import inbox_token
@@ -141,3 +143,22 @@ def test_a_signed_but_deeply_nested_body_is_explained_not_a_500(app, client, vis
     assert received.status_code == 400
     [message] = messages(app, visitor.workspace_id)
     assert not message.verified and "nested more than" in message.verify_error
+
+
+@pytest.mark.both_backends
+def test_long_header_values_are_kept_not_a_500(app, client, visitor):
+    """x-service-webhook-id is kept in a 64-character column: PostgreSQL refused a longer value (a 500)."""
+    from console.web.webhooks.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    headers = {
+        "x-service-webhook-id": "w" * 5000,
+        "x-timestamp": "1" * 12,
+        "x-service-signature": "v2=" + "a" * 5000,
+    }
+    response = client.post(f"/inbox/{token}", data=b"{}", headers=headers, content_type="application/json")
+    assert response.status_code == 400
+    [message] = messages(app, visitor.workspace_id)
+    assert message.webhook_id == "w" * 64 and message.headers["x-service-webhook-id"] == "w" * 5000
+    assert visitor.get("/webhooks").status_code == 200
