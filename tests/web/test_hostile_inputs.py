@@ -309,3 +309,12 @@ def test_a_deeply_nested_inbox_message_leaves_the_presenters_backend_view_workin
     assert deep.status_code == 400
     assert visitor.get("/present/backend").status_code == 200
     assert visitor.get("/present/backend", htmx=True).status_code == 200
+
+
+@pytest.mark.parametrize("referrer", ["http://[", "http://[::1/keys", "http://localhost:99999999/keys"])
+def test_a_malformed_referer_sends_the_workspace_bar_back_to_the_walkthrough(app, visitor, referrer):
+    """Keep and Open go back to the page they were sent from, read from Referer: urlsplit raised
+    ValueError on an unclosed IPv6 bracket, a 500 after the workspace had already been kept."""
+    for url, form in (("/workspace/keep", {"name": "Kept"}), ("/workspace/open", {"secret": "x"})):
+        response = visitor.post(url, form, headers={"Referer": referrer})
+        assert response.status_code == 302 and response.headers["Location"] == "/", url
