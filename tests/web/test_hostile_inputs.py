@@ -318,3 +318,16 @@ def test_a_malformed_referer_sends_the_workspace_bar_back_to_the_walkthrough(app
     for url, form in (("/workspace/keep", {"name": "Kept"}), ("/workspace/open", {"secret": "x"})):
         response = visitor.post(url, form, headers={"Referer": referrer})
         assert response.status_code == 302 and response.headers["Location"] == "/", url
+
+
+@pytest.mark.parametrize("host", ["x" * 300, "a..b", "." + "y" * 64 + ".example"])
+def test_a_host_header_that_is_not_a_host_name_is_a_400_that_says_so(client, host):
+    """werkzeug refuses to route such a Host (BadHost, a 400), and the console's error page then failed on
+    url_for, which needs the routing it could not set up: a 500 on every console page and /healthz."""
+    for path in ("/", "/webhooks", "/healthz", "/sandbox/link"):
+        page = client.get(path, headers={"Host": host})
+        assert page.status_code == 400, path
+        text = html.unescape(page.get_data(as_text=True))
+        assert 'role="alert"' in text and "Host header" in text and "console.css" in text
+    api = client.get("/sandbox/v1/webhooks", headers={"Host": host})
+    assert api.status_code == 400 and "Host header" in api.get_json()["error"]["message"]
