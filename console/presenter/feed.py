@@ -88,7 +88,8 @@ def _body(message) -> dict[str, Any]:
         body = jsontext.loads(message.body or "{}")
     except (ValueError, TypeError):  # not JSON, or nested too deep (json.loads raised RecursionError)
         return {}
-    return body if isinstance(body, dict) else {}
+    # Anyone may post to the inbox: a "\\ud800" in a value would make the page unencodable (a 500).
+    return jsontext.printable(body) if isinstance(body, dict) else {}
 
 
 def event_rows(messages: list[Any]) -> list[EventRow]:

@@ -331,3 +331,22 @@ def test_a_host_header_that_is_not_a_host_name_is_a_400_that_says_so(client, hos
         assert 'role="alert"' in text and "Host header" in text and "console.css" in text
     api = client.get("/sandbox/v1/webhooks", headers={"Host": host})
     assert api.status_code == 400 and "Host header" in api.get_json()["error"]["message"]
+
+
+def test_a_lone_surrogate_in_an_inbox_message_leaves_the_presenters_backend_view_working(
+    app, client, visitor
+):
+    """The presenter's backend pane shows fields of each inbox message (its event, its customer): a value
+    escaping a lone surrogate ("\\ud800") reached the page as a character no response can encode, a 500."""
+    from console.web.webhooks.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    body = (
+        b'{"event": "direct_deposit_switch.added\\ud800", "event_id": "e\\udfff", "payload": {"end_user_id": '
+        b'"\\ud800", "outcome": "\\ud800", "job_id": "\\ud800", "account_id": "\\udfff", "\\ud800": 1}}'
+    )
+    assert client.post(f"/inbox/{token}", data=body, content_type="application/json").status_code == 400
+    for htmx in (False, True):
+        page = visitor.get("/present/backend", htmx=htmx)
+        assert page.status_code == 200
