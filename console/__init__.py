@@ -66,6 +66,9 @@ def create_app(config: dict | None = None) -> Flask:
 
     # Last: after the extensions' own request class. A chunked body over MAX_CONTENT_LENGTH is a 413 too.
     app.request_class = bounded(app.request_class)
+    from console.core import hosts
+
+    hosts.init_app(app)  # last: its check runs before every other before-request hook
     return app
 
 

@@ -52,3 +52,20 @@ def loads(raw: bytes | str) -> Any:
         return json.loads(raw)
     except RecursionError:  # unreachable after the depth check; kept so no caller ever sees it
         raise TooDeep("JSON nested too deep") from None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def printable(value: Any) -> Any:
+    """Parsed JSON with each lone surrogate in its strings (keys too) as U+FFFD.
+
+    `"\\ud800"` is valid JSON, and parses to a string no page or database can encode (UTF-8 has no form for
+    it): what shows or stores parsed text from outside goes through this first."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [printable(item) for item in value]
+    if isinstance(value, dict):
+        return {printable(key): printable(item) for key, item in value.items()}
+    return value

@@ -8,10 +8,11 @@ developer in the room.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+from console.core import jsontext
 
 # How an outcome reads, on a job's step and on a direct_deposit_switch.added webhook.
 OUTCOME_WORDS = {
@@ -84,10 +85,11 @@ class EventRow:
 
 def _body(message) -> dict[str, Any]:
     try:
-        body = json.loads(message.body or "{}")
-    except (ValueError, TypeError):
+        body = jsontext.loads(message.body or "{}")
+    except (ValueError, TypeError):  # not JSON, or nested too deep (json.loads raised RecursionError)
         return {}
-    return body if isinstance(body, dict) else {}
+    # Anyone may post to the inbox: a "\\ud800" in a value would make the page unencodable (a 500).
+    return jsontext.printable(body) if isinstance(body, dict) else {}
 
 
 def event_rows(messages: list[Any]) -> list[EventRow]:

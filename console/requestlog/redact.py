@@ -187,6 +187,19 @@ def _redact_unparsed(text: str) -> str:
     return redact_pairs(redact_text(FIELD_TEXT.sub(lambda m: f'{m.group(1)}"{MASK}"', text)))
 
 
+def _json_text(value: Any) -> str:
+    """JSON text of a re-encoded body, readable (non-ASCII kept) unless it holds a lone surrogate.
+
+    `"\\ud800"` is valid JSON, but the string it parses to cannot be stored in a text column (UTF-8 has no
+    encoding for it): such a body keeps its \\u escapes, or the log would drop the whole row."""
+    out = json.dumps(value, ensure_ascii=False)
+    try:
+        out.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value)
+    return out
+
+
 def _mask_secret_string(match: re.Match) -> str:
     quoted = match.group(2)
     if "\\" not in quoted and len(quoted) > 1 and quoted.endswith('"'):  # no escapes: the text is the value
@@ -195,7 +208,7 @@ def _mask_secret_string(match: re.Match) -> str:
         value = json.loads(quoted)
     except ValueError:  # a string cut short by the log's size limit
         return f'{match.group(1)}"{MASK}"'
-    return match.group(1) + json.dumps(_mask_account(value), ensure_ascii=False)
+    return match.group(1) + _json_text(_mask_account(value))
 
 
 def _mask_secrets(text: str) -> str:
@@ -276,4 +289,4 @@ def _redact_fields(text: str) -> str:
     redacted = redact_value(parsed)
     if redacted is parsed:  # nothing masked
         return text
-    return json.dumps(redacted, ensure_ascii=False)
+    return _json_text(redacted)

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 import re
 import time
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+from console.core import jsontext
 
 SIGNATURE_HEADER = "x-service-signature"
 TIMESTAMP_HEADER = "x-timestamp"
@@ -99,7 +100,9 @@ def verify(
         raise WebhookVerificationError("no matching signature")
 
     try:
-        payload = json.loads(raw_body)
+        payload = jsontext.loads(raw_body)
+    except jsontext.TooDeep as exc:  # json.loads alone raises RecursionError on 10,000 nested brackets
+        raise WebhookVerificationError(f"body is not a delivery: {exc}") from exc
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are both ValueErrors
         raise WebhookVerificationError("body is not valid JSON") from exc
     if not isinstance(payload, dict):

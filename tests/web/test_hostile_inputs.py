@@ -286,3 +286,67 @@ def test_a_tampered_form_value_gets_the_consoles_page_and_the_api_keeps_its_erro
     assert 'class="callout callout-error"' in not_allowed.get_data(as_text=True)
     api = visitor.client.get("/sandbox/v1/nope")
     assert api.status_code == 404 and api.get_json()["error"]["status_code"] == 404
+
+
+def test_a_lone_surrogate_escaped_in_a_tried_body_is_shown_not_a_500(visitor):
+    """The API refuses `"\\ud800"` (400 naming the field); the page showing that exchange re-indented the
+    JSON it sent with the surrogate unescaped, which no response can encode."""
+    form = {"method": "POST", "path": "/webhooks", "mode": "sandbox", "body": '{"url": "\\ud800"}'}
+    response = visitor.post("/reference/try", form, htmx=True)
+    assert response.status_code == 200
+    page = html.unescape(response.get_data(as_text=True))
+    assert 'status-4xx">400' in page and "\\ud800" in page and "unpaired surrogate" in page
+
+
+def test_a_deeply_nested_inbox_message_leaves_the_presenters_backend_view_working(app, client, visitor):
+    """Anyone may post to the inbox URL; the inbox keeps the body. The presenter's backend pane read each
+    message with json.loads, and 10,000 nested brackets raised RecursionError: a 500 on every poll."""
+    from console.web.webhooks.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    deep = client.post(f"/inbox/{token}", data=b"[" * 10_000 + b"]" * 10_000, content_type="application/json")
+    assert deep.status_code == 400
+    assert visitor.get("/present/backend").status_code == 200
+    assert visitor.get("/present/backend", htmx=True).status_code == 200
+
+
+@pytest.mark.parametrize("referrer", ["http://[", "http://[::1/keys", "http://localhost:99999999/keys"])
+def test_a_malformed_referer_sends_the_workspace_bar_back_to_the_walkthrough(app, visitor, referrer):
+    """Keep and Open go back to the page they were sent from, read from Referer: urlsplit raised
+    ValueError on an unclosed IPv6 bracket, a 500 after the workspace had already been kept."""
+    for url, form in (("/workspace/keep", {"name": "Kept"}), ("/workspace/open", {"secret": "x"})):
+        response = visitor.post(url, form, headers={"Referer": referrer})
+        assert response.status_code == 302 and response.headers["Location"] == "/", url
+
+
+@pytest.mark.parametrize("host", ["x" * 300, "a..b", "." + "y" * 64 + ".example"])
+def test_a_host_header_that_is_not_a_host_name_is_a_400_that_says_so(client, host):
+    """werkzeug refuses to route such a Host (BadHost, a 400), and the console's error page then failed on
+    url_for, which needs the routing it could not set up: a 500 on every console page and /healthz."""
+    for path in ("/", "/webhooks", "/healthz", "/sandbox/link"):
+        page = client.get(path, headers={"Host": host})
+        assert page.status_code == 400, path
+        text = html.unescape(page.get_data(as_text=True))
+        assert 'role="alert"' in text and "Host header" in text and "console.css" in text
+    api = client.get("/sandbox/v1/webhooks", headers={"Host": host})
+    assert api.status_code == 400 and "Host header" in api.get_json()["error"]["message"]
+
+
+def test_a_lone_surrogate_in_an_inbox_message_leaves_the_presenters_backend_view_working(
+    app, client, visitor
+):
+    """The presenter's backend pane shows fields of each inbox message (its event, its customer): a value
+    escaping a lone surrogate ("\\ud800") reached the page as a character no response can encode, a 500."""
+    from console.web.webhooks.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    body = (
+        b'{"event": "direct_deposit_switch.added\\ud800", "event_id": "e\\udfff", "payload": {"end_user_id": '
+        b'"\\ud800", "outcome": "\\ud800", "job_id": "\\ud800", "account_id": "\\udfff", "\\ud800": 1}}'
+    )
+    assert client.post(f"/inbox/{token}", data=body, content_type="application/json").status_code == 400
+    for htmx in (False, True):
+        page = visitor.get("/present/backend", htmx=htmx)
+        assert page.status_code == 200

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from sqlalchemy import select
 
 from console.extensions import db
@@ -94,6 +95,7 @@ def test_the_signature_debugger_explains_the_result(app, client, visitor):
     assert "x-service-signature: v2=" in prefilled
 
 
+@pytest.mark.both_backends
 def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
     """10,000 nested brackets and NUL bytes (which PostgreSQL text cannot hold) are stored, not a 500."""
     from console.web.webhooks.inbox import inbox_token
@@ -103,10 +105,62 @@ def test_hostile_bodies_are_kept_without_a_server_error(app, client, visitor):
     deep = b"[" * 10_000 + b"]" * 10_000
     escaped = b'{"event": "account.added\\u0000", "event_id": "a\\u0000b", "payload": {}}'
     raw_nul = b'{"event_id": "x\x00y"}'
-    for body in (deep, escaped, raw_nul):
+    surrogate = b'{"event": "account.added\\ud800", "event_id": "\\udfffz", "payload": {"a": "\\ud800"}}'
+    for body in (deep, escaped, raw_nul, surrogate):
         response = client.post(f"/inbox/{token}", data=body, content_type="application/json")
         assert response.status_code == 400, response.get_data(as_text=True)
     stored = messages(app, visitor.workspace_id)
-    assert len(stored) == 3 and all("\x00" not in m.body for m in stored)
+    assert len(stored) == 4 and all("\x00" not in m.body for m in stored)
     assert ("a\ufffdb", "account.added\ufffd") in [(m.event_id, m.event_type) for m in stored]
+    # A lone surrogate escaped in the JSON: no database text can hold one, so the labels show U+FFFD too.
+    assert ("\ufffdz", "account.added\ufffd") in [(m.event_id, m.event_type) for m in stored]
+    page = visitor.get("/webhooks")
+    assert page.status_code == 200 and "\ufffdz" in page.get_data(as_text=True)
+    for message in stored:
+        assert visitor.get(f"/inbox/messages/{message.id}/debug", htmx=True).status_code == 200
+
+
+def test_a_signed_but_deeply_nested_body_is_explained_not_a_500(app, client, visitor):
+    """A body signed with the right key (pasted into the debugger, or posted to the inbox by one's own
+    sender) that nests 10,000 brackets: verify() parsed it with json.loads, whose RecursionError was a 500."""
+    import time
+
+    from console.web.webhooks.inbox import inbox_token
+    from console.webhooks.signing import sign
+    from tests.web.helpers import sandbox_secret
+
+    secret = sandbox_secret(app, visitor.workspace_id)
+    body = "[" * 10_000 + "]" * 10_000
+    stamp = int(time.time())
+    headers = {"x-service-signature": sign(secret, stamp, body.encode()), "x-timestamp": str(stamp)}
+    form = {"secret": secret, "headers": "\n".join(f"{k}: {v}" for k, v in headers.items()), "body": body}
+    answer = visitor.post("/webhooks/debugger", form, htmx=True)
+    assert answer.status_code == 200
+    assert "verdict-bad" in answer.get_data(as_text=True) and "nested more than" in answer.get_data(
+        as_text=True
+    )
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    received = client.post(f"/inbox/{token}", data=body, headers=headers, content_type="application/json")
+    assert received.status_code == 400
+    [message] = messages(app, visitor.workspace_id)
+    assert not message.verified and "nested more than" in message.verify_error
+
+
+@pytest.mark.both_backends
+def test_long_header_values_are_kept_not_a_500(app, client, visitor):
+    """x-service-webhook-id is kept in a 64-character column: PostgreSQL refused a longer value (a 500)."""
+    from console.web.webhooks.inbox import inbox_token
+
+    with app.app_context():
+        token = inbox_token(visitor.workspace_id)
+    headers = {
+        "x-service-webhook-id": "w" * 5000,
+        "x-timestamp": "1" * 12,
+        "x-service-signature": "v2=" + "a" * 5000,
+    }
+    response = client.post(f"/inbox/{token}", data=b"{}", headers=headers, content_type="application/json")
+    assert response.status_code == 400
+    [message] = messages(app, visitor.workspace_id)
+    assert message.webhook_id == "w" * 64 and message.headers["x-service-webhook-id"] == "w" * 5000
     assert visitor.get("/webhooks").status_code == 200

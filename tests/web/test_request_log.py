@@ -199,3 +199,34 @@ def test_the_consoles_own_headless_completion_is_logged_without_its_credentials(
     assert "pass_good" not in row.request_body and "123456" not in row.request_body
     detail = unescape(visitor.get(f"/requests/{row.id}").get_data(as_text=True))
     assert "pass_good" not in detail
+
+
+def test_a_call_with_a_lone_surrogate_escaped_in_its_json_is_still_logged(app, visitor):
+    """`"\\ud800"` is valid JSON text; a body re-encoded to mask personal data kept it as a lone surrogate,
+    which no database text column can hold, so the row was dropped (counted only as unlogged)."""
+    api = outside(app, visitor)
+    body = json.dumps({**MATCHED_LINK_TOKEN, "org_name": "\ud800"})  # json.dumps escapes it: \ud800
+    response = api.post("/link_tokens", data=body, headers={"Content-Type": "application/json"})
+    request_id = response.headers["x-service-request-id"]
+    writer_for(app).flush()
+    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
+    assert "\\ud800" in row.request_body and "ada@example.com" not in row.request_body
+    assert json.loads(row.request_body)["org_name"] == "\ud800"
+    assert response.status_code == 400  # the API refuses it, and names the field
+    detail = visitor.get(f"/requests/{row.id}")
+    assert detail.status_code == 200 and "\\ud800" in detail.get_data(as_text=True)
+
+
+def test_a_call_with_a_deeply_nested_body_has_a_detail_page(app, visitor):
+    """The API refuses 20,000 nested brackets (400); the log keeps the body, and the detail page's Python
+    snippet parsed it with json.loads, whose RecursionError was a 500. It is shown as data= text instead."""
+    api = outside(app, visitor)
+    response = api.post(
+        "/link_tokens", data="[" * 20_000 + "]" * 20_000, headers={"Content-Type": "application/json"}
+    )
+    assert response.status_code == 400
+    request_id = response.headers["x-service-request-id"]
+    writer_for(app).flush()
+    [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
+    detail = visitor.get(f"/requests/{row.id}")
+    assert detail.status_code == 200 and "data=&#39;[[[[" in detail.get_data(as_text=True)

@@ -117,7 +117,10 @@ def hide_key(key_id: str):
 
 def _back() -> str:
     """The console page the form was sent from (same host only), else the walkthrough."""
-    referrer = urlsplit(request.referrer or "")
+    try:
+        referrer = urlsplit(request.referrer or "")
+    except ValueError:  # "http://[": not a URL (urlsplit refuses an unclosed IPv6 bracket)
+        return url_for("console.walkthrough")
     if (
         referrer.netloc == request.host
         and referrer.path.startswith("/")

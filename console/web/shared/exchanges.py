@@ -40,9 +40,13 @@ def pretty(text: str) -> str:
     if not text:
         return ""
     try:
-        return json.dumps(jsontext.loads(text), indent=2, ensure_ascii=False)
+        shown = json.dumps(jsontext.loads(text), indent=2, ensure_ascii=False)
     except ValueError:  # not JSON, or too deep to indent safely
         return text
+    if not shown.isascii() and any("\ud800" <= ch <= "\udfff" for ch in shown):
+        # A lone surrogate escaped in the JSON (`"\\ud800"`): kept as its escape, which a page can show.
+        return json.dumps(jsontext.loads(text), indent=2)
+    return shown
 
 
 MASKED_NOTE = "masked values ({shown}) are what the request log keeps, not what was sent: put real ones in before running"
@@ -82,8 +86,8 @@ def python(row: RequestLogEntry, secret: str) -> str:
     args = [repr(row.url), f"headers={_py(headers, 4)}"]
     if row.request_body:
         try:
-            args.append(f"json={_py(json.loads(row.request_body), 4)}")
-        except ValueError:
+            args.append(f"json={_py(jsontext.loads(row.request_body), 4)}")
+        except ValueError:  # not JSON, or nested too deep (json.loads would raise RecursionError)
             args.append(f"data={row.request_body!r}")
     args.append("timeout=30")
     call = ",\n    ".join(args)

@@ -9,6 +9,7 @@ against the secrets of the workspace's keys.
 from __future__ import annotations
 
 import contextlib
+import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -160,9 +161,13 @@ def answer(message: InboxMessage) -> tuple[int, dict[str, Any], dict[str, str]]:
     return 200, received, {}
 
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
 def _label(value: Any) -> str | None:
-    """A short string from the delivery's envelope, storable in any database (no NUL)."""
-    return str(value)[:64].replace("\x00", "\ufffd") if value else None
+    """A short string from the delivery's envelope, storable in any database: a NUL (which PostgreSQL text
+    cannot hold) and a lone surrogate escaped in the JSON (`"\\ud800"`, which no UTF-8 text can) become U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", str(value)[:64]) if value else None
 
 
 def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -> InboxMessage:
@@ -197,7 +202,9 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
         body=raw_body.decode("utf-8", errors="replace")[:MAX_BODY_CHARS].replace("\x00", "\ufffd"),
         event_id=event_id,
         event_type=_label(envelope.get("event")),
-        webhook_id=kept.get("x-service-webhook-id"),
+        webhook_id=_label(
+            kept.get("x-service-webhook-id")
+        ),  # a 64-character column; the header is kept whole
         verified=key_last4 is not None,
         verify_error=reason[:255] if key_last4 is None and reason else None,
         key_last4=key_last4,
