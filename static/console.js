@@ -206,6 +206,25 @@
     var next = sender.nextElementSibling;
     return { sender: sender, alert: next && next.classList.contains("request-refused") ? next : null };
   }
+  // A form that creates something is sent once: a double click sent it twice, and made two cohorts or
+  // profiles, or for a class's join a second request that was refused as a name clash (the browser showed
+  // that refusal, not the join that went through). Marked once the submit is certain to go (no handler
+  // stopped it); a page restored from the back-forward cache may be sent again.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (!form.hasAttribute || !form.hasAttribute("data-submit-once")) return;
+    if (form.hasAttribute("data-submitted")) {
+      event.preventDefault();
+      return;
+    }
+    window.setTimeout(function () {
+      if (!event.defaultPrevented) form.setAttribute("data-submitted", "");
+    }, 0);
+  });
+  window.addEventListener("pageshow", function () {
+    var sent = document.querySelectorAll("form[data-submitted]");
+    for (var i = 0; i < sent.length; i++) sent[i].removeAttribute("data-submitted");
+  });
   document.addEventListener("htmx:responseError", function (event) {
     var source = event.detail && event.detail.elt;
     if (!source || source.hasAttribute("data-poll")) return;

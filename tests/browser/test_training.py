@@ -4,7 +4,7 @@ grid ticks without a reload when a trainee's own backend registers their endpoin
 from __future__ import annotations
 
 import requests
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from console.extensions import db
 from console.training.models import CohortMember
@@ -128,3 +128,44 @@ def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page
     finally:
         for context in contexts:
             context.close()
+
+
+# Two submit events on the join form, a task apart, as a double click's are: whether each was stopped. Synthetic
+# events send nothing themselves.
+SECOND_SUBMIT_STOPPED = """async () => {
+  const form = document.querySelector("form[data-submit-once]");
+  const send = () => { const e = new Event("submit", {bubbles: true, cancelable: true});
+                       form.dispatchEvent(e); return e.defaultPrevented; };
+  const first = send();
+  await new Promise(resolve => setTimeout(resolve, 50));
+  return [first, send()];
+}"""
+
+
+def test_a_double_click_on_join_joins_once_and_lands_on_the_trainees_page(browser, page, live_server):
+    """Where a browser sent both clicks, one joined and the other was refused as a name clash, and the browser
+    showed that refusal; a trainee then joined again under another name, a second row on the grid."""
+    page.goto(live_server.url + "/training")
+    page.get_by_label("Name").fill("Double-click class")
+    page.get_by_role("button", name="Create cohort").dblclick()  # a creating form too: one cohort
+    join_link = page.locator("#join-link").inner_text()
+    context = browser.new_context()
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        trainee = context.new_page()
+        trainee.goto(join_link)
+        # Chromium sends one of a double click's two submits by itself; other browsers send both, and the
+        # page stops the second (a submit event that arrives after one went, in a later task).
+        assert trainee.evaluate(SECOND_SUBMIT_STOPPED) == [False, True]
+        trainee.reload()
+        trainee.get_by_label("Your name").fill("Hedy")
+        trainee.get_by_role("button", name="Join").dblclick()
+        trainee.get_by_role("heading", name="Double-click class: Hedy").wait_for()
+        assert "already joined" not in trainee.content()
+    finally:
+        context.close()
+    with live_server.app.app_context():
+        from console.training.models import Cohort
+
+        assert db.session.scalar(select(func.count()).select_from(CohortMember)) == 1
+        assert len(db.session.scalars(select(Cohort).where(Cohort.name == "Double-click class")).all()) == 1
