@@ -350,3 +350,19 @@ def test_a_lone_surrogate_in_an_inbox_message_leaves_the_presenters_backend_view
     for htmx in (False, True):
         page = visitor.get("/present/backend", htmx=htmx)
         assert page.status_code == 200
+
+
+def test_a_form_of_too_many_fields_is_told_so_not_that_it_is_too_large(app, visitor):
+    """werkzeug refuses a form of over 1,000 parts with a 413, however small: the page said "larger than
+    1,024 KB" of a 30 KB form."""
+    visitor.start()
+    form = {"brand": "Acme", "stories": ["10-standard-switch"] * 2000}
+    response = visitor.post("/present/profiles", form, content_type="multipart/form-data")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 413
+    assert "The form has more fields than this server accepts (1,000)." in page and "KB" not in page
+    assert "No workspace yet" not in page  # refused before the workspace was read: the header still names it
+    huge = visitor.post("/present/profiles", {"brand": "x" * (2 * 1024 * 1024)})
+    assert huge.status_code == 413 and "larger than this server accepts (1,024 KB)" in huge.get_data(
+        as_text=True
+    )

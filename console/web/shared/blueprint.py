@@ -133,13 +133,26 @@ def _refused(error: ServiceError):
     return page, error.status_code, headers
 
 
+def _with_workspace() -> None:
+    """For an error page raised before `_load_workspace` ran (a body refused while the first hook read its
+    form): the header names the visitor's workspace, not "No workspace yet"."""
+    if "console_workspace" not in g:
+        load_workspace()
+
+
 def _too_large(error):
-    limit = (current_app.config.get("MAX_CONTENT_LENGTH") or 0) // 1024
-    message = f"The request is larger than this server accepts ({limit:,} KB)."
+    _with_workspace()
+    limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
+    if request.content_length is not None and (not limit or request.content_length <= limit):
+        # werkzeug answers 413 for a form of too many parts too, however small its body.
+        message = f"The form has more fields than this server accepts ({request.max_form_parts:,})."
+    else:
+        message = f"The request is larger than this server accepts ({limit // 1024:,} KB)."
     return render_template("console/shared/error.html", title="Request refused", message=message), 413
 
 
 def _csrf_refused(error: CSRFError):
+    _with_workspace()
     return render_template(
         "console/shared/error.html", title="Request refused", message=error.description
     ), 400
