@@ -308,10 +308,15 @@ def delete_cohort(cohort: Cohort) -> int:
 
 
 def _same_name(cohort: Cohort, name: str) -> str | None:
-    """A member's name that reads the same as `name` (case and runs of spaces aside), or None."""
-    wanted = " ".join(name.casefold().split())
+    """A member's name that reads the same as `name` (case, runs of spaces and compatibility forms such as
+    fullwidth letters aside: fullwidth "Ada" is "Ada" on the grid), or None."""
+    wanted = _read_as(name)
     names = db.session.scalars(select(CohortMember.name).where(CohortMember.cohort_id == cohort.id))
-    return next((n for n in names if " ".join(n.casefold().split()) == wanted), None)
+    return next((n for n in names if _read_as(n) == wanted), None)
+
+
+def _read_as(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
 def membership(workspace_id: uuid.UUID) -> tuple[CohortMember, Cohort] | None:

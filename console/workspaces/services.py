@@ -60,6 +60,9 @@ def clean_name(name: str | None, field: str = "name", what: str = "the workspace
         raise ValidationFailed([FieldError(field, f"At most {MAX_NAME_LENGTH} characters.")])
     if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") for ch in cleaned):
         raise ValidationFailed([FieldError(field, "Letters, digits, spaces and punctuation only.")])
+    if not any(unicodedata.category(ch)[0] in "LNPS" for ch in cleaned):
+        # Only combining marks and spaces: a name that shows as nothing (a blank row on a trainer's grid).
+        raise ValidationFailed([FieldError(field, f"Give {what} a name with at least one letter or digit.")])
     return cleaned
 
 

@@ -211,6 +211,23 @@ def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):
         assert db.session.scalars(select(CohortMember)).all() == []
 
 
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("\uff21\uff24\uff21", "already joined as Ada"),  # fullwidth: reads as Ada on the grid
+        ("\u0301\u0308 \u0301", "at least one letter or digit"),  # combining marks only: a blank row
+    ],
+)
+def test_a_name_that_reads_as_a_taken_one_or_as_nothing_is_refused(app, cohort, trainee, name, message):
+    visitor = Visitor(app.test_client())
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    visitor.get(path)
+    response = visitor.post(path, {"name": name})
+    assert response.status_code == 400 and message in unescape(response.get_data(as_text=True))
+    with app.app_context():
+        assert [m.name for m in db.session.scalars(select(CohortMember))] == ["Ada"]
+
+
 def test_a_second_browser_cannot_join_under_a_name_already_taken(app, cohort, trainee):
     """Two identical rows on the trainer's grid and in the export could not be told apart."""
     visitor = Visitor(app.test_client())
