@@ -79,3 +79,15 @@ def test_pcc_reads_the_api_root_as_console_listen_does():
     spec.loader.exec_module(pcc)
     for given in ("http://h:5000", "http://h:5000/", "http://h:5000/sandbox", "http://h:5000/sandbox/v1/"):
         assert pcc.sandbox_base(given) == listener.sandbox_base(given)
+
+
+def test_pcc_verify_refuses_a_signed_body_nested_too_deeply_instead_of_crashing():
+    import time
+
+    from console.training.client import pcc
+
+    raw = b"[" * 100_000 + b"]" * 100_000
+    stamp = int(time.time())
+    headers = {"x-service-signature": signing.sign("whsec_test", stamp, raw), "x-timestamp": str(stamp)}
+    with pytest.raises(pcc.WebhookVerificationError, match="nested too deeply"):
+        pcc.verify("whsec_test", headers, raw)

@@ -77,6 +77,8 @@ def verify(secret, headers, raw_body, tolerance=TOLERANCE_SECONDS, now=None):
         raise WebhookVerificationError("no matching signature")
     try:
         body = json.loads(raw_body)
+    except RecursionError as exc:  # a signed body of thousands of nested brackets: refused, not a crash
+        raise WebhookVerificationError("body is JSON nested too deeply") from exc
     except ValueError as exc:
         raise WebhookVerificationError("body is not valid JSON") from exc
     if not isinstance(body, dict):
