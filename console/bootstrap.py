@@ -66,8 +66,31 @@ def prepare_database() -> Prepared:
     )
 
 
+def unreachable_database() -> str | None:
+    """Why the database cannot be reached at all (a server that is down, a wrong host, port, user or database
+    name), or None when it answers. SQLite is never "unreachable": its file is created on first use."""
+    url = db.engine.url
+    if url.get_backend_name() == "sqlite":
+        return None
+    try:
+        with db.engine.connect():
+            return None
+    except OperationalError as exc:
+        # libpq's own first line (it names the host, port and database, never the password).
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return (
+            f"Cannot connect to the database {url.render_as_string(hide_password=True)}: {reason}. "
+            "Check DATABASE_URL (host, port, user, database name; the database must exist: `createdb NAME`) "
+            "and that the server is running."
+        )
+
+
 def missing_schema() -> str | None:
-    """Why the database cannot serve commands yet (no schema: never upgraded), or None when it can."""
+    """Why the database cannot serve commands yet (unreachable, or no schema: never upgraded), or None when it
+    can."""
+    unreachable = unreachable_database()
+    if unreachable:
+        return unreachable
     try:
         if inspect(db.engine).has_table("api_keys"):
             return None

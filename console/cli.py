@@ -36,6 +36,19 @@ def _ready_app() -> Flask:
     return app
 
 
+def _reachable_app() -> Flask:
+    """The app for a command that creates the schema (`db upgrade`, `run`): a database it cannot reach is a
+    one-line error saying what to check, not a driver's traceback."""
+    from console.bootstrap import unreachable_database
+
+    app = _app()
+    with app.app_context():
+        problem = unreachable_database()
+    if problem:
+        raise click.ClickException(problem)
+    return app
+
+
 def _commit():
     from console.extensions import db
 
@@ -79,7 +92,7 @@ def run(host: str, port: int, processes: int | None, threads: int, pin_cpus: boo
     _check_free(host, port)
     # The app reads where it listens from the environment (each serving process builds its own app).
     os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
-    app = _app()
+    app = _reachable_app()
     with app.app_context():
         from console.bootstrap import prepare_database, startup_banner
         from console.extensions import db
@@ -130,7 +143,9 @@ def worker() -> None:
     master = master_from_environment()
     if master is not None:  # started by `console run`: stop if that master is ever gone without stopping us
         stop_when_orphaned(master)
-    sys.exit(run_forever(_app()))
+    # A database without the schema (or one it cannot reach) is one clear line, not a traceback from every
+    # loop at every poll (thousands of lines a second, none saying to run `console db upgrade`).
+    sys.exit(run_forever(_ready_app()))
 
 
 @main.group()
@@ -163,7 +178,7 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Create or upgrade the schema to the latest migration, and seed the world."""
-    app = _app()
+    app = _reachable_app()
     with app.app_context():
         from console.bootstrap import prepare_database
 

@@ -63,7 +63,7 @@ def run_cli(tmp_path):
 
     from console import cli
 
-    env = {
+    base_env = {
         "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
         "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
         "SECRET_KEY": "cli-test-secret",
@@ -79,10 +79,12 @@ def run_cli(tmp_path):
 
     runner = CliRunner()
 
-    def run(*args: str, check: bool = True):
+    def run(*args: str, check: bool = True, env: dict | None = None):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cli, "_app", tracked_app)
-            result = runner.invoke(cli.main, list(args), env=env, catch_exceptions=False)
+            result = runner.invoke(
+                cli.main, list(args), env={**base_env, **(env or {})}, catch_exceptions=False
+            )
         if check:
             assert result.exit_code == 0, result.stderr
         result.returncode = result.exit_code
@@ -167,6 +169,49 @@ def test_a_database_without_a_schema_is_a_clear_error(run_cli, tmp_path):
         result = run_cli(*args, check=False)
         assert result.returncode != 0
         assert "has no tables yet" in result.stderr and "console db upgrade" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_the_worker_on_a_database_without_a_schema_is_a_clear_error(run_cli, monkeypatch):
+    """`console worker` before `console db upgrade`: one line saying what to do, never the loops started (they
+    logged a traceback at every poll, thousands of lines a second, and never said to upgrade)."""
+    import console.worker
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    result = run_cli("worker", check=False)
+    assert result.returncode == 1
+    assert "has no tables yet" in result.stderr and "console db upgrade" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_database_it_cannot_reach_is_a_clear_error_not_no_tables(run_cli, monkeypatch):
+    """A PostgreSQL server that is down (or a wrong port): each command says it cannot connect, to which
+    address (password hidden), and what to check; `keys list` used to say "has no tables yet, run `console db
+    upgrade`", and `db upgrade`, `run` and `worker` printed a driver traceback of 130 lines."""
+    import console.worker
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    for name in ("HOST", "PORT", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name, raising=False)
+    url = f"postgresql://someone:hunter2@127.0.0.1:{_closed_port()}/console"
+    for args in (
+        ("db", "upgrade"),
+        ("keys", "list"),
+        ("worker",),
+        ("run", "--host", "127.0.0.1", "--port", str(_closed_port())),
+    ):
+        result = run_cli(*args, check=False, env={"DATABASE_URL": url})
+        assert result.returncode == 1, args
+        assert "Cannot connect to the database postgresql+psycopg://someone:***@127.0.0.1:" in result.stderr
+        assert "Check DATABASE_URL" in result.stderr
+        assert "has no tables yet" not in result.stderr
+        assert "hunter2" not in result.stderr + result.stdout
         assert "Traceback" not in result.stderr
 
 
