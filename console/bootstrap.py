@@ -103,15 +103,38 @@ def missing_schema() -> str | None:
     )
 
 
+class SecretKeyMismatch(RuntimeError):
+    """The stored API secrets were encrypted with another `SECRET_KEY` than this process has."""
+
+
+def _secret_key_advice() -> str:
+    generated = settings.INSTANCE_DIR / "secret_key"
+    return (
+        "The API secrets stored in this database were encrypted with a different SECRET_KEY than this "
+        "process has, so webhooks cannot be signed and the console cannot call the API. Set SECRET_KEY to the "
+        "value the database was used with (every process the same; a key `make run` generated is in "
+        f"{generated}: SECRET_KEY=$(cat {generated}))."
+    )
+
+
 def demo_sandbox_secret() -> str:
-    """The demo workspace's sandbox secret, creating the key on first run."""
+    """The demo workspace's sandbox secret, creating the key on first run.
+
+    `SecretKeyMismatch` (saying what to do) when the stored secret was sealed with another `SECRET_KEY`.
+    """
+    from cryptography.fernet import InvalidToken
+
     workspace = demo_workspace()
     key = db.session.scalars(
         select(ApiKey)
         .where(ApiKey.workspace_id == workspace.id, ApiKey.mode == SANDBOX, ApiKey.revoked_at.is_(None))
         .order_by(ApiKey.created_at)
     ).first()
-    secret = secret_of(key) if key else create_key(workspace.id, SANDBOX, "demo").secret
+    try:
+        secret = secret_of(key) if key else create_key(workspace.id, SANDBOX, "demo").secret
+    except InvalidToken:
+        db.session.rollback()
+        raise SecretKeyMismatch(_secret_key_advice()) from None
     db.session.commit()
     return secret
 

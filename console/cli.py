@@ -94,12 +94,18 @@ def run(host: str, port: int, processes: int | None, threads: int, pin_cpus: boo
     os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
     app = _reachable_app()
     with app.app_context():
-        from console.bootstrap import prepare_database, startup_banner
+        from console.bootstrap import SecretKeyMismatch, prepare_database, startup_banner
         from console.extensions import db
 
         prepare_database()
-        # In full only on a terminal: a service manager's log or a file would keep a working secret.
-        click.echo(startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty()))
+        try:
+            # In full only on a terminal: a service manager's log or a file would keep a working secret.
+            banner = startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty())
+        except (
+            SecretKeyMismatch
+        ) as exc:  # a database restored or moved, SECRET_KEY newly set: say which to set
+            raise click.ClickException(str(exc)) from None
+        click.echo(banner)
         # Nothing opened here may be shared with the processes forked next.
         db.session.remove()
         db.engine.dispose()

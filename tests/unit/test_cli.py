@@ -334,3 +334,30 @@ def test_keys_roll_with_a_grace_period_keeps_the_old_secret_working(upgraded, ru
     text = run_cli("keys", "roll", rolled["id"], "--grace", "7d").stdout
     assert "works until" in text
     assert run_cli("keys", "roll", rolled["id"], "--grace", "2h", check=False).returncode != 0
+
+
+def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_to_set(
+    upgraded, run_cli, monkeypatch
+):
+    """The shared-server step "set SECRET_KEY" after a first `make run` (its key generated into the instance
+    folder), or a database restored elsewhere: `console run` stopped on a `cryptography.fernet.InvalidToken`
+    traceback. It says what is wrong and which SECRET_KEY to set, and serves nothing."""
+    import console.serving
+
+    monkeypatch.setattr(console.serving, "serve", lambda **kwargs: pytest.fail("it served"))
+    for name in ("HOST", "PORT", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name, raising=False)
+    run_cli("keys", "create", "--mode", "sandbox")  # the demo workspace's key, sealed with the first key
+    result = run_cli(
+        "run",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(_closed_port()),
+        check=False,
+        env={"SECRET_KEY": "another"},
+    )
+    assert result.returncode == 1
+    assert "encrypted with a different SECRET_KEY" in result.stderr
+    assert "SECRET_KEY=$(cat " in result.stderr and "secret_key)" in result.stderr
+    assert "Traceback" not in result.stderr and "InvalidToken" not in result.stderr
