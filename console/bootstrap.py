@@ -117,6 +117,22 @@ def _secret_key_advice() -> str:
     )
 
 
+def secret_key_mismatch() -> str | None:
+    """Why this process cannot read the API secrets stored in the database (they were encrypted with another
+    `SECRET_KEY`), or None when it can (or none is stored yet). One key is tried: they share the one key."""
+    from cryptography.fernet import InvalidToken
+
+    key = db.session.scalars(select(ApiKey).order_by(ApiKey.created_at.desc()).limit(1)).first()
+    try:
+        if key is not None:
+            secret_of(key)
+    except InvalidToken:
+        return _secret_key_advice()
+    finally:
+        db.session.rollback()
+    return None
+
+
 def demo_sandbox_secret() -> str:
     """The demo workspace's sandbox secret, creating the key on first run.
 

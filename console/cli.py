@@ -151,7 +151,16 @@ def worker() -> None:
         stop_when_orphaned(master)
     # A database without the schema (or one it cannot reach) is one clear line, not a traceback from every
     # loop at every poll (thousands of lines a second, none saying to run `console db upgrade`).
-    sys.exit(run_forever(_ready_app()))
+    app = _ready_app()
+    with app.app_context():
+        from console.bootstrap import secret_key_mismatch
+
+        # Another SECRET_KEY than the servers': every delivery would stay pending, a traceback at every poll,
+        # while its heartbeat told /healthz all was well.
+        problem = secret_key_mismatch()
+    if problem:
+        raise click.ClickException(problem)
+    sys.exit(run_forever(app))
 
 
 @main.group()

@@ -361,3 +361,18 @@ def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_
     assert "encrypted with a different SECRET_KEY" in result.stderr
     assert "SECRET_KEY=$(cat " in result.stderr and "secret_key)" in result.stderr
     assert "Traceback" not in result.stderr and "InvalidToken" not in result.stderr
+
+
+def test_a_worker_with_another_secret_key_than_the_database_refuses_to_start(upgraded, run_cli, monkeypatch):
+    """A `console worker` started without the servers' SECRET_KEY ran: every delivery stayed pending (its secret
+    could not be read to sign it), a traceback at every poll, while its heartbeat kept /healthz "ok"."""
+    import console.worker
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    run_cli("keys", "create", "--mode", "sandbox")
+    result = run_cli("worker", check=False, env={"SECRET_KEY": "another"})
+    assert result.returncode == 1
+    assert "encrypted with a different SECRET_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: 0)
+    assert run_cli("worker").returncode == 0  # with the database's key it starts
