@@ -20,8 +20,21 @@ if TYPE_CHECKING:  # the client commands (listen, trigger) never build an app: F
 
 def _app() -> Flask:
     from console import create_app
+    from console.config import SettingError
 
-    return create_app()
+    try:
+        return create_app()
+    except SettingError as exc:  # e.g. RUN_CONCURRENCY=two: one line naming the variable, not a traceback
+        raise click.ClickException(str(exc)) from None
+
+
+def _env_port() -> int:
+    from console.config import SettingError, _number
+
+    try:
+        return _number("PORT", 5000)
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _ready_app() -> Flask:
@@ -62,9 +75,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default=lambda: os.environ.get("HOST", "127.0.0.1"), show_default="HOST or 127.0.0.1")
-@click.option(
-    "--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000"
-)
+@click.option("--port", default=_env_port, type=int, show_default="PORT or 5000")
 @click.option(
     "--processes",
     type=click.IntRange(min=1),

@@ -376,3 +376,25 @@ def test_a_worker_with_another_secret_key_than_the_database_refuses_to_start(upg
     assert "Traceback" not in result.stderr
     monkeypatch.setattr(console.worker, "run_forever", lambda app: 0)
     assert run_cli("worker").returncode == 0  # with the database's key it starts
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("RUN_CONCURRENCY", "two", "RUN_CONCURRENCY must be a whole number, not 'two'"),
+        ("DB_POOL_TIMEOUT", "3s", "DB_POOL_TIMEOUT must be a number, not '3s'"),
+        ("WEBHOOK_THREADS", "many", "WEBHOOK_THREADS must be a whole number, not 'many'"),
+        ("PORT", "abc", "PORT must be a whole number, not 'abc'"),
+    ],
+)
+def test_a_setting_that_is_not_a_number_is_named(run_cli, monkeypatch, name, value, says):
+    """It was a traceback ending in `ValueError: invalid literal for int() with base 10: 'two'`, naming no
+    setting (a shared server's operator sets dozens)."""
+    for name_ in ("HOST", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name_, raising=False)
+    run = ("run",) if name == "PORT" else ("run", "--host", "127.0.0.1", "--port", str(_closed_port()))
+    for args in (("keys", "list"), ("worker",), run):
+        result = run_cli(*args, check=False, env={name: value})
+        assert result.returncode == 1, args
+        assert says in result.stderr
+        assert "Traceback" not in result.stderr
