@@ -61,7 +61,11 @@ def worker_state() -> dict[str, Any]:
         select(WorkerHeartbeat).order_by(WorkerHeartbeat.last_seen.desc()).limit(1)
     ).first()
     if latest is None:
-        return {"ok": False, "last_seen": None, "note": "no worker has ever reported"}
+        return {
+            "ok": False,
+            "last_seen": None,
+            "note": "no worker is running (none has reported, or each stopped cleanly)",
+        }
     age = (utcnow() - latest.last_seen).total_seconds()
     return {
         "ok": age <= STALE_AFTER_SECONDS,
