@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from flask import current_app
-from sqlalchemy import inspect, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import inspect, select, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from console import config as settings
 from console.db.schema import upgrade_to_head
@@ -93,7 +94,7 @@ def missing_schema() -> str | None:
         return unreachable
     try:
         if inspect(db.engine).has_table("api_keys"):
-            return None
+            return schema_behind()
     except OperationalError:
         pass  # e.g. SQLite whose folder does not exist: the same advice applies
     return (
@@ -131,6 +132,50 @@ def secret_key_mismatch() -> str | None:
     finally:
         db.session.rollback()
     return None
+
+
+_REVISION_LINE = re.compile(r"""^(down_revision|revision)\s*=\s*(.+)$""", re.MULTILINE)
+
+
+def head_revisions() -> set[str]:
+    """The newest migration(s) this code ships, read from the migration files' `revision` / `down_revision`
+    lines (no Alembic import: ~0.3 s a start, see console/db/schema.py)."""
+    revisions: set[str] = set()
+    replaced: set[str] = set()
+    for path in (settings.ROOT / "console" / "migrations" / "versions").glob("*.py"):
+        for name, value in _REVISION_LINE.findall(path.read_text()):
+            found = set(re.findall(r"""['"]([0-9a-zA-Z_]+)['"]""", value))
+            (revisions if name == "revision" else replaced).update(found)
+    return revisions - replaced
+
+
+def schema_behind() -> str | None:
+    """Why the database's schema is older than this code (a migration not run yet), or None when it is up to
+    date. A schema newer than the code (an older release on a database upgraded since) is left to run."""
+    try:
+        with db.engine.connect() as connection:
+            found = {row[0] for row in connection.execute(text("SELECT version_num FROM alembic_version"))}
+    except (OperationalError, ProgrammingError):
+        found = set()
+    heads = head_revisions()
+    if not found or not heads or found & heads:
+        return None  # no Alembic bookkeeping (tables made by `create_all`): nothing to compare
+    if not found <= _known_revisions():
+        return None  # upgraded by a newer release than this one
+    url = db.engine.url.render_as_string(hide_password=True)
+    return (
+        f"The database {url} is at schema revision {', '.join(sorted(found))}, older than this code's "
+        f"({', '.join(sorted(heads))}): a migration has not run. Run `console db upgrade` first."
+    )
+
+
+def _known_revisions() -> set[str]:
+    known: set[str] = set()
+    for path in (settings.ROOT / "console" / "migrations" / "versions").glob("*.py"):
+        for name, value in _REVISION_LINE.findall(path.read_text()):
+            if name == "revision":
+                known.update(re.findall(r"""['"]([0-9a-zA-Z_]+)['"]""", value))
+    return known
 
 
 def demo_sandbox_secret() -> str:

@@ -398,3 +398,40 @@ def test_a_setting_that_is_not_a_number_is_named(run_cli, monkeypatch, name, val
         assert result.returncode == 1, args
         assert says in result.stderr
         assert "Traceback" not in result.stderr
+
+
+def test_a_database_a_migration_has_not_reached_is_a_clear_error(upgraded, run_cli, tmp_path, monkeypatch):
+    """A schema one migration behind the code (upgraded by an older release, `console db upgrade` not run
+    after deploying): the worker started and failed at every poll of a table or column it did not find, the
+    commands later, on whatever they touched. They say which revision it is at and what to run."""
+    import sqlite3
+
+    import console.worker
+    from console.bootstrap import head_revisions
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    (head,) = head_revisions()
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+        connection.execute("UPDATE alembic_version SET version_num = '9c31f0e2a7d4'")  # an older revision
+    for args in (("worker",), ("keys", "list")):
+        result = run_cli(*args, check=False)
+        assert result.returncode == 1, args
+        assert f"at schema revision 9c31f0e2a7d4, older than this code's ({head})" in result.stderr
+        assert "console db upgrade" in result.stderr
+    # A revision this code does not know (a newer release upgraded it) is left to run.
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+    assert run_cli("keys", "list").returncode == 0
+
+
+def test_the_head_read_from_the_migration_files_is_alembics():
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from console.bootstrap import head_revisions
+    from console.db.schema import MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert head_revisions() == set(ScriptDirectory.from_config(config).get_heads())
