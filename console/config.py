@@ -127,7 +127,8 @@ def from_environment() -> dict:
         "SECRET_KEY": secret_key(),
         # Unset: counters in a memory-mapped file in the instance folder, shared by this machine's processes.
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI") or "mmap://",
-        "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
+        # Read as SANDBOX_ALLOW_LOOPBACK_WEBHOOKS is, in any case: `RUN_WORKER=False` or `off` ran a worker.
+        "RUN_WORKER": os.environ.get("RUN_WORKER", "1").strip().lower() not in ("0", "false", "no", "off"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "LISTEN_HOST": os.environ.get("HOST") or DEFAULTS["LISTEN_HOST"],
         "LISTEN_PORT": _number("PORT", DEFAULTS["LISTEN_PORT"]),
