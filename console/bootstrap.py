@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from flask import current_app
-from sqlalchemy import inspect, select
-from sqlalchemy.exc import OperationalError
+from sqlalchemy import inspect, select, text
+from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from console import config as settings
 from console.db.schema import upgrade_to_head
@@ -66,11 +67,34 @@ def prepare_database() -> Prepared:
     )
 
 
+def unreachable_database() -> str | None:
+    """Why the database cannot be reached at all (a server that is down, a wrong host, port, user or database
+    name), or None when it answers. SQLite is never "unreachable": its file is created on first use."""
+    url = db.engine.url
+    if url.get_backend_name() == "sqlite":
+        return None
+    try:
+        with db.engine.connect():
+            return None
+    except OperationalError as exc:
+        # libpq's own first line (it names the host, port and database, never the password).
+        reason = str(getattr(exc, "orig", None) or exc).strip().splitlines()[0]
+        return (
+            f"Cannot connect to the database {url.render_as_string(hide_password=True)}: {reason}. "
+            "Check DATABASE_URL (host, port, user, database name; the database must exist: `createdb NAME`) "
+            "and that the server is running."
+        )
+
+
 def missing_schema() -> str | None:
-    """Why the database cannot serve commands yet (no schema: never upgraded), or None when it can."""
+    """Why the database cannot serve commands yet (unreachable, or no schema: never upgraded), or None when it
+    can."""
+    unreachable = unreachable_database()
+    if unreachable:
+        return unreachable
     try:
         if inspect(db.engine).has_table("api_keys"):
-            return None
+            return schema_behind()
     except OperationalError:
         pass  # e.g. SQLite whose folder does not exist: the same advice applies
     return (
@@ -80,15 +104,98 @@ def missing_schema() -> str | None:
     )
 
 
+class SecretKeyMismatch(RuntimeError):
+    """The stored API secrets were encrypted with another `SECRET_KEY` than this process has."""
+
+
+def _secret_key_advice() -> str:
+    generated = settings.INSTANCE_DIR / "secret_key"
+    return (
+        "The API secrets stored in this database were encrypted with a different SECRET_KEY than this "
+        "process has, so webhooks cannot be signed and the console cannot call the API. Set SECRET_KEY to the "
+        "value the database was used with (every process the same; a key `make run` generated is in "
+        f"{generated}: SECRET_KEY=$(cat {generated}))."
+    )
+
+
+def secret_key_mismatch() -> str | None:
+    """Why this process cannot read the API secrets stored in the database (they were encrypted with another
+    `SECRET_KEY`), or None when it can (or none is stored yet). One key is tried: they share the one key."""
+    from cryptography.fernet import InvalidToken
+
+    key = db.session.scalars(select(ApiKey).order_by(ApiKey.created_at.desc()).limit(1)).first()
+    try:
+        if key is not None:
+            secret_of(key)
+    except InvalidToken:
+        return _secret_key_advice()
+    finally:
+        db.session.rollback()
+    return None
+
+
+_REVISION_LINE = re.compile(r"""^(down_revision|revision)\s*=\s*(.+)$""", re.MULTILINE)
+
+
+def head_revisions() -> set[str]:
+    """The newest migration(s) this code ships, read from the migration files' `revision` / `down_revision`
+    lines (no Alembic import: ~0.3 s a start, see console/db/schema.py)."""
+    revisions: set[str] = set()
+    replaced: set[str] = set()
+    for path in (settings.ROOT / "console" / "migrations" / "versions").glob("*.py"):
+        for name, value in _REVISION_LINE.findall(path.read_text()):
+            found = set(re.findall(r"""['"]([0-9a-zA-Z_]+)['"]""", value))
+            (revisions if name == "revision" else replaced).update(found)
+    return revisions - replaced
+
+
+def schema_behind() -> str | None:
+    """Why the database's schema is older than this code (a migration not run yet), or None when it is up to
+    date. A schema newer than the code (an older release on a database upgraded since) is left to run."""
+    try:
+        with db.engine.connect() as connection:
+            found = {row[0] for row in connection.execute(text("SELECT version_num FROM alembic_version"))}
+    except (OperationalError, ProgrammingError):
+        found = set()
+    heads = head_revisions()
+    if not found or not heads or found & heads:
+        return None  # no Alembic bookkeeping (tables made by `create_all`): nothing to compare
+    if not found <= _known_revisions():
+        return None  # upgraded by a newer release than this one
+    url = db.engine.url.render_as_string(hide_password=True)
+    return (
+        f"The database {url} is at schema revision {', '.join(sorted(found))}, older than this code's "
+        f"({', '.join(sorted(heads))}): a migration has not run. Run `console db upgrade` first."
+    )
+
+
+def _known_revisions() -> set[str]:
+    known: set[str] = set()
+    for path in (settings.ROOT / "console" / "migrations" / "versions").glob("*.py"):
+        for name, value in _REVISION_LINE.findall(path.read_text()):
+            if name == "revision":
+                known.update(re.findall(r"""['"]([0-9a-zA-Z_]+)['"]""", value))
+    return known
+
+
 def demo_sandbox_secret() -> str:
-    """The demo workspace's sandbox secret, creating the key on first run."""
+    """The demo workspace's sandbox secret, creating the key on first run.
+
+    `SecretKeyMismatch` (saying what to do) when the stored secret was sealed with another `SECRET_KEY`.
+    """
+    from cryptography.fernet import InvalidToken
+
     workspace = demo_workspace()
     key = db.session.scalars(
         select(ApiKey)
         .where(ApiKey.workspace_id == workspace.id, ApiKey.mode == SANDBOX, ApiKey.revoked_at.is_(None))
         .order_by(ApiKey.created_at)
     ).first()
-    secret = secret_of(key) if key else create_key(workspace.id, SANDBOX, "demo").secret
+    try:
+        secret = secret_of(key) if key else create_key(workspace.id, SANDBOX, "demo").secret
+    except InvalidToken:
+        db.session.rollback()
+        raise SecretKeyMismatch(_secret_key_advice()) from None
     db.session.commit()
     return secret
 

@@ -20,8 +20,21 @@ if TYPE_CHECKING:  # the client commands (listen, trigger) never build an app: F
 
 def _app() -> Flask:
     from console import create_app
+    from console.config import SettingError
 
-    return create_app()
+    try:
+        return create_app()
+    except SettingError as exc:  # e.g. RUN_CONCURRENCY=two: one line naming the variable, not a traceback
+        raise click.ClickException(str(exc)) from None
+
+
+def _env_port() -> int:
+    from console.config import SettingError, _number
+
+    try:
+        return _number("PORT", 5000)
+    except SettingError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 def _ready_app() -> Flask:
@@ -31,6 +44,19 @@ def _ready_app() -> Flask:
     app = _app()
     with app.app_context():
         problem = missing_schema()
+    if problem:
+        raise click.ClickException(problem)
+    return app
+
+
+def _reachable_app() -> Flask:
+    """The app for a command that creates the schema (`db upgrade`, `run`): a database it cannot reach is a
+    one-line error saying what to check, not a driver's traceback."""
+    from console.bootstrap import unreachable_database
+
+    app = _app()
+    with app.app_context():
+        problem = unreachable_database()
     if problem:
         raise click.ClickException(problem)
     return app
@@ -49,9 +75,7 @@ def main() -> None:
 
 @main.command()
 @click.option("--host", default=lambda: os.environ.get("HOST", "127.0.0.1"), show_default="HOST or 127.0.0.1")
-@click.option(
-    "--port", default=lambda: int(os.environ.get("PORT", "5000")), type=int, show_default="PORT or 5000"
-)
+@click.option("--port", default=_env_port, type=int, show_default="PORT or 5000")
 @click.option(
     "--processes",
     type=click.IntRange(min=1),
@@ -79,14 +103,20 @@ def run(host: str, port: int, processes: int | None, threads: int, pin_cpus: boo
     _check_free(host, port)
     # The app reads where it listens from the environment (each serving process builds its own app).
     os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
-    app = _app()
+    app = _reachable_app()
     with app.app_context():
-        from console.bootstrap import prepare_database, startup_banner
+        from console.bootstrap import SecretKeyMismatch, prepare_database, startup_banner
         from console.extensions import db
 
         prepare_database()
-        # In full only on a terminal: a service manager's log or a file would keep a working secret.
-        click.echo(startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty()))
+        try:
+            # In full only on a terminal: a service manager's log or a file would keep a working secret.
+            banner = startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty())
+        except (
+            SecretKeyMismatch
+        ) as exc:  # a database restored or moved, SECRET_KEY newly set: say which to set
+            raise click.ClickException(str(exc)) from None
+        click.echo(banner)
         # Nothing opened here may be shared with the processes forked next.
         db.session.remove()
         db.engine.dispose()
@@ -130,7 +160,18 @@ def worker() -> None:
     master = master_from_environment()
     if master is not None:  # started by `console run`: stop if that master is ever gone without stopping us
         stop_when_orphaned(master)
-    sys.exit(run_forever(_app()))
+    # A database without the schema (or one it cannot reach) is one clear line, not a traceback from every
+    # loop at every poll (thousands of lines a second, none saying to run `console db upgrade`).
+    app = _ready_app()
+    with app.app_context():
+        from console.bootstrap import secret_key_mismatch
+
+        # Another SECRET_KEY than the servers': every delivery would stay pending, a traceback at every poll,
+        # while its heartbeat told /healthz all was well.
+        problem = secret_key_mismatch()
+    if problem:
+        raise click.ClickException(problem)
+    sys.exit(run_forever(app))
 
 
 @main.group()
@@ -163,7 +204,7 @@ def db() -> None:
 @db.command("upgrade")
 def db_upgrade() -> None:
     """Create or upgrade the schema to the latest migration, and seed the world."""
-    app = _app()
+    app = _reachable_app()
     with app.app_context():
         from console.bootstrap import prepare_database
 

@@ -80,13 +80,30 @@ def _write_new_secret_key(path: Path) -> str:
     return value
 
 
-def _number(value: str | None, default, kind=int):
-    return kind(value) if value not in (None, "") else default
+class SettingError(ValueError):
+    """A setting in the environment that is not what it must be; its message names the variable."""
+
+
+_KINDS = {int: "a whole number", float: "a number"}
+
+
+def _parse(name: str, raw: str, kind=int):
+    try:
+        return kind(raw.strip())
+    except ValueError:
+        raise SettingError(f"{name} must be {_KINDS.get(kind, kind.__name__)}, not {raw!r}") from None
+
+
+def _number(name: str, default, kind=int):
+    """The environment variable `name` as a number of `kind`, else `default`; a `SettingError` naming it when
+    it is not one (the bare `int()` error said "invalid literal ... 'two'" and not which setting)."""
+    raw = os.environ.get(name)
+    return _parse(name, raw, kind) if raw not in (None, "") else default
 
 
 def serving_threads() -> int:
     """Request threads per serving process: `THREADS` (set by `console run --threads`), else the default."""
-    return _number(os.environ.get("THREADS"), DEFAULT_THREADS)
+    return _number("THREADS", DEFAULT_THREADS)
 
 
 def days(name: str, default: float) -> float:
@@ -97,9 +114,9 @@ def days(name: str, default: float) -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{name} must be a number of days, not {raw!r}") from None
+        raise SettingError(f"{name} must be a number of days, not {raw!r}") from None
     if not value >= 0 or value == float("inf"):
-        raise ValueError(f"{name} must be a finite number of days >= 0, not {raw!r}")
+        raise SettingError(f"{name} must be a finite number of days >= 0, not {raw!r}")
     return value
 
 
@@ -110,16 +127,15 @@ def from_environment() -> dict:
         "SECRET_KEY": secret_key(),
         # Unset: counters in a memory-mapped file in the instance folder, shared by this machine's processes.
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI") or "mmap://",
-        "RUN_WORKER": os.environ.get("RUN_WORKER", "1") not in ("0", "false", "no"),
+        # Read as SANDBOX_ALLOW_LOOPBACK_WEBHOOKS is, in any case: `RUN_WORKER=False` or `off` ran a worker.
+        "RUN_WORKER": os.environ.get("RUN_WORKER", "1").strip().lower() not in ("0", "false", "no", "off"),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "LISTEN_HOST": os.environ.get("HOST") or DEFAULTS["LISTEN_HOST"],
-        "LISTEN_PORT": _number(os.environ.get("PORT"), DEFAULTS["LISTEN_PORT"]),
-        "DB_POOL_SIZE": _number(os.environ.get("DB_POOL_SIZE"), serving_threads() + POOL_HEADROOM),
-        "DB_POOL_TIMEOUT": _number(os.environ.get("DB_POOL_TIMEOUT"), DEFAULTS["DB_POOL_TIMEOUT"], float),
-        "DB_CONNECT_TIMEOUT": _number(os.environ.get("DB_CONNECT_TIMEOUT"), DEFAULTS["DB_CONNECT_TIMEOUT"]),
-        "DB_STATEMENT_TIMEOUT": _number(
-            os.environ.get("DB_STATEMENT_TIMEOUT"), DEFAULTS["DB_STATEMENT_TIMEOUT"]
-        ),
+        "LISTEN_PORT": _number("PORT", DEFAULTS["LISTEN_PORT"]),
+        "DB_POOL_SIZE": _number("DB_POOL_SIZE", serving_threads() + POOL_HEADROOM),
+        "DB_POOL_TIMEOUT": _number("DB_POOL_TIMEOUT", DEFAULTS["DB_POOL_TIMEOUT"], float),
+        "DB_CONNECT_TIMEOUT": _number("DB_CONNECT_TIMEOUT", DEFAULTS["DB_CONNECT_TIMEOUT"]),
+        "DB_STATEMENT_TIMEOUT": _number("DB_STATEMENT_TIMEOUT", DEFAULTS["DB_STATEMENT_TIMEOUT"]),
         "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": os.environ.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "0").lower()
         in ("1", "true", "yes", "on"),
         "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
@@ -127,62 +143,54 @@ def from_environment() -> dict:
         # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
         "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
         "REQUEST_LOG_FLUSH_SECONDS": _number(
-            os.environ.get("REQUEST_LOG_FLUSH_SECONDS"), DEFAULTS["REQUEST_LOG_FLUSH_SECONDS"], float
+            "REQUEST_LOG_FLUSH_SECONDS", DEFAULTS["REQUEST_LOG_FLUSH_SECONDS"], float
         ),
-        "REQUEST_LOG_QUEUE_SIZE": _number(
-            os.environ.get("REQUEST_LOG_QUEUE_SIZE"), DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]
-        ),
-        "REQUEST_LOG_KEEP": max(0, _number(os.environ.get("REQUEST_LOG_KEEP"), DEFAULTS["REQUEST_LOG_KEEP"])),
-        "INBOX_KEEP": max(0, _number(os.environ.get("INBOX_KEEP"), DEFAULTS["INBOX_KEEP"])),
-        "EVENTS_KEEP": max(0, _number(os.environ.get("EVENTS_KEEP"), DEFAULTS["EVENTS_KEEP"])),
+        "REQUEST_LOG_QUEUE_SIZE": _number("REQUEST_LOG_QUEUE_SIZE", DEFAULTS["REQUEST_LOG_QUEUE_SIZE"]),
+        "REQUEST_LOG_KEEP": max(0, _number("REQUEST_LOG_KEEP", DEFAULTS["REQUEST_LOG_KEEP"])),
+        "INBOX_KEEP": max(0, _number("INBOX_KEEP", DEFAULTS["INBOX_KEEP"])),
+        "EVENTS_KEEP": max(0, _number("EVENTS_KEEP", DEFAULTS["EVENTS_KEEP"])),
         "PRESENTER_STORIES_DIR": os.environ.get("PRESENTER_STORIES_DIR", ""),
         "LINK_MATCHING_DELAY_MS": max(
-            0, _number(os.environ.get("LINK_MATCHING_DELAY_MS"), DEFAULTS["LINK_MATCHING_DELAY_MS"])
+            0, _number("LINK_MATCHING_DELAY_MS", DEFAULTS["LINK_MATCHING_DELAY_MS"])
         ),
-        "RUN_CONCURRENCY": max(0, _number(os.environ.get("RUN_CONCURRENCY"), DEFAULTS["RUN_CONCURRENCY"])),
+        "RUN_CONCURRENCY": max(0, _number("RUN_CONCURRENCY", DEFAULTS["RUN_CONCURRENCY"])),
         "CONSOLE_PAGE_CONCURRENCY": max(
-            1, _number(os.environ.get("CONSOLE_PAGE_CONCURRENCY"), DEFAULTS["CONSOLE_PAGE_CONCURRENCY"])
+            1, _number("CONSOLE_PAGE_CONCURRENCY", DEFAULTS["CONSOLE_PAGE_CONCURRENCY"])
         ),
         "PRESENTER_WAIT_SECONDS": _number(
-            os.environ.get("PRESENTER_WAIT_SECONDS"), DEFAULTS["PRESENTER_WAIT_SECONDS"], float
+            "PRESENTER_WAIT_SECONDS", DEFAULTS["PRESENTER_WAIT_SECONDS"], float
         ),
-        "PRESENTER_MAX_PROFILES": _number(
-            os.environ.get("PRESENTER_MAX_PROFILES"), DEFAULTS["PRESENTER_MAX_PROFILES"]
-        ),
+        "PRESENTER_MAX_PROFILES": _number("PRESENTER_MAX_PROFILES", DEFAULTS["PRESENTER_MAX_PROFILES"]),
         # Quotas per owner (see the README's "Running a shared server").
         "PRESENTER_PROFILES_PER_BROWSER": _number(
-            os.environ.get("PRESENTER_PROFILES_PER_BROWSER"), DEFAULTS["PRESENTER_PROFILES_PER_BROWSER"]
+            "PRESENTER_PROFILES_PER_BROWSER", DEFAULTS["PRESENTER_PROFILES_PER_BROWSER"]
         ),
         "TRAINING_COHORTS_PER_TRAINER": _number(
-            os.environ.get("TRAINING_COHORTS_PER_TRAINER"), DEFAULTS["TRAINING_COHORTS_PER_TRAINER"]
+            "TRAINING_COHORTS_PER_TRAINER", DEFAULTS["TRAINING_COHORTS_PER_TRAINER"]
         ),
         "TRAINING_TRAINEES_PER_COHORT": _number(
-            os.environ.get("TRAINING_TRAINEES_PER_COHORT"), DEFAULTS["TRAINING_TRAINEES_PER_COHORT"]
+            "TRAINING_TRAINEES_PER_COHORT", DEFAULTS["TRAINING_TRAINEES_PER_COHORT"]
         ),
         "TRAINING_JOINS_PER_MINUTE": _number(
-            os.environ.get("TRAINING_JOINS_PER_MINUTE"), DEFAULTS["TRAINING_JOINS_PER_MINUTE"]
+            "TRAINING_JOINS_PER_MINUTE", DEFAULTS["TRAINING_JOINS_PER_MINUTE"]
         ),
         "CONSOLE_CREATES_PER_MINUTE": _number(
-            os.environ.get("CONSOLE_CREATES_PER_MINUTE"), DEFAULTS["CONSOLE_CREATES_PER_MINUTE"]
+            "CONSOLE_CREATES_PER_MINUTE", DEFAULTS["CONSOLE_CREATES_PER_MINUTE"]
         ),
         # On for a server (`console run`, Granian's factory); off in an app built from an explicit config.
-        "CONSOLE_PAGES_PER_SECOND": _number(
-            os.environ.get("CONSOLE_PAGES_PER_SECOND"), SERVER_PAGES_PER_SECOND
-        ),
-        "API_KEYS_PER_MODE": _number(os.environ.get("API_KEYS_PER_MODE"), DEFAULTS["API_KEYS_PER_MODE"]),
-        "WEBHOOKS_PER_KEY": _number(os.environ.get("WEBHOOKS_PER_KEY"), DEFAULTS["WEBHOOKS_PER_KEY"]),
+        "CONSOLE_PAGES_PER_SECOND": _number("CONSOLE_PAGES_PER_SECOND", SERVER_PAGES_PER_SECOND),
+        "API_KEYS_PER_MODE": _number("API_KEYS_PER_MODE", DEFAULTS["API_KEYS_PER_MODE"]),
+        "WEBHOOKS_PER_KEY": _number("WEBHOOKS_PER_KEY", DEFAULTS["WEBHOOKS_PER_KEY"]),
         # Comma-separated addresses or CIDRs of proxies whose X-Forwarded-For names the client; empty: none.
         "TRUSTED_PROXIES": os.environ.get("TRUSTED_PROXIES", ""),
         # Conformance runs (console.conformance.runs): active per workspace, executed at once per worker, and
         # the lease of a claimed run (unset: 2 x WEBHOOK_TIMEOUT_SECONDS + 30).
         "CONFORMANCE_RUNS_PER_WORKSPACE": _number(
-            os.environ.get("CONFORMANCE_RUNS_PER_WORKSPACE"), DEFAULTS["CONFORMANCE_RUNS_PER_WORKSPACE"]
+            "CONFORMANCE_RUNS_PER_WORKSPACE", DEFAULTS["CONFORMANCE_RUNS_PER_WORKSPACE"]
         ),
-        "CONFORMANCE_WORKER_RUNS": _number(
-            os.environ.get("CONFORMANCE_WORKER_RUNS"), DEFAULTS["CONFORMANCE_WORKER_RUNS"]
-        ),
+        "CONFORMANCE_WORKER_RUNS": _number("CONFORMANCE_WORKER_RUNS", DEFAULTS["CONFORMANCE_WORKER_RUNS"]),
         "CONFORMANCE_LEASE_SECONDS": _number(
-            os.environ.get("CONFORMANCE_LEASE_SECONDS"), DEFAULTS["CONFORMANCE_LEASE_SECONDS"], float
+            "CONFORMANCE_LEASE_SECONDS", DEFAULTS["CONFORMANCE_LEASE_SECONDS"], float
         ),
         # The worker's fair sharing of its senders (console.webhooks.fairness); unset: the module's defaults.
         **_optional_numbers(
@@ -202,7 +210,7 @@ def from_environment() -> dict:
 def _optional_numbers(**given: tuple[str | None, type]) -> dict:
     """The settings of `given` (name=(raw value, kind)) that are set, as numbers; the others stay unset, so
     the code's own defaults apply (`cfg.get(name, default)`)."""
-    return {name: kind(raw) for name, (raw, kind) in given.items() if raw not in (None, "")}
+    return {name: _parse(name, raw, kind) for name, (raw, kind) in given.items() if raw not in (None, "")}
 
 
 def local_root(host: str, port: int) -> str:

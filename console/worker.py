@@ -130,6 +130,21 @@ class Heartbeat:
             finally:
                 db.session.remove()
 
+    def forget(self) -> None:
+        """Remove this worker's heartbeat (a clean stop): `/healthz` no longer counts it as running."""
+        from console.extensions import db
+        from console.health.services import forget
+
+        with self.app.app_context():
+            try:
+                forget(self.worker_id)
+                db.session.commit()
+            except Exception:
+                db.session.rollback()
+                log.warning("Could not remove the worker heartbeat; /healthz shows it until it is stale")
+            finally:
+                db.session.remove()
+
 
 def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> int:
     """Run the worker loops in the foreground until SIGTERM/SIGINT (used by `console worker`).
@@ -164,5 +179,6 @@ def run_forever(app: Flask, loops: Iterable[str] = LOOPS) -> int:
     for signum in dict.fromkeys(received):  # each kind once: Ctrl-C under `console run` brings two or three
         log.info("Received %s; stopping after in-flight work", signal.Signals(signum).name)
     worker.stop()
+    heartbeat.forget()
     log.info("Worker stopped")
     return status

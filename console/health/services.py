@@ -16,7 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import delete, select, text
+from sqlalchemy import delete, inspect, select, text
+from sqlalchemy.exc import DBAPIError
 
 from console.core.timeutil import isoformat, utcnow
 from console.extensions import db
@@ -27,6 +28,7 @@ STALE_AFTER_SECONDS = 30.0
 # Rows of workers gone for this long are deleted when a worker starts.
 FORGET_AFTER = timedelta(days=1)
 DATABASE_TIMEOUT_SECONDS = 2.0
+NO_SCHEMA = "the database answers but has no schema: run `console db upgrade`"
 
 
 def new_worker_id() -> str:
@@ -47,13 +49,23 @@ def beat(worker_id: str) -> None:
         row.last_seen = now
 
 
+def forget(worker_id: str) -> None:
+    """Remove a worker's heartbeat when it stops cleanly, so `/healthz` does not report it alive for another
+    `STALE_AFTER_SECONDS`; the caller commits."""
+    db.session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.worker_id == worker_id))
+
+
 def worker_state() -> dict[str, Any]:
     """The newest heartbeat: whether a worker is alive, when it was last seen and its pid."""
     latest = db.session.scalars(
         select(WorkerHeartbeat).order_by(WorkerHeartbeat.last_seen.desc()).limit(1)
     ).first()
     if latest is None:
-        return {"ok": False, "last_seen": None, "note": "no worker has ever reported"}
+        return {
+            "ok": False,
+            "last_seen": None,
+            "note": "no worker is running (none has reported, or each stopped cleanly)",
+        }
     age = (utcnow() - latest.last_seen).total_seconds()
     return {
         "ok": age <= STALE_AFTER_SECONDS,
@@ -102,9 +114,18 @@ class DatabaseProbe:
                 try:
                     db.session.execute(text("SELECT 1"))
                     latency = (time.perf_counter() - started) * 1000
+                    try:
+                        worker = worker_state()
+                    except DBAPIError:
+                        # It answers, but without this service's tables: never upgraded (every request fails).
+                        db.session.rollback()
+                        if inspect(db.engine).has_table("api_keys"):
+                            raise
+                        probe.result = {"database": {"ok": False, "error": NO_SCHEMA}}
+                        return
                     probe.result = {
                         "database": {"ok": True, "latency_ms": round(latency, 1)},
-                        "worker": worker_state(),
+                        "worker": worker,
                     }
                 finally:
                     db.session.remove()

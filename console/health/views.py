@@ -27,7 +27,7 @@ def healthz():
         "pid": os.getpid(),  # the serving process that answered
         "database": database,
         "rate_limits": rate_limits,
-        "worker": worker or {"ok": None, "note": "unknown: the database did not answer"},
+        "worker": worker or {"ok": None, "note": "unknown: the database is not usable (see database)"},
     }
     response = jsonify(body)
     response.status_code = 200 if database["ok"] else 503

@@ -63,7 +63,7 @@ def run_cli(tmp_path):
 
     from console import cli
 
-    env = {
+    base_env = {
         "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}",
         "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
         "SECRET_KEY": "cli-test-secret",
@@ -79,10 +79,12 @@ def run_cli(tmp_path):
 
     runner = CliRunner()
 
-    def run(*args: str, check: bool = True):
+    def run(*args: str, check: bool = True, env: dict | None = None):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cli, "_app", tracked_app)
-            result = runner.invoke(cli.main, list(args), env=env, catch_exceptions=False)
+            result = runner.invoke(
+                cli.main, list(args), env={**base_env, **(env or {})}, catch_exceptions=False
+            )
         if check:
             assert result.exit_code == 0, result.stderr
         result.returncode = result.exit_code
@@ -167,6 +169,49 @@ def test_a_database_without_a_schema_is_a_clear_error(run_cli, tmp_path):
         result = run_cli(*args, check=False)
         assert result.returncode != 0
         assert "has no tables yet" in result.stderr and "console db upgrade" in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_the_worker_on_a_database_without_a_schema_is_a_clear_error(run_cli, monkeypatch):
+    """`console worker` before `console db upgrade`: one line saying what to do, never the loops started (they
+    logged a traceback at every poll, thousands of lines a second, and never said to upgrade)."""
+    import console.worker
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    result = run_cli("worker", check=False)
+    assert result.returncode == 1
+    assert "has no tables yet" in result.stderr and "console db upgrade" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_database_it_cannot_reach_is_a_clear_error_not_no_tables(run_cli, monkeypatch):
+    """A PostgreSQL server that is down (or a wrong port): each command says it cannot connect, to which
+    address (password hidden), and what to check; `keys list` used to say "has no tables yet, run `console db
+    upgrade`", and `db upgrade`, `run` and `worker` printed a driver traceback of 130 lines."""
+    import console.worker
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    for name in ("HOST", "PORT", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name, raising=False)
+    url = f"postgresql://someone:hunter2@127.0.0.1:{_closed_port()}/console"
+    for args in (
+        ("db", "upgrade"),
+        ("keys", "list"),
+        ("worker",),
+        ("run", "--host", "127.0.0.1", "--port", str(_closed_port())),
+    ):
+        result = run_cli(*args, check=False, env={"DATABASE_URL": url})
+        assert result.returncode == 1, args
+        assert "Cannot connect to the database postgresql+psycopg://someone:***@127.0.0.1:" in result.stderr
+        assert "Check DATABASE_URL" in result.stderr
+        assert "has no tables yet" not in result.stderr
+        assert "hunter2" not in result.stderr + result.stdout
         assert "Traceback" not in result.stderr
 
 
@@ -289,3 +334,104 @@ def test_keys_roll_with_a_grace_period_keeps_the_old_secret_working(upgraded, ru
     text = run_cli("keys", "roll", rolled["id"], "--grace", "7d").stdout
     assert "works until" in text
     assert run_cli("keys", "roll", rolled["id"], "--grace", "2h", check=False).returncode != 0
+
+
+def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_to_set(
+    upgraded, run_cli, monkeypatch
+):
+    """The shared-server step "set SECRET_KEY" after a first `make run` (its key generated into the instance
+    folder), or a database restored elsewhere: `console run` stopped on a `cryptography.fernet.InvalidToken`
+    traceback. It says what is wrong and which SECRET_KEY to set, and serves nothing."""
+    import console.serving
+
+    monkeypatch.setattr(console.serving, "serve", lambda **kwargs: pytest.fail("it served"))
+    for name in ("HOST", "PORT", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name, raising=False)
+    run_cli("keys", "create", "--mode", "sandbox")  # the demo workspace's key, sealed with the first key
+    result = run_cli(
+        "run",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(_closed_port()),
+        check=False,
+        env={"SECRET_KEY": "another"},
+    )
+    assert result.returncode == 1
+    assert "encrypted with a different SECRET_KEY" in result.stderr
+    assert "SECRET_KEY=$(cat " in result.stderr and "secret_key)" in result.stderr
+    assert "Traceback" not in result.stderr and "InvalidToken" not in result.stderr
+
+
+def test_a_worker_with_another_secret_key_than_the_database_refuses_to_start(upgraded, run_cli, monkeypatch):
+    """A `console worker` started without the servers' SECRET_KEY ran: every delivery stayed pending (its secret
+    could not be read to sign it), a traceback at every poll, while its heartbeat kept /healthz "ok"."""
+    import console.worker
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    run_cli("keys", "create", "--mode", "sandbox")
+    result = run_cli("worker", check=False, env={"SECRET_KEY": "another"})
+    assert result.returncode == 1
+    assert "encrypted with a different SECRET_KEY" in result.stderr
+    assert "Traceback" not in result.stderr
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: 0)
+    assert run_cli("worker").returncode == 0  # with the database's key it starts
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("RUN_CONCURRENCY", "two", "RUN_CONCURRENCY must be a whole number, not 'two'"),
+        ("DB_POOL_TIMEOUT", "3s", "DB_POOL_TIMEOUT must be a number, not '3s'"),
+        ("WEBHOOK_THREADS", "many", "WEBHOOK_THREADS must be a whole number, not 'many'"),
+        ("PORT", "abc", "PORT must be a whole number, not 'abc'"),
+    ],
+)
+def test_a_setting_that_is_not_a_number_is_named(run_cli, monkeypatch, name, value, says):
+    """It was a traceback ending in `ValueError: invalid literal for int() with base 10: 'two'`, naming no
+    setting (a shared server's operator sets dozens)."""
+    for name_ in ("HOST", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name_, raising=False)
+    run = ("run",) if name == "PORT" else ("run", "--host", "127.0.0.1", "--port", str(_closed_port()))
+    for args in (("keys", "list"), ("worker",), run):
+        result = run_cli(*args, check=False, env={name: value})
+        assert result.returncode == 1, args
+        assert says in result.stderr
+        assert "Traceback" not in result.stderr
+
+
+def test_a_database_a_migration_has_not_reached_is_a_clear_error(upgraded, run_cli, tmp_path, monkeypatch):
+    """A schema one migration behind the code (upgraded by an older release, `console db upgrade` not run
+    after deploying): the worker started and failed at every poll of a table or column it did not find, the
+    commands later, on whatever they touched. They say which revision it is at and what to run."""
+    import sqlite3
+
+    import console.worker
+    from console.bootstrap import head_revisions
+
+    monkeypatch.setattr(console.worker, "run_forever", lambda app: pytest.fail("the loops started"))
+    (head,) = head_revisions()
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        assert connection.execute("SELECT version_num FROM alembic_version").fetchall() == [(head,)]
+        connection.execute("UPDATE alembic_version SET version_num = '9c31f0e2a7d4'")  # an older revision
+    for args in (("worker",), ("keys", "list")):
+        result = run_cli(*args, check=False)
+        assert result.returncode == 1, args
+        assert f"at schema revision 9c31f0e2a7d4, older than this code's ({head})" in result.stderr
+        assert "console db upgrade" in result.stderr
+    # A revision this code does not know (a newer release upgraded it) is left to run.
+    with sqlite3.connect(tmp_path / "cli.db") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = 'ffffffffffff'")
+    assert run_cli("keys", "list").returncode == 0
+
+
+def test_the_head_read_from_the_migration_files_is_alembics():
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    from console.bootstrap import head_revisions
+    from console.db.schema import MIGRATIONS
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert head_revisions() == set(ScriptDirectory.from_config(config).get_heads())

@@ -135,3 +135,13 @@ def test_conformance_and_fair_delivery_limits_come_from_the_environment(environm
         {**config.from_environment(), "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'c.db'}"}
     )
     assert runs._limits(app)["lease"] == 2 * 7.5 + 30  # unset: outlasts a run
+
+
+@pytest.mark.parametrize(
+    ("value", "runs"),
+    [("0", False), ("False", False), ("off", False), ("NO", False), ("1", True), ("", True), ("yes", True)],
+)
+def test_run_worker_off_in_any_spelling(environment, value, runs):
+    """`RUN_WORKER=False` (or `off`) beside separate `console worker` processes still ran one more."""
+    environment.setenv("RUN_WORKER", value)
+    assert config.from_environment()["RUN_WORKER"] is runs

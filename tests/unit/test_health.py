@@ -169,3 +169,16 @@ def test_healthz_with_redis_reachable(database_url):
     assert body["rate_limits"] == {"ok": True, "storage": "redis", "shared": True, "fallback": False}
     with app.app_context():
         db.engine.dispose()
+
+
+def test_a_database_without_the_schema_says_so(tmp_path):
+    """A server started on a database `console db upgrade` never ran on: it answers, but every request fails.
+    /healthz said `"error": "ProgrammingError"` and "the database did not answer"; it says what to run."""
+    app = create_app(base_config(f"sqlite:///{tmp_path / 'empty.db'}"))
+    response = app.test_client().get("/healthz")
+    assert response.status_code == 503
+    body = response.get_json()
+    assert body["status"] == "down"
+    assert body["database"] == {"ok": False, "error": health.NO_SCHEMA}
+    assert "console db upgrade" in body["database"]["error"]
+    assert "did not answer" not in response.get_data(as_text=True)

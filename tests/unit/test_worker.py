@@ -159,3 +159,23 @@ def _root():
     from pathlib import Path
 
     return Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow
+def test_a_clean_stop_removes_the_workers_heartbeat(app, database_url):
+    """/healthz went on reporting a worker stopped with SIGTERM as running ("ok") for another 30 s."""
+    from sqlalchemy import select
+
+    from console.health.models import WorkerHeartbeat
+
+    def heartbeats(pid: int) -> list:
+        with app.app_context():
+            rows = db.session.scalars(select(WorkerHeartbeat).where(WorkerHeartbeat.pid == pid)).all()
+            db.session.remove()
+            return rows
+
+    with _running_worker(SCRIPT.format(config=base_config(database_url), loops=SCHEDULER_ONLY)) as process:
+        assert wait_for(lambda: heartbeats(process.pid), seconds=30)
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0
+    assert heartbeats(process.pid) == []
