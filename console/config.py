@@ -6,6 +6,7 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,6 +35,12 @@ def database_url() -> str:
         url = "postgresql://" + url[len("postgres://") :]
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    if url.startswith("postgresql+psycopg://") and not urlsplit(url).path.strip("/"):
+        # libpq would pick a database itself (one named after the OS user): the schema was created there unasked.
+        raise SettingError(
+            "DATABASE_URL names no database: add its name, e.g. postgresql://user@host:5432/console "
+            "(create it first with `createdb console`)"
+        )
     return url
 
 

@@ -32,6 +32,16 @@ def test_the_pool_follows_the_serving_threads(environment):
     assert (settings["DB_POOL_SIZE"], settings["DB_POOL_TIMEOUT"]) == (7, 1.5)
 
 
+@pytest.mark.parametrize("url", ["postgresql://", "postgres://127.0.0.1:5432/", "postgresql://u@h"])
+def test_a_postgres_url_without_a_database_name_is_refused_by_name(environment, url):
+    """libpq picks a database itself (one named after the OS user): `console db upgrade` made the schema there."""
+    environment.setenv("DATABASE_URL", url)
+    with pytest.raises(config.SettingError, match="DATABASE_URL names no database"):
+        config.database_url()
+    environment.setenv("DATABASE_URL", "postgresql://u@h:5432/console")
+    assert config.database_url() == "postgresql+psycopg://u@h:5432/console"
+
+
 def test_the_engine_gets_the_pool_settings(tmp_path):
     app = create_app({**base_config(f"sqlite:///{tmp_path / 'pool.db'}"), "DB_POOL_SIZE": 7})
     with app.app_context():
