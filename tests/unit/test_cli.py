@@ -80,11 +80,13 @@ def run_cli(tmp_path):
     runner = CliRunner()
 
     def run(*args: str, check: bool = True, env: dict | None = None):
+        _drop_handlers_of_closed_streams()  # another test's, or an earlier call's
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cli, "_app", tracked_app)
             result = runner.invoke(
                 cli.main, list(args), env={**base_env, **(env or {})}, catch_exceptions=False
             )
+        _drop_handlers_of_closed_streams()
         if check:
             assert result.exit_code == 0, result.stderr
         result.returncode = result.exit_code
@@ -97,6 +99,24 @@ def run_cli(tmp_path):
         with app.app_context():
             db.session.remove()
             db.engine.dispose()
+
+
+def _drop_handlers_of_closed_streams() -> None:
+    """A command's own logging set-up (alembic's fileConfig during an upgrade, the worker's basicConfig) bound
+    its handlers to the runner's stderr, closed once the call ends: a later call in this process logging
+    through them printed "--- Logging error ---" with a traceback into that call's stderr (a CI failure of a
+    test asserting its stderr has no traceback, depending on which tests ran before it in the process)."""
+    import logging
+
+    loggers = [
+        logging.getLogger(),
+        *(logging.getLogger(name) for name in list(logging.root.manager.loggerDict)),
+    ]
+    for logger in loggers:
+        for handler in list(getattr(logger, "handlers", ())):
+            stream = getattr(handler, "stream", None)
+            if stream is not None and getattr(stream, "closed", False):
+                logger.removeHandler(handler)
 
 
 def test_db_upgrade_then_keys_lifecycle(upgraded, run_cli, tmp_path):
