@@ -41,12 +41,7 @@ def _ready_app() -> Flask:
     """The app for a command that reads or writes data: a database without a schema is a clear error."""
     from console.bootstrap import missing_schema
 
-    app = _app()
-    with app.app_context():
-        problem = missing_schema()
-    if problem:
-        raise click.ClickException(problem)
-    return app
+    return _checked_app(missing_schema)
 
 
 def _reachable_app() -> Flask:
@@ -54,9 +49,14 @@ def _reachable_app() -> Flask:
     one-line error saying what to check, not a driver's traceback."""
     from console.bootstrap import unreachable_database
 
+    return _checked_app(unreachable_database)
+
+
+def _checked_app(problem_of) -> Flask:
+    """The app, once `problem_of()` (in its context) finds nothing wrong; else its one line, as the error."""
     app = _app()
     with app.app_context():
-        problem = unreachable_database()
+        problem = problem_of()
     if problem:
         raise click.ClickException(problem)
     return app
