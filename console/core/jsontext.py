@@ -54,7 +54,8 @@ def loads(raw: bytes | str) -> Any:
         raise TooDeep("JSON nested too deep") from None
 
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+# A string parsed from `"\\ud800"` holds this; UTF-8 has no form for it (no page or text column can take it).
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def printable(value: Any) -> Any:
@@ -63,7 +64,7 @@ def printable(value: Any) -> Any:
     `"\\ud800"` is valid JSON, and parses to a string no page or database can encode (UTF-8 has no form for
     it): what shows or stores parsed text from outside goes through this first."""
     if isinstance(value, str):
-        return _LONE_SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, list):
         return [printable(item) for item in value]
     if isinstance(value, dict):

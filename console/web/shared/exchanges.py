@@ -43,7 +43,7 @@ def pretty(text: str) -> str:
         shown = json.dumps(jsontext.loads(text), indent=2, ensure_ascii=False)
     except ValueError:  # not JSON, or too deep to indent safely
         return text
-    if not shown.isascii() and any("\ud800" <= ch <= "\udfff" for ch in shown):
+    if not shown.isascii() and jsontext.LONE_SURROGATE.search(shown):
         # A lone surrogate escaped in the JSON (`"\\ud800"`): kept as its escape, which a page can show.
         return json.dumps(jsontext.loads(text), indent=2)
     return shown

@@ -9,7 +9,6 @@ against the secrets of the workspace's keys.
 from __future__ import annotations
 
 import contextlib
-import re
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -161,13 +160,12 @@ def answer(message: InboxMessage) -> tuple[int, dict[str, Any], dict[str, str]]:
     return 200, received, {}
 
 
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
 def _label(value: Any) -> str | None:
     """A short string from the delivery's envelope, storable in any database: a NUL (which PostgreSQL text
     cannot hold) and a lone surrogate escaped in the JSON (`"\\ud800"`, which no UTF-8 text can) become U+FFFD."""
-    return _UNSTORABLE.sub("\ufffd", str(value)[:64]) if value else None
+    if not value:
+        return None
+    return jsontext.LONE_SURROGATE.sub("\ufffd", str(value)[:64].replace("\x00", "\ufffd"))
 
 
 def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -> InboxMessage:
@@ -204,7 +202,7 @@ def receive(workspace: Workspace, headers: Mapping[str, str], raw_body: bytes) -
         event_type=_label(envelope.get("event")),
         webhook_id=_label(
             kept.get("x-service-webhook-id")
-        ),  # a 64-character column; the header is kept whole
+        ),  # its column is 64 characters; headers keep it whole
         verified=key_last4 is not None,
         verify_error=reason[:255] if key_last4 is None and reason else None,
         key_last4=key_last4,
