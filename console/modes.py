@@ -5,7 +5,7 @@ from __future__ import annotations
 SANDBOX = "sandbox"
 DEVELOPMENT = "development"
 PRODUCTION = "production"
-MODES = (SANDBOX, DEVELOPMENT, PRODUCTION)
+MODES = (SANDBOX, DEVELOPMENT, PRODUCTION)  # weakest first: a sandbox secret reaches no real money
 
 # Production sits at the root, the others under their own prefix (spec: each mode has its own base URL).
 URL_PREFIXES = {SANDBOX: "/sandbox", DEVELOPMENT: "/development", PRODUCTION: ""}

@@ -18,7 +18,7 @@ from console.db.rows import Snapshot
 from console.extensions import db
 from console.keys import secrets as key_secrets
 from console.keys.models import ApiKey
-from console.modes import DEVELOPMENT, MODES, PRODUCTION, SANDBOX, URL_PREFIXES
+from console.modes import MODES, URL_PREFIXES
 from console.workspaces.models import Workspace
 
 # How long a rolled key's secret keeps working, as offered by the console and `console keys roll --grace`.
@@ -245,8 +245,8 @@ def key_for_secret(secret: str | None) -> ApiKey:
     What the console's *Open a key's workspace* uses: holding a secret already gives full API access to its
     workspace in its mode, so seeing that workspace in the console gives nothing more, provided the workspace
     has no key of a stronger mode (development, production; revoked ones included) whose secrets, calls and
-    data the console would show; such a workspace opens only with a secret of its strongest mode. The messages never repeat the secret.
-    Found by its hash, as `authenticate` does.
+    data the console would show; such a workspace opens only with a secret of its strongest mode. The
+    messages never repeat the secret. Found by its hash, as `authenticate` does.
     """
     pasted = (secret or "").strip()
     if not pasted:
@@ -279,15 +279,11 @@ def key_for_secret(secret: str | None) -> ApiKey:
     return key
 
 
-# How far a secret reaches, weakest first: a sandbox secret moves no real money, a production one does.
-MODE_STRENGTH = {SANDBOX: 0, DEVELOPMENT: 1, PRODUCTION: 2}
-
-
 def stronger_modes_held(key: ApiKey) -> list[str]:
     """The modes, weakest first, stronger than `key`'s in which its workspace holds a key, revoked ones
     included: their calls and data stay in the workspace (the request log shows them), and the console
     could make a new key of that mode."""
-    wanted = [mode for mode in MODES if MODE_STRENGTH[mode] > MODE_STRENGTH[key.mode]]
+    wanted = list(MODES[MODES.index(key.mode) + 1 :])  # MODES runs weakest first: sandbox moves no real money
     if not wanted:
         return []
     held = set(
