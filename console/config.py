@@ -108,6 +108,20 @@ def _number(name: str, default, kind=int):
     return _parse(name, raw, kind) if raw not in (None, "") else default
 
 
+_YES, _NO = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(name: str, default: bool) -> bool:
+    """The environment variable `name` as a yes/no setting, in any case, else `default`; a `SettingError`
+    naming it for anything else (each flag had its own reading: `RUN_WORKER=False` or `off` ran a worker)."""
+    raw = (os.environ.get(name) or "").strip().lower()
+    if not raw:
+        return default
+    if raw in _YES or raw in _NO:
+        return raw in _YES
+    raise SettingError(f"{name} must be one of {', '.join(_YES)} or {', '.join(_NO)}, not {raw!r}")
+
+
 def serving_threads() -> int:
     """Request threads per serving process: `THREADS` (set by `console run --threads`), else the default."""
     return _number("THREADS", DEFAULT_THREADS)
@@ -134,8 +148,7 @@ def from_environment() -> dict:
         "SECRET_KEY": secret_key(),
         # Unset: counters in a memory-mapped file in the instance folder, shared by this machine's processes.
         "RATELIMIT_STORAGE_URI": os.environ.get("RATELIMIT_STORAGE_URI") or "mmap://",
-        # Read as SANDBOX_ALLOW_LOOPBACK_WEBHOOKS is, in any case: `RUN_WORKER=False` or `off` ran a worker.
-        "RUN_WORKER": os.environ.get("RUN_WORKER", "1").strip().lower() not in ("0", "false", "no", "off"),
+        "RUN_WORKER": _flag("RUN_WORKER", True),
         "PUBLIC_URL": os.environ.get("PUBLIC_URL"),
         "LISTEN_HOST": os.environ.get("HOST") or DEFAULTS["LISTEN_HOST"],
         "LISTEN_PORT": _number("PORT", DEFAULTS["LISTEN_PORT"]),
@@ -143,8 +156,7 @@ def from_environment() -> dict:
         "DB_POOL_TIMEOUT": _number("DB_POOL_TIMEOUT", DEFAULTS["DB_POOL_TIMEOUT"], float),
         "DB_CONNECT_TIMEOUT": _number("DB_CONNECT_TIMEOUT", DEFAULTS["DB_CONNECT_TIMEOUT"]),
         "DB_STATEMENT_TIMEOUT": _number("DB_STATEMENT_TIMEOUT", DEFAULTS["DB_STATEMENT_TIMEOUT"]),
-        "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": os.environ.get("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "0").lower()
-        in ("1", "true", "yes", "on"),
+        "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": _flag("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", False),
         "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
         # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.

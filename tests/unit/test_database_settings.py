@@ -155,3 +155,11 @@ def test_run_worker_off_in_any_spelling(environment, value, runs):
     """`RUN_WORKER=False` (or `off`) beside separate `console worker` processes still ran one more."""
     environment.setenv("RUN_WORKER", value)
     assert config.from_environment()["RUN_WORKER"] is runs
+
+
+def test_a_yes_no_setting_that_is_neither_is_refused_by_name(environment):
+    environment.setenv("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", "On ")
+    assert config.from_environment()["SANDBOX_ALLOW_LOOPBACK_WEBHOOKS"] is True
+    environment.setenv("RUN_WORKER", "maybe")
+    with pytest.raises(config.SettingError, match="RUN_WORKER must be one of 1, true, yes, on or 0, false"):
+        config.from_environment()
