@@ -18,7 +18,7 @@ from console.core.ids import uuid7
 from console.modes import URL_PREFIXES, is_api_path
 from console.requestlog import capture as requestlog_capture
 from console.requestlog.redact import mask_api_secrets
-from console.versions import LATEST_VERSION
+from console.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 
 log = logging.getLogger(__name__)
 
@@ -171,10 +171,18 @@ def _assign_request_id() -> None:
     g.request_started = time.perf_counter()  # the request log's latency
 
 
+def _requested_version() -> str:
+    """The version an answer given before the version was checked names (a 401, a 404, a 429): the one the
+    request asked for when it is supported, since that is the version its client reads answers in; the latest
+    when it named none or one we do not serve."""
+    asked = (request.headers.get("Service-Version") or "").strip()
+    return asked if asked in SUPPORTED_VERSIONS else LATEST_VERSION
+
+
 def _response_headers(response):
     response.headers["x-service-request-id"] = g.get("request_id") or str(uuid7())
     if is_api_path(request.path):
-        response.headers["Service-Version"] = g.get("api_version") or LATEST_VERSION
+        response.headers["Service-Version"] = g.get("api_version") or _requested_version()
         verdict = g.get("rate_limit")
         if verdict is not None:
             response.headers["X-RateLimit-Limit"] = str(verdict.limit)

@@ -252,3 +252,16 @@ def test_sandbox_allows_ten_requests_per_second(client, workspace):
     # Twelve requests take far less than a second here; the first ten pass, the rest are limited.
     assert statuses[:10] == [200] * 10
     assert 429 in statuses[10:]
+
+
+def test_an_answer_given_before_the_version_check_names_the_version_asked_for(client, api):
+    # A 401 and a 404 are answered before the version is checked; the client reads them in the version it sent.
+    refused = Api(client, "sk_sandbox_not_a_key").get("/jobs", headers={"Service-Version": "2023-04-18"})
+    assert refused.status_code == 401
+    assert refused.headers["Service-Version"] == "2023-04-18"
+    missing = api.get("/no_such_collection", headers={"Service-Version": "2023-04-18"})
+    assert missing.status_code == 404
+    assert missing.headers["Service-Version"] == "2023-04-18"
+    # A version the service does not serve is not echoed as if it were used: the latest is named.
+    unknown = Api(client, "sk_sandbox_not_a_key").get("/jobs", headers={"Service-Version": "1999-01-01"})
+    assert unknown.headers["Service-Version"] == "2023-11-22"
