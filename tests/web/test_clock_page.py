@@ -154,3 +154,17 @@ def test_the_request_log_polls_for_new_calls(visitor):
     assert 'hx-swap-oob="afterbegin:#request-list"' in answer and "/sandbox/clock/advance" in answer
     newer = re.search(r'id="request-poller" hx-get="([^"]+)"', answer).group(1)
     assert visitor.get(newer, htmx=True).status_code == 204
+
+
+def test_a_move_that_runs_many_tasks_lists_the_first_and_counts_the_rest(visitor):
+    """A day of hourly retries for three jobs is 72 tasks; thousands made the result box megabytes long."""
+    from console.web.clock.moves import FIRED_SHOWN
+
+    for _ in range(3):
+        run_headless(visitor, "user_pending_timeout")
+    html = text(visitor.post("/clock/advance", {"by": "day", "confirmed": "1"}, htmx=True))
+    ran = int(re.search(r"Clock advanced.</strong> (\d+) scheduled tasks ran", html).group(1))
+    assert ran >= 72
+    box = html.split("Clock advanced.")[1].split("</ol>")[0]
+    assert box.count("<li>") == FIRED_SHOWN
+    assert f"… and {ran - FIRED_SHOWN} more after these" in html
