@@ -168,3 +168,23 @@ def test_a_move_that_runs_many_tasks_lists_the_first_and_counts_the_rest(visitor
     box = html.split("Clock advanced.")[1].split("</ol>")[0]
     assert box.count("<li>") == FIRED_SHOWN
     assert f"… and {ran - FIRED_SHOWN} more after these" in html
+
+
+def test_the_confirmation_says_when_a_move_would_expire_production_tokens(app, visitor):
+    """The clock is the workspace's (docs/jobs.md): a sandbox move expires production tokens too, so the
+    console names their mode instead of listing them like sandbox ones."""
+    from tests.factories import make_parties
+
+    sandbox = open_token(app, visitor)
+    with app.app_context():
+        live, _ = make_parties(visitor.workspace_id, "production")
+        db.session.commit()
+        live = str(live.id)
+    html = text(visitor.post("/clock/advance", {"by": "hour"}, htmx=True))
+    assert "This move would expire 2 open Link tokens:" in html
+    items = html.split("open Link tokens:")[1].split("</ul>")[0].split("<li>")
+    assert next(i for i in items if live in i).startswith('<span class="badge">production</span>')
+    assert "badge" not in next(i for i in items if sandbox in i)
+    assert "not only the sandbox's: production tokens expire too" in html
+    only_sandbox = text(visitor.post("/clock/advance", {"by": "hour", "confirmed": "1"}, htmx=True))
+    assert "Clock advanced." in only_sandbox and "not only the sandbox's" not in only_sandbox
