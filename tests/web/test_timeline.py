@@ -85,3 +85,18 @@ def test_an_expired_token_without_a_job_says_so_instead_of_inviting_to_open_link
     assert "this Link token expired before one started" in page and "open Link with this token" not in page
     index = visitor.get("/timeline").get_data(as_text=True)
     assert "none: expired" in index and "none yet" not in index
+
+
+def test_the_count_of_other_tokens_items_says_at_least_when_it_stopped_looking(visitor, monkeypatch):
+    """The timeline counts other tokens' items among the next SCOPE_LOOKAHEAD only; with more scheduled it
+    said a number that was too small as if it were all (193 where thousands were due)."""
+    from console.web.clock import moves as clockmoves
+
+    mine = run_headless(visitor, "user_pending_success")  # its expiry and its retry
+    for _ in range(2):
+        run_headless(visitor, "user_pending_success")  # 4 items of other tokens
+    html = visitor.get(f"/timeline/link-tokens/{mine}").get_data(as_text=True)
+    assert "(4 items of other tokens scheduled" in html
+    monkeypatch.setattr(clockmoves, "SCOPE_LOOKAHEAD", 4)
+    html = visitor.get(f"/timeline/link-tokens/{mine}").get_data(as_text=True)
+    assert re.search(r"\(at least \d items of other tokens scheduled", html), html

@@ -214,6 +214,8 @@ def move_context(advance=None, confirm=None, form_error=None, form=None, scope: 
         else next((i for i in upcoming if scope.owns(i.payload)), None),
         "scope": scope,
         "others_scheduled": sum(1 for i in upcoming if not scope.owns(i.payload)) if scope is not None else 0,
+        # The count looked only this far: a full look means there may be more.
+        "others_at_least": len(upcoming) >= SCOPE_LOOKAHEAD,
         "fired_elsewhere": sum(1 for f in fired if f.get("elsewhere")),
         "jump_default": (clock.now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
         "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,
