@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import select
 
 from console.accounts.models import Account
@@ -102,6 +103,7 @@ def test_the_count_of_other_tokens_items_says_at_least_when_it_stopped_looking(v
     assert re.search(r"\(at least \d items of other tokens scheduled", html), html
 
 
+@pytest.mark.both_backends
 def test_a_timeline_reads_only_its_own_jobs_scheduled_tasks(app, visitor):
     """Every timeline render read every pending task of the workspace to find its jobs' next steps: with
     thousands pending (open tokens' expiries, hourly retries) that was thousands of rows a render."""
