@@ -188,3 +188,20 @@ def test_the_confirmation_says_when_a_move_would_expire_production_tokens(app, v
     assert "not only the sandbox's: production tokens expire too" in html
     only_sandbox = text(visitor.post("/clock/advance", {"by": "hour", "confirmed": "1"}, htmx=True))
     assert "Clock advanced." in only_sandbox and "not only the sandbox's" not in only_sandbox
+
+
+def test_the_confirmation_lists_the_first_open_tokens_and_counts_the_rest(app, visitor):
+    """A CI run can leave hundreds of open tokens: the confirmation listed every one."""
+    from console.web.clock.moves import CONFIRM_SHOWN
+    from tests.factories import make_parties
+
+    with app.app_context():
+        for _ in range(CONFIRM_SHOWN + 2):
+            make_parties(visitor.workspace_id)
+        make_parties(visitor.workspace_id, "production")  # expires last: not in the list
+        db.session.commit()
+    html = text(visitor.post("/clock/advance", {"by": "day"}, htmx=True))
+    assert f"This move would expire {CONFIRM_SHOWN + 3} open Link tokens:" in html
+    assert html.split("open Link tokens:")[1].split("</ul>")[0].count("<li>") == CONFIRM_SHOWN
+    assert "… and 3 more, expiring by" in html
+    assert "not only the sandbox's: production tokens expire too" in html  # said for the unlisted one too

@@ -66,6 +66,8 @@ class Scope:
 # How many of the tasks a move ran its result box lists (a day of hourly retries for many jobs is thousands:
 # every one as a list item made the page megabytes long); the count says how many ran in all.
 FIRED_SHOWN = 50
+# How many of the open Link tokens a move would expire its confirmation lists (a CI run may leave hundreds).
+CONFIRM_SHOWN = 20
 
 # How many upcoming items the console looks through for a timeline's own and the others' (a sandbox
 # workspace has few pending items; past this the counts say "at least").
@@ -207,6 +209,7 @@ def move_context(advance=None, confirm=None, form_error=None, form=None, scope: 
         "fired_more": len(fired) - len(fired_shown),
         "api_error": api_error,
         "confirm": confirm,
+        "confirm_shown": CONFIRM_SHOWN,
         "form_errors": form_errors,
         "form": form or {},
         "next_item": _next_item()
