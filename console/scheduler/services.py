@@ -92,10 +92,11 @@ def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[st
     """Add a task due at `due_at` on the workspace clock to the current transaction (flushed with it)."""
     task = new_task(workspace, kind, due_at, payload)
     db.session.add(task)
-    # run_due reads this to know whether a task it runs scheduled one that must run before the next it holds.
-    db.session.info.setdefault(_SCHEDULED_HERE, []).append(
-        _order_key(task.run_after, task.due_at, task.created_at)
-    )
+    # While run_due runs a task, it reads this to know whether the task scheduled one that must run before
+    # the next it holds (only then: elsewhere nothing would ever empty the list).
+    scheduled_here = db.session.info.get(_SCHEDULED_HERE)
+    if scheduled_here is not None:
+        scheduled_here.append(_order_key(task.run_after, task.due_at, task.created_at))
     return task
 
 

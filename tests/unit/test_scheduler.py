@@ -234,3 +234,17 @@ def test_an_advance_over_many_due_tasks_spends_few_statements_on_each(app, works
             # Per task: the claim, the task and its workspace read, the result written, the commit (a
             # SAVEPOINT and its release in tests); no SELECT of the next due id, no re-read after the commit.
             assert len(statements) / 100 < 7, f"{len(statements) / 100} statements a task"
+
+
+def test_scheduling_outside_a_run_keeps_nothing_in_the_session(app, workspace):
+    """run_due notes what a running task schedules; a request or the delivery loop scheduling a task (a
+    long-lived session) must not collect notes nobody reads."""
+    with app.app_context():
+        ws = _ws(workspace)
+        for n in range(3):
+            scheduler.schedule(ws, "test.record", clock.now(ws) + timedelta(hours=1), {"name": n})
+        db.session.commit()
+        assert not db.session.info.get(scheduler._SCHEDULED_HERE)
+        _add(ws, "test.chain", timedelta(seconds=-1), "chain", left=1)  # schedules its next link when run
+        scheduler.run_due()
+        assert scheduler._SCHEDULED_HERE not in db.session.info
