@@ -130,20 +130,20 @@ def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool, limit: int 
     return query.limit(limit)
 
 
-def _claim(task_id: uuid.UUID) -> bool:
-    """Mark the task done in the current transaction; False when another worker got it first."""
-    claimed = db.session.execute(
+def _claim(task_id: uuid.UUID) -> ScheduledTask | None:
+    """Mark the task done in the current transaction and return it as claimed (one statement: UPDATE ...
+    RETURNING); None when another worker got it first."""
+    return db.session.scalars(
         update(ScheduledTask)
         .where(ScheduledTask.id == task_id, ScheduledTask.status == PENDING)
         .values(status="done", attempts=ScheduledTask.attempts + 1, finished_at=utcnow(), last_error=None)
-        .execution_options(synchronize_session=False)
-    )
-    return claimed.rowcount == 1
+        .returning(ScheduledTask)
+        .execution_options(synchronize_session=False, populate_existing=True)
+    ).first()
 
 
-def _execute(task_id: uuid.UUID) -> ScheduledTask:
+def _execute(task: ScheduledTask) -> ScheduledTask:
     """Run the claimed task's handler and store what it reported (no commit)."""
-    task = db.session.get(ScheduledTask, task_id, populate_existing=True)
     workspace = db.session.get(Workspace, task.workspace_id, populate_existing=True)
     result = handler_for(task.kind)(task, workspace)
     if not isinstance(result, dict):
@@ -180,11 +180,12 @@ def _run_one(task_id: uuid.UUID) -> dict[str, Any] | None:
     """Claim and run one selected task in the current transaction, then commit; what ran (fired_dict),
     or None if it did not run. What it scheduled is left in the session's info (_SCHEDULED_HERE)."""
     db.session.info[_SCHEDULED_HERE] = []
-    if not _claim(task_id):
+    claimed = _claim(task_id)
+    if claimed is None:
         db.session.rollback()
         return None
     try:
-        task = _execute(task_id)
+        task = _execute(claimed)
         fired = fired_dict(task)  # before the commit, which would expire the task and cost a reload
         db.session.commit()
     except Exception as exc:
