@@ -133,13 +133,17 @@ def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool, limit: int 
 def _claim(task_id: uuid.UUID) -> ScheduledTask | None:
     """Mark the task done in the current transaction and return it as claimed (one statement: UPDATE ...
     RETURNING); None when another worker got it first."""
-    return db.session.scalars(
+    claim = (
         update(ScheduledTask)
         .where(ScheduledTask.id == task_id, ScheduledTask.status == PENDING)
         .values(status="done", attempts=ScheduledTask.attempts + 1, finished_at=utcnow(), last_error=None)
-        .returning(ScheduledTask)
         .execution_options(synchronize_session=False, populate_existing=True)
-    ).first()
+    )
+    if not db.session.get_bind().dialect.update_returning:  # SQLite before 3.35
+        if db.session.execute(claim).rowcount != 1:
+            return None
+        return db.session.get(ScheduledTask, task_id, populate_existing=True)
+    return db.session.scalars(claim.returning(ScheduledTask)).first()
 
 
 def _execute(task: ScheduledTask) -> ScheduledTask:

@@ -249,3 +249,13 @@ def test_scheduling_outside_a_run_keeps_nothing_in_the_session(app, workspace):
         _add(ws, "test.chain", timedelta(seconds=-1), "chain", left=1)  # schedules its next link when run
         scheduler.run_due()
         assert scheduler._SCHEDULED_HERE not in db.session.info
+
+
+def test_the_claim_works_without_update_returning(app, workspace, monkeypatch):
+    """SQLite before 3.35 has no UPDATE ... RETURNING: the claim reads the task back instead."""
+    with app.app_context():
+        ws = _ws(workspace)
+        monkeypatch.setattr(db.session.get_bind().dialect, "update_returning", False)
+        _add(ws, "test.record", timedelta(seconds=-1), "old-sqlite")
+        assert [f["summary"] for f in scheduler.run_due()] == ["ran old-sqlite"]
+        assert scheduler.run_due() == []
