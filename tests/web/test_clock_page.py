@@ -205,3 +205,32 @@ def test_the_confirmation_lists_the_first_open_tokens_and_counts_the_rest(app, v
     assert html.split("open Link tokens:")[1].split("</ul>")[0].count("<li>") == CONFIRM_SHOWN
     assert "… and 3 more, expiring by" in html
     assert "not only the sandbox's: production tokens expire too" in html  # said for the unlisted one too
+
+
+def test_without_htmx_a_move_that_needs_confirming_shows_the_question(app, visitor):
+    """A plain form post (htmx not loaded) that would expire an open token was redirected to the page and
+    the question dropped: the button did nothing, silently. A bad field was dropped the same way."""
+    token = open_token(app, visitor)
+    asked = visitor.post("/clock/advance", {"by": "day"})
+    assert asked.status_code == 200
+    html = text(asked)
+    assert "<html" in html and "This move would expire 1 open Link token:" in html and token in html
+    assert 'name="confirmed" value="1"' in html
+    refused = text(visitor.post("/clock/advance", {"by": "amount", "amount": "soon", "unit": "hours"}))
+    assert "<html" in refused and "Amount must be a number" in refused
+    moved = visitor.post("/clock/advance", {"by": "day", "confirmed": "1"})
+    assert moved.status_code == 302  # after a move, back to the page: a reload does not move it again
+    assert "+1 d ahead of real time" in text(visitor.get("/clock"))
+
+
+def test_without_htmx_a_timeline_move_that_needs_confirming_shows_the_timeline_with_it(app, visitor):
+    link_token_id = run_headless(visitor, "user_pending_success")
+    open_token(app, visitor)
+    form = {"by": "day", "timeline_kind": "link_token", "timeline_id": link_token_id}
+    html = text(visitor.post("/clock/advance", form))
+    assert (
+        "<html" in html
+        and "Link token timeline" in html
+        and "This move would expire 1 open Link token:" in html
+    )
+    assert visitor.post("/clock/advance", {**form, "confirmed": "1"}).status_code == 302
