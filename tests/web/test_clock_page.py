@@ -218,6 +218,8 @@ def test_without_htmx_a_move_that_needs_confirming_shows_the_question(app, visit
     assert 'name="confirmed" value="1"' in html
     refused = text(visitor.post("/clock/advance", {"by": "amount", "amount": "soon", "unit": "hours"}))
     assert "<html" in refused and "Amount must be a number" in refused
+    past = text(visitor.post("/clock/advance", {"by": "jump", "to": "2001-01-01T00:00"}))  # the API refuses
+    assert "<html" in past and "The moment must be later than the workspace clock" in past
     moved = visitor.post("/clock/advance", {"by": "day", "confirmed": "1"})
     assert moved.status_code == 302  # after a move, back to the page: a reload does not move it again
     assert "+1 d ahead of real time" in text(visitor.get("/clock"))

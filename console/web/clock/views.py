@@ -82,9 +82,9 @@ def advance_clock():
             db.session.refresh(workspace)
             move_kwargs["advance"] = exchange_view(row, console_key(workspace))
     # A plain form post (no htmx) after a move goes back to the page (a reload must not move the clock
-    # again); one that moved nothing (a confirmation to give, a field to correct) shows the whole page with
-    # it, as it was silently redirected away before.
-    moved = "advance" in move_kwargs
+    # again); one that moved nothing (a confirmation to give, a field to correct, the API's refusal) shows
+    # the whole page with it, as it was silently redirected away before.
+    moved = "advance" in move_kwargs and move_kwargs["advance"].row.status == 200
     if on_timeline:
         found = timeline_views.timeline_or_404(kind, subject)
         if not is_htmx() and moved:
