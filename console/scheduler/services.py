@@ -92,6 +92,11 @@ def schedule(workspace: Workspace, kind: str, due_at: datetime, payload: dict[st
     """Add a task due at `due_at` on the workspace clock to the current transaction (flushed with it)."""
     task = new_task(workspace, kind, due_at, payload)
     db.session.add(task)
+    # While run_due runs a task, it reads this to know whether the task scheduled one that must run before
+    # the next it holds (only then: elsewhere nothing would ever empty the list).
+    scheduled_here = db.session.info.get(_SCHEDULED_HERE)
+    if scheduled_here is not None:
+        scheduled_here.append(_order_key(task.run_after, task.due_at, task.created_at))
     return task
 
 
@@ -101,33 +106,48 @@ def fired_dict(task: ScheduledTask) -> dict[str, Any]:
     return {"task_id": str(task.id), "kind": task.kind, "due_at": isoformat(task.due_at), "summary": summary}
 
 
-def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool) -> Select:
-    query = select(ScheduledTask.id).where(
-        ScheduledTask.status == PENDING, ScheduledTask.run_after <= utcnow()
-    )
+# Session info key: the order keys of the tasks scheduled in the current transaction (see `schedule`).
+_SCHEDULED_HERE = "scheduler.scheduled_here"
+# How many due tasks SQLite's run_due reads in one query (PostgreSQL locks and reads them one by one).
+_SQLITE_BATCH = 200
+
+
+def _order_key(run_after: datetime, due_at: datetime, created_at: datetime) -> tuple:
+    """The order due tasks run in: by run_after, then due_at, then creation (naive UTC, as stored)."""
+    return tuple(m.replace(tzinfo=None) if m.tzinfo else m for m in (run_after, due_at, created_at))
+
+
+def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool, limit: int = 1) -> Select:
+    query = select(
+        ScheduledTask.id, ScheduledTask.run_after, ScheduledTask.due_at, ScheduledTask.created_at
+    ).where(ScheduledTask.status == PENDING, ScheduledTask.run_after <= utcnow())
     if workspace_id is not None:
         query = query.where(ScheduledTask.workspace_id == workspace_id)
-    query = query.order_by(ScheduledTask.run_after, ScheduledTask.due_at, ScheduledTask.created_at).limit(1)
+    query = query.order_by(ScheduledTask.run_after, ScheduledTask.due_at, ScheduledTask.created_at)
     if db.session.get_bind().dialect.name == "postgresql":
         # Waiting (no SKIP LOCKED) lets a clock advance see every task another worker holds finish.
-        query = query.with_for_update(skip_locked=skip_locked)
-    return query
+        return query.limit(1).with_for_update(skip_locked=skip_locked)
+    return query.limit(limit)
 
 
-def _claim(task_id: uuid.UUID) -> bool:
-    """Mark the task done in the current transaction; False when another worker got it first."""
-    claimed = db.session.execute(
+def _claim(task_id: uuid.UUID) -> ScheduledTask | None:
+    """Mark the task done in the current transaction and return it as claimed (one statement: UPDATE ...
+    RETURNING); None when another worker got it first."""
+    claim = (
         update(ScheduledTask)
         .where(ScheduledTask.id == task_id, ScheduledTask.status == PENDING)
         .values(status="done", attempts=ScheduledTask.attempts + 1, finished_at=utcnow(), last_error=None)
-        .execution_options(synchronize_session=False)
+        .execution_options(synchronize_session=False, populate_existing=True)
     )
-    return claimed.rowcount == 1
+    if not db.session.get_bind().dialect.update_returning:  # SQLite before 3.35
+        if db.session.execute(claim).rowcount != 1:
+            return None
+        return db.session.get(ScheduledTask, task_id, populate_existing=True)
+    return db.session.scalars(claim.returning(ScheduledTask)).first()
 
 
-def _execute(task_id: uuid.UUID) -> ScheduledTask:
+def _execute(task: ScheduledTask) -> ScheduledTask:
     """Run the claimed task's handler and store what it reported (no commit)."""
-    task = db.session.get(ScheduledTask, task_id, populate_existing=True)
     workspace = db.session.get(Workspace, task.workspace_id, populate_existing=True)
     result = handler_for(task.kind)(task, workspace)
     if not isinstance(result, dict):
@@ -160,14 +180,17 @@ def _record_failure(task_id: uuid.UUID, error: Exception) -> None:
     db.session.commit()
 
 
-def _run_one(task_id: uuid.UUID) -> ScheduledTask | None:
-    """Claim and run one selected task in the current transaction, then commit; None if not run."""
-    if not _claim(task_id):
+def _run_one(task_id: uuid.UUID) -> dict[str, Any] | None:
+    """Claim and run one selected task in the current transaction, then commit; what ran (fired_dict),
+    or None if it did not run. What it scheduled is left in the session's info (_SCHEDULED_HERE)."""
+    db.session.info[_SCHEDULED_HERE] = []
+    claimed = _claim(task_id)
+    if claimed is None:
         db.session.rollback()
         return None
     try:
-        task = _execute(task_id)
-        fired = fired_dict(task)
+        task = _execute(claimed)
+        fired = fired_dict(task)  # before the commit, which would expire the task and cost a reload
         db.session.commit()
     except Exception as exc:
         db.session.rollback()
@@ -182,7 +205,7 @@ def _run_one(task_id: uuid.UUID) -> ScheduledTask | None:
     log.info(
         "Ran task %s (%s, due %s): %s", fired["task_id"], fired["kind"], fired["due_at"], fired["summary"]
     )
-    return task
+    return fired
 
 
 def run_due(
@@ -192,22 +215,41 @@ def run_due(
     wait_for_locked: bool = False,
     stop: threading.Event | None = None,
 ) -> list[dict[str, Any]]:
-    """Run up to `limit` due tasks, each in its own transaction, and report those that ran, in order."""
+    """Run up to `limit` due tasks, each in its own transaction, and report those that ran, in order.
+
+    On SQLite the due tasks are read in batches (one query per task was a good part of an advance's time
+    with thousands due); a task that schedules one due before the rest of the batch sends it back to the
+    database, so the order stays run_after, due_at, creation. A task another worker ran meanwhile is not
+    claimed again (the guarded claim)."""
     fired: list[dict[str, Any]] = []
+    batch: list[tuple] = []
     for _ in range(limit):
         if stop is not None and stop.is_set():
             break
-        task_id = db.session.scalar(_due_query(workspace_id, skip_locked=not wait_for_locked))
-        if task_id is None:
+        if not batch:
+            query = _due_query(workspace_id, skip_locked=not wait_for_locked, limit=min(limit, _SQLITE_BATCH))
+            batch = [tuple(row) for row in db.session.execute(query)]
+            batch.reverse()  # popped from the end
+        if not batch:
             db.session.rollback()
             # PostgreSQL may return no row after waiting on one another worker finished; look again.
             if wait_for_locked and _any_due(workspace_id):
                 continue
             break
-        task = _run_one(task_id)
-        if task is not None:
-            fired.append(fired_dict(task))
+        task_id = batch.pop()[0]
+        ran = _run_one(task_id)
+        if ran is not None:
+            fired.append(ran)
+        scheduled = db.session.info.pop(_SCHEDULED_HERE, [])
+        if batch and scheduled:
+            upcoming = _order_key(*batch[-1][1:])
+            if any(key < upcoming and key[0] <= _naive(utcnow()) for key in scheduled):
+                batch = []  # it runs before what the batch holds: read the order from the database again
     return fired
+
+
+def _naive(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _any_due(workspace_id: uuid.UUID | None) -> bool:

@@ -451,12 +451,15 @@ def _schedule_pause_check(webhook: Webhook, workspace: Workspace) -> None:
     webhook.pause_check_at = due
 
 
-def check_pause(webhook_id: uuid.UUID | str, workspace: Workspace) -> bool:
-    """The scheduled check: pause if still without a 200 OK for 30 days; True when it paused."""
+def check_pause(webhook_id: uuid.UUID | str, workspace: Workspace, at: datetime | None = None) -> bool:
+    """The scheduled check: pause if still without a 200 OK for 30 days; True when it paused.
+
+    `at` is the moment the check was due (workspace clock), so a check run late (a clock advance of
+    more than 30 days, a stopped worker) records the pause when it happened, as other scheduled steps do."""
     webhook = db.session.get(Webhook, uuid.UUID(str(webhook_id)))
     if webhook is None or webhook.deleted_at is not None or webhook.status != ACTIVE:
         return False
-    at = now(workspace)
+    at = min(at, now(workspace)) if at is not None else now(workspace)
     if webhook.pause_check_at is not None and webhook.pause_check_at > at:
         return False  # a later failing run already has its own check
     webhook.pause_check_at = None
@@ -471,7 +474,7 @@ def check_pause(webhook_id: uuid.UUID | str, workspace: Workspace) -> bool:
 
 
 def _pause_check(task, workspace: Workspace) -> str:
-    paused = check_pause(task.payload["webhook_id"], workspace)
+    paused = check_pause(task.payload["webhook_id"], workspace, task.due_at)
     if paused:
         return f"Webhook {task.payload['webhook_id']} paused: no 200 OK for 30 days"
     return f"Webhook {task.payload['webhook_id']} stays active (not failing for 30 days)"

@@ -128,6 +128,21 @@ def test_5xx_every_time_makes_six_attempts_within_15_minutes_then_fails(app, ctx
     assert attempts[0].status_code == 503 and attempts[0].response_excerpt == "down"
 
 
+def test_an_advance_past_the_15_minute_window_leaves_one_more_attempt(app, ctx):
+    """docs/jobs.md: a +1 hour makes the due retry once, at the new time; its window is over, so it fails."""
+    with Receiver(lambda r: (503, b"down")) as rx:
+        make_hook(ctx, rx.url)
+        event = emit(ctx)
+        deliver_due(app)
+        assert the_delivery(event).status == "pending"
+        advance(db.session.get(Workspace, __import__("uuid").UUID(ctx.id)), seconds=3600)
+        deliver_due(app)
+        delivery = the_delivery(event)
+    assert (delivery.status, delivery.attempt_count, len(rx.requests)) == ("failed", 2, 2)
+    first, second = attempts_of(delivery)
+    assert second.at - first.at >= timedelta(hours=1) and second.outcome == "failed"
+
+
 def test_5xx_then_200_is_delivered_on_attempt_2(app, ctx):
     answers = iter([(500, b"oops"), (200, b"ok")])
     with Receiver(lambda r: next(answers)) as rx:

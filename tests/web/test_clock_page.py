@@ -154,3 +154,85 @@ def test_the_request_log_polls_for_new_calls(visitor):
     assert 'hx-swap-oob="afterbegin:#request-list"' in answer and "/sandbox/clock/advance" in answer
     newer = re.search(r'id="request-poller" hx-get="([^"]+)"', answer).group(1)
     assert visitor.get(newer, htmx=True).status_code == 204
+
+
+def test_a_move_that_runs_many_tasks_lists_the_first_and_counts_the_rest(visitor):
+    """A day of hourly retries for three jobs is 72 tasks; thousands made the result box megabytes long."""
+    from console.web.clock.moves import FIRED_SHOWN
+
+    for _ in range(3):
+        run_headless(visitor, "user_pending_timeout")
+    html = text(visitor.post("/clock/advance", {"by": "day", "confirmed": "1"}, htmx=True))
+    ran = int(re.search(r"Clock advanced.</strong> (\d+) scheduled tasks ran", html).group(1))
+    assert ran >= 72
+    box = html.split("Clock advanced.")[1].split("</ol>")[0]
+    assert box.count("<li>") == FIRED_SHOWN
+    assert f"… and {ran - FIRED_SHOWN} more after these" in html
+
+
+def test_the_confirmation_says_when_a_move_would_expire_production_tokens(app, visitor):
+    """The clock is the workspace's (docs/jobs.md): a sandbox move expires production tokens too, so the
+    console names their mode instead of listing them like sandbox ones."""
+    from tests.factories import make_parties
+
+    sandbox = open_token(app, visitor)
+    with app.app_context():
+        live, _ = make_parties(visitor.workspace_id, "production")
+        db.session.commit()
+        live = str(live.id)
+    html = text(visitor.post("/clock/advance", {"by": "hour"}, htmx=True))
+    assert "This move would expire 2 open Link tokens:" in html
+    items = html.split("open Link tokens:")[1].split("</ul>")[0].split("<li>")
+    assert next(i for i in items if live in i).startswith('<span class="badge">production</span>')
+    assert "badge" not in next(i for i in items if sandbox in i)
+    assert "not only the sandbox's: production tokens expire too" in html
+    only_sandbox = text(visitor.post("/clock/advance", {"by": "hour", "confirmed": "1"}, htmx=True))
+    assert "Clock advanced." in only_sandbox and "not only the sandbox's" not in only_sandbox
+
+
+def test_the_confirmation_lists_the_first_open_tokens_and_counts_the_rest(app, visitor):
+    """A CI run can leave hundreds of open tokens: the confirmation listed every one."""
+    from console.web.clock.moves import CONFIRM_SHOWN
+    from tests.factories import make_parties
+
+    with app.app_context():
+        for _ in range(CONFIRM_SHOWN + 2):
+            make_parties(visitor.workspace_id)
+        make_parties(visitor.workspace_id, "production")  # expires last: not in the list
+        db.session.commit()
+    html = text(visitor.post("/clock/advance", {"by": "day"}, htmx=True))
+    assert f"This move would expire {CONFIRM_SHOWN + 3} open Link tokens:" in html
+    assert html.split("open Link tokens:")[1].split("</ul>")[0].count("<li>") == CONFIRM_SHOWN
+    assert "… and 3 more, expiring by" in html
+    assert "not only the sandbox's: production tokens expire too" in html  # said for the unlisted one too
+
+
+def test_without_htmx_a_move_that_needs_confirming_shows_the_question(app, visitor):
+    """A plain form post (htmx not loaded) that would expire an open token was redirected to the page and
+    the question dropped: the button did nothing, silently. A bad field was dropped the same way."""
+    token = open_token(app, visitor)
+    asked = visitor.post("/clock/advance", {"by": "day"})
+    assert asked.status_code == 200
+    html = text(asked)
+    assert "<html" in html and "This move would expire 1 open Link token:" in html and token in html
+    assert 'name="confirmed" value="1"' in html
+    refused = text(visitor.post("/clock/advance", {"by": "amount", "amount": "soon", "unit": "hours"}))
+    assert "<html" in refused and "Amount must be a number" in refused
+    past = text(visitor.post("/clock/advance", {"by": "jump", "to": "2001-01-01T00:00"}))  # the API refuses
+    assert "<html" in past and "The moment must be later than the workspace clock" in past
+    moved = visitor.post("/clock/advance", {"by": "day", "confirmed": "1"})
+    assert moved.status_code == 302  # after a move, back to the page: a reload does not move it again
+    assert "+1 d ahead of real time" in text(visitor.get("/clock"))
+
+
+def test_without_htmx_a_timeline_move_that_needs_confirming_shows_the_timeline_with_it(app, visitor):
+    link_token_id = run_headless(visitor, "user_pending_success")
+    open_token(app, visitor)
+    form = {"by": "day", "timeline_kind": "link_token", "timeline_id": link_token_id}
+    html = text(visitor.post("/clock/advance", form))
+    assert (
+        "<html" in html
+        and "Link token timeline" in html
+        and "This move would expire 1 open Link token:" in html
+    )
+    assert visitor.post("/clock/advance", {**form, "confirmed": "1"}).status_code == 302

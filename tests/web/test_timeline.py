@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import select
 
 from console.accounts.models import Account
@@ -85,3 +86,48 @@ def test_an_expired_token_without_a_job_says_so_instead_of_inviting_to_open_link
     assert "this Link token expired before one started" in page and "open Link with this token" not in page
     index = visitor.get("/timeline").get_data(as_text=True)
     assert "none: expired" in index and "none yet" not in index
+
+
+def test_the_count_of_other_tokens_items_says_at_least_when_it_stopped_looking(visitor, monkeypatch):
+    """The timeline counts other tokens' items among the next SCOPE_LOOKAHEAD only; with more scheduled it
+    said a number that was too small as if it were all (193 where thousands were due)."""
+    from console.web.clock import moves as clockmoves
+
+    mine = run_headless(visitor, "user_pending_success")  # its expiry and its retry
+    for _ in range(2):
+        run_headless(visitor, "user_pending_success")  # 4 items of other tokens
+    html = visitor.get(f"/timeline/link-tokens/{mine}").get_data(as_text=True)
+    assert "(4 items of other tokens scheduled" in html
+    monkeypatch.setattr(clockmoves, "SCOPE_LOOKAHEAD", 4)
+    html = visitor.get(f"/timeline/link-tokens/{mine}").get_data(as_text=True)
+    assert re.search(r"\(at least \d items of other tokens scheduled", html), html
+
+
+@pytest.mark.both_backends
+def test_a_timeline_reads_only_its_own_jobs_scheduled_tasks(app, visitor):
+    """Every timeline render read every pending task of the workspace to find its jobs' next steps: with
+    thousands pending (open tokens' expiries, hourly retries) that was thousands of rows a render."""
+    from sqlalchemy import event
+
+    from console.scheduler.models import ScheduledTask
+    from console.web.timeline import queries
+    from console.workspaces.models import Workspace
+
+    mine = run_headless(visitor, "user_pending_success")
+    for _ in range(5):
+        run_headless(visitor, "user_pending_timeout")  # 10 pending tasks of other tokens
+    loaded: list = []
+
+    def count(target, context):
+        loaded.append(target)
+
+    with app.app_context():
+        workspace = db.session.get(Workspace, visitor.workspace_id)
+        event.listen(ScheduledTask, "load", count)
+        try:
+            timeline = queries.for_link_token(workspace, "sandbox", mine)
+        finally:
+            event.remove(ScheduledTask, "load", count)
+        [job] = timeline.jobs
+        assert job.next_step is not None and job.next_step.label == "Next retry due"
+        assert [t.payload.get("job_id") for t in loaded] == [str(job.job.id)]

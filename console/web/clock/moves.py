@@ -63,6 +63,12 @@ class Scope:
         )
 
 
+# How many of the tasks a move ran its result box lists (a day of hourly retries for many jobs is thousands:
+# every one as a list item made the page megabytes long); the count says how many ran in all.
+FIRED_SHOWN = 50
+# How many of the open Link tokens a move would expire its confirmation lists (a CI run may leave hundreds).
+CONFIRM_SHOWN = 20
+
 # How many upcoming items the console looks through for a timeline's own and the others' (a sandbox
 # workspace has few pending items; past this the counts say "at least").
 SCOPE_LOOKAHEAD = 200
@@ -187,6 +193,7 @@ def move_context(advance=None, confirm=None, form_error=None, form=None, scope: 
     fired = (answer.get("data") or {}).get("fired", []) if advance is not None else []
     if scope is not None and fired:
         fired = _mark_elsewhere(fired, scope)
+    fired_shown = fired[:FIRED_SHOWN]
     upcoming = _upcoming(g.console_workspace) if scope is not None else []
     api_error = (answer.get("error") or {}).get("message") if advance is not None else None
     # Errors beside the input they are about: the form's own, or the fields the API named.
@@ -198,8 +205,11 @@ def move_context(advance=None, confirm=None, form_error=None, form=None, scope: 
         "units": UNIT_LABELS,
         "advance": advance,
         "fired": fired,
+        "fired_shown": fired_shown,
+        "fired_more": len(fired) - len(fired_shown),
         "api_error": api_error,
         "confirm": confirm,
+        "confirm_shown": CONFIRM_SHOWN,
         "form_errors": form_errors,
         "form": form or {},
         "next_item": _next_item()
@@ -207,6 +217,8 @@ def move_context(advance=None, confirm=None, form_error=None, form=None, scope: 
         else next((i for i in upcoming if scope.owns(i.payload)), None),
         "scope": scope,
         "others_scheduled": sum(1 for i in upcoming if not scope.owns(i.payload)) if scope is not None else 0,
+        # The count looked only this far: a full look means there may be more.
+        "others_at_least": len(upcoming) >= SCOPE_LOOKAHEAD,
         "fired_elsewhere": sum(1 for f in fired if f.get("elsewhere")),
         "jump_default": (clock.now(g.console_workspace) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M"),
         "advanced_to": (answer.get("data") or {}).get("advanced_to") if advance is not None else None,

@@ -81,13 +81,21 @@ def advance_clock():
             row = api_client(workspace).call("POST", move.path, body=move.body, step="clock")
             db.session.refresh(workspace)
             move_kwargs["advance"] = exchange_view(row, console_key(workspace))
+    # A plain form post (no htmx) after a move goes back to the page (a reload must not move the clock
+    # again); one that moved nothing (a confirmation to give, a field to correct, the API's refusal) shows
+    # the whole page with it, as it was silently redirected away before.
+    moved = "advance" in move_kwargs and move_kwargs["advance"].row.status == 200
     if on_timeline:
         found = timeline_views.timeline_or_404(kind, subject)
-        if not is_htmx():
+        if not is_htmx() and moved:
             return redirect(timeline_views.timeline_url(kind, subject))
-        return render_template(
-            "console/timeline/_timeline.html", **timeline_views.timeline_context(found, **move_kwargs)
+        return render_htmx(
+            "console/timeline/timeline.html",
+            "console/timeline/_timeline.html",
+            **timeline_views.timeline_context(found, **move_kwargs),
         )
-    if not is_htmx():
+    if not is_htmx() and moved:
         return redirect(url_for("console.clock"))
-    return render_template("console/clock/_clock.html", **_clock_context(**move_kwargs))
+    return render_htmx(
+        "console/clock/clock.html", "console/clock/_clock.html", **_clock_context(**move_kwargs)
+    )

@@ -69,11 +69,21 @@ class Timeline:
 
 
 def _next_steps(workspace: Workspace, job_ids: list[uuid.UUID]) -> dict[str, ScheduledTask]:
-    """The earliest pending task per job id; the workspace has few pending tasks, so filter here."""
+    """The earliest pending task per job id.
+
+    Only these jobs' tasks are read: a workspace may have thousands pending (an open Link token's expiry
+    each, a day of hourly retries), and reading them all made every timeline render load every one."""
     wanted = {str(j) for j in job_ids}
+    if not wanted:
+        return {}
     tasks = db.session.scalars(
         select(ScheduledTask)
-        .where(ScheduledTask.workspace_id == workspace.id, ScheduledTask.status == TASK_PENDING)
+        .where(
+            ScheduledTask.workspace_id == workspace.id,
+            ScheduledTask.status == TASK_PENDING,
+            ScheduledTask.kind.in_(tuple(NEXT_STEP_LABELS)),
+            ScheduledTask.payload["job_id"].as_string().in_(sorted(wanted)),
+        )
         .order_by(ScheduledTask.due_at)
     )
     found: dict[str, ScheduledTask] = {}
