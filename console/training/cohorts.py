@@ -25,9 +25,11 @@ import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from flask import current_app
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 
 from console.conformance.models import ConformanceReport
 from console.core import timeutil
@@ -49,6 +51,16 @@ from console.workspaces.services import clean_name, create_workspace, delete_wor
 
 DEFAULT_COHORTS_PER_TRAINER = 20
 DEFAULT_TRAINEES_PER_COHORT = 60
+# How long the same join form, sent again, answers with the membership it made (a double submit, a resent
+# POST after a lost answer) rather than being read as someone else taking the name.
+JOIN_FORM_REPLAY = timedelta(minutes=10)
+
+
+class Joined(NamedTuple):
+    member: CohortMember
+    workspace: Workspace
+    # True when this join form had joined already (its second sending): nothing new was made.
+    again: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,15 +205,64 @@ def closed(cohort: Cohort) -> ServiceError | None:
     )
 
 
-def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
+def new_join_form() -> str:
+    """The one-time token a join form carries (rendered in it as `join_form`): see `join`."""
+    return secrets.token_urlsafe(18)
+
+
+def _form_hash(form_token: str) -> str:
+    return _hash(f"join-form:{form_token}")
+
+
+def joined_with_form(cohort: Cohort, form_token: str) -> Joined | None:
+    """The membership this join form made already, if it was sent before, or None.
+
+    Within JOIN_FORM_REPLAY of that join, the form's second sending is answered with the same membership
+    (the trainee lands on their page). Later, the form is spent: it is refused by name, never read as a new
+    trainee taking a name (the token only ever reached the browser the form was rendered for)."""
+    if not form_token:
+        return None
+    found = db.session.execute(
+        select(CohortMember, Workspace)
+        .join(Workspace, Workspace.id == CohortMember.workspace_id)
+        .where(CohortMember.cohort_id == cohort.id, CohortMember.join_form_hash == _form_hash(form_token))
+    ).first()
+    if found is None:
+        return None
+    member, workspace = found
+    if timeutil.utcnow() - _aware(member.joined_at) > JOIN_FORM_REPLAY:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "join_form",
+                    f"This join form was used already, to join as {member.name}, more than "
+                    f"{JOIN_FORM_REPLAY.seconds // 60} minutes ago. Open the join link again.",
+                )
+            ]
+        )
+    return Joined(member, workspace, again=True)
+
+
+def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
-    (and registers the console's inbox, as for every console workspace)."""
+    (and registers the console's inbox, as for every console workspace, unless `again`).
+
+    `form_token`: the join form's one-time token (`new_join_form`). The same form sent twice, even at the
+    same moment (a double submit that reached the server twice), joins once: the second sending answers
+    with the first's membership (`again`), not a "name already taken" refusal and a second row. Its hash is
+    unique, so of two joins racing past the check below only one row is written; the other finds it."""
+    again = joined_with_form(cohort, form_token)
+    if again is not None:
+        return again
     over = closed(cohort)
     if over is not None:
         raise over
     cleaned = clean_name(name, what="yourself")
     # Lock the cohort row (PostgreSQL) so two joins at the same moment cannot both take the last place.
     db.session.execute(select(Cohort.id).where(Cohort.id == cohort.id).with_for_update())
+    again = joined_with_form(cohort, form_token)  # the other sending held the lock until it committed
+    if again is not None:
+        return again
     limit = trainees_per_cohort()
     if member_count(cohort) >= limit:
         raise ServiceError(
@@ -225,11 +286,24 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
     workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
     create_key(workspace.id, SANDBOX, "Training")
     member = CohortMember(
-        cohort_id=cohort.id, workspace_id=workspace.id, name=cleaned, joined_at=timeutil.utcnow()
+        cohort_id=cohort.id,
+        workspace_id=workspace.id,
+        name=cleaned,
+        joined_at=timeutil.utcnow(),
+        join_form_hash=_form_hash(form_token) if form_token else None,
     )
     db.session.add(member)
-    db.session.flush()
-    return member, workspace
+    try:
+        db.session.flush()
+    except IntegrityError:
+        # SQLite reads outside a transaction: the other sending of this form passed the check above before
+        # it committed, and its row holds the form's hash. Nothing of this attempt is kept.
+        db.session.rollback()
+        again = joined_with_form(cohort, form_token)
+        if again is None:
+            raise
+        return again
+    return Joined(member, workspace)
 
 
 def start_over(workspace: Workspace) -> Workspace | None:

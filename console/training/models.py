@@ -43,3 +43,7 @@ class CohortMember(IdMixin, db.Model):
     )
     name: Mapped[str] = mapped_column(String(120))
     joined_at: Mapped[datetime]  # real time
+    # sha256 of the one-time token the join form carried (console.training.cohorts.join): the same form
+    # sent twice (a double submit that reached the server twice) finds this row instead of joining again.
+    # None for members who joined before it was kept, or without a form.
+    join_form_hash: Mapped[str | None] = mapped_column(String(64), unique=True)

@@ -10,6 +10,7 @@ import csv
 import io
 import re
 import socket
+import threading
 import uuid
 from html import unescape
 
@@ -198,6 +199,88 @@ def test_a_browser_that_joined_is_told_so_and_cannot_join_twice(app, cohort, tra
     assert "Tuesday class: Ada" in trainee.get("/training/me").get_data(as_text=True)
     # Another browser still joins (and is offered the form).
     assert 'name="name"' in Visitor(app.test_client()).get(path).get_data(as_text=True)
+
+
+JOIN_FORM = re.compile(r'name="join_form" value="([^"]+)"')
+
+
+def _one_form_two_sendings(app, cohort: dict) -> tuple[str, dict, Visitor, Visitor]:
+    """A join page opened once, and two clients that send its form with the same cookie: a double submit
+    whose second sending left before the first's answer (and its new cookie) came back."""
+    first = Visitor(app.test_client())
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    page = first.get(path).get_data(as_text=True)
+    form = {"name": "Ada", "csrf_token": first.csrf}
+    token = JOIN_FORM.search(page)
+    if token is not None:  # none before the fix: the form was the same for every sending
+        form["join_form"] = token.group(1)
+    second = Visitor(app.test_client())
+    second.client.set_cookie("session", first.client.get_cookie("session").value)
+    second.csrf = first.csrf
+    return path, form, first, second
+
+
+def _members_and_hooks(app) -> tuple[list[str], int]:
+    with app.app_context():
+        names = [m.name for m in db.session.scalars(select(CohortMember))]
+        hooks = db.session.scalar(select(func.count()).select_from(Webhook))
+    return names, hooks
+
+
+def test_the_same_join_form_sent_twice_joins_once_and_both_land_on_the_page(app, cohort):
+    """The second sending of a double submit was refused ("Someone in this class already joined as Ada") and
+    that refusal is what the browser showed; the trainee joined again under another name: a second row."""
+    path, form, first, second = _one_form_two_sendings(app, cohort)
+    assert first.post(path, form).headers["Location"].endswith("/training/me")
+    response = second.post(path, form)
+    assert response.status_code == 302, unescape(response.get_data(as_text=True))
+    assert response.headers["Location"].endswith("/training/me")
+    assert "Tuesday class: Ada" in second.get("/training/me").get_data(as_text=True)
+    assert second.workspace_id == first.workspace_id
+    assert _members_and_hooks(app) == (["Ada"], 1)  # one row, one inbox: the second sending made nothing
+
+
+@pytest.mark.committing
+def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, cohort, monkeypatch):
+    """On SQLite reads run outside the write transaction: both sendings passed the name check before either
+    wrote, and both joined (two "Ada" rows). Here the first sending commits between the second's checks and
+    its writes, the interleaving two server threads produce."""
+    from console.training import cohorts
+    from console.web.shared.pageslots import slot_released
+
+    path, form, first, second = _one_form_two_sendings(app, cohort)
+    real = cohorts.create_workspace
+    answers, started = [], []
+
+    def first_sending_lands_meanwhile(*args, **kwargs):
+        if not started:  # another server thread, as a double submit's first sending is: it ends first
+            started.append(True)
+            sending = threading.Thread(target=lambda: answers.append(first.post(path, form)))
+            with slot_released():  # as a page waiting does: the other request may run meanwhile
+                sending.start()
+                sending.join(timeout=30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cohorts, "create_workspace", first_sending_lands_meanwhile)
+    response = second.post(path, form)
+    assert answers[0].status_code == 302, answers[0].get_data(as_text=True)
+    assert answers[0].headers["Location"].endswith("/training/me")
+    assert response.status_code == 302, unescape(response.get_data(as_text=True))
+    assert response.headers["Location"].endswith("/training/me")
+    assert second.workspace_id == first.workspace_id
+    assert _members_and_hooks(app) == (["Ada"], 1)
+
+
+def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monkeypatch):
+    from console.training import cohorts
+
+    path, form, first, second = _one_form_two_sendings(app, cohort)
+    first.post(path, form)
+    monkeypatch.setattr(cohorts, "JOIN_FORM_REPLAY", cohorts.JOIN_FORM_REPLAY * 0)
+    response = second.post(path, {**form, "name": "Someone else"})
+    page = unescape(response.get_data(as_text=True))
+    assert response.status_code == 400 and "This join form was used already, to join as Ada" in page
+    assert _members_and_hooks(app)[0] == ["Ada"]
 
 
 def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):

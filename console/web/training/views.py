@@ -240,6 +240,7 @@ def training_join(token: str):
         token=token,
         errors={},
         form={},
+        join_form=cohorts.new_join_form(),
         joined=joined,
         refused=over,
         closed=over is not None,
@@ -259,14 +260,23 @@ def training_join_submit(token: str):
     if _joined_as(cohort) is not None:
         return redirect(url_for("console.training_me"))
     form = {"name": request.form.get("name", "")}
+    form_token = request.form.get("join_form", "")
     try:
-        throttle.check_joins(cohort.id)
-        _member, workspace = cohorts.join(cohort, form["name"])
+        joined = cohorts.joined_with_form(cohort, form_token)  # this form, sent again: not a new join
+        if joined is None:
+            throttle.check_joins(cohort.id)
+            joined = cohorts.join(cohort, form["name"], form_token)
     except ValidationFailed as exc:
         db.session.rollback()
         errors = {f.name: f.message for f in exc.fields}
         return render_template(
-            "console/training/join.html", cohort=cohort, token=token, errors=errors, form=form, joined=None
+            "console/training/join.html",
+            cohort=cohort,
+            token=token,
+            errors=errors,
+            form=form,
+            join_form=cohorts.new_join_form(),
+            joined=None,
         ), 400
     except ServiceError as exc:  # full, archived, or too many joins this minute: said on the page
         db.session.rollback()
@@ -277,6 +287,7 @@ def training_join_submit(token: str):
                 token=token,
                 errors={},
                 form=form,
+                join_form=cohorts.new_join_form(),
                 joined=None,
                 refused=exc,
                 closed=cohorts.closed(cohort) is not None,
@@ -284,7 +295,8 @@ def training_join_submit(token: str):
             exc.status_code,
             {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {},
         )
-    enter_workspace(workspace)
+    # The form's first sending registers the console's inbox; its second only enters the same workspace.
+    enter_workspace(joined.workspace, register_inbox=not joined.again)
     return redirect(url_for("console.training_me"))
 
 
