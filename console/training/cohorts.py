@@ -272,6 +272,12 @@ def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
             status_code=409,
         )
     taken = _same_name(cohort, cleaned)
+    if taken is not None:
+        # The other sending of this very form may have committed since the check above (on SQLite, with no
+        # lock, nothing keeps it out): its row, seen here by its name, is this join, not a clash.
+        again = joined_with_form(cohort, form_token)
+        if again is not None:
+            return again
     # Two identical rows on the grid and in the export: the trainer could not tell them apart.
     if taken is not None:
         raise ValidationFailed(

@@ -241,15 +241,18 @@ def test_the_same_join_form_sent_twice_joins_once_and_both_land_on_the_page(app,
 
 
 @pytest.mark.committing
-def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, cohort, monkeypatch):
+@pytest.mark.parametrize("meanwhile", ["member_count", "create_workspace"])
+def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, cohort, monkeypatch, meanwhile):
     """On SQLite reads run outside the write transaction: both sendings passed the name check before either
-    wrote, and both joined (two "Ada" rows). Here the first sending commits between the second's checks and
-    its writes, the interleaving two server threads produce."""
+    wrote, and both joined (two "Ada" rows). Here the first sending commits while the second is between its
+    checks (`member_count`: after the form check, before the name check, which then saw "Ada" taken) or
+    between its checks and its writes (`create_workspace`): the interleavings two server threads produce
+    (both seen against a served app, ten double submits sent at once)."""
     from console.training import cohorts
     from console.web.shared.pageslots import slot_released
 
     path, form, first, second = _one_form_two_sendings(app, cohort)
-    real = cohorts.create_workspace
+    real = getattr(cohorts, meanwhile)
     answers, started = [], []
 
     def first_sending_lands_meanwhile(*args, **kwargs):
@@ -261,7 +264,7 @@ def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, coho
                 sending.join(timeout=30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cohorts, "create_workspace", first_sending_lands_meanwhile)
+    monkeypatch.setattr(cohorts, meanwhile, first_sending_lands_meanwhile)
     response = second.post(path, form)
     assert answers[0].status_code == 302, answers[0].get_data(as_text=True)
     assert answers[0].headers["Location"].endswith("/training/me")
