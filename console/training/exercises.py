@@ -9,6 +9,8 @@ search by a backend (`LinkToken.outside_lookup_at`) and the jobs' transitions. E
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +94,11 @@ def check_link_sdk(workspace: Workspace) -> Result:
         select(LinkSession.id).where(LinkSession.workspace_id == workspace.id).limit(1)
     )
     if opened is not None:
+        # No parent origin: the console's own Link, or Link's URL opened on its own (no page around it).
         return Result(
-            False, "Link was opened only from the console: open it from your own page with link.js."
+            False,
+            "Link was opened, but not inside a page of yours (from the console, or its URL opened directly): "
+            "open it from your own page with link.js.",
         )
     return Result(False, "Link has not been opened yet: open it from your own page with the SDK (link.js).")
 
@@ -140,11 +145,35 @@ def check_conformance(workspace: Workspace) -> Result:
     )
 
 
+TIMEOUT_WORDS = re.compile(r"^timeout: no (?:complete answer|response) within ([0-9.]+) s$")
+
+
 def _answer(received: dict) -> str:
-    """What one request of a conformance check got back, in words."""
+    """What one request of a conformance check got back, in words. Timeouts read alike: each check's request
+    waits out what is left of one shared deadline ("within 14.9847 s"), so the same slow endpoint gave as
+    many different words as checks."""
     if received.get("status") is None:
-        return str(received.get("error") or "no answer")
+        error = str(received.get("error") or "no answer")
+        timeout = TIMEOUT_WORDS.match(error)
+        if timeout:
+            return f"timeout: no answer within {math.ceil(float(timeout.group(1)))} s"
+        return error
     return f"answered {received['status']}"
+
+
+def _refuses_signed(checks: list[dict]) -> str | None:
+    """The cause when the endpoint turned away the correctly signed event with a 4xx: it refuses every real
+    delivery, and the failing checks' names ("signed_event, duplicate_event, event:…") hide why."""
+    signed = next((c for c in checks if c.get("name") == "signed_event"), None)
+    if signed is None or signed.get("passed"):
+        return None
+    status = (signed.get("received") or {}).get("status")
+    if not isinstance(status, int) or not 400 <= status < 500:
+        return None
+    return (
+        f"it answered {status} to a correctly signed event, so it refuses real deliveries too: verify with "
+        "your own sandbox key (the one on your training page) over the raw body"
+    )
 
 
 def _why_failed(report: dict | None) -> str:
@@ -167,6 +196,9 @@ def _why_failed(report: dict | None) -> str:
             return f"no request got an answer ({answer})"
         if answers:
             return f"no check passed ({'; '.join(sorted(answers))})"
+    refuses = _refuses_signed(checks)
+    if refuses is not None:
+        return refuses
     return ", ".join(str(c.get("name", "?")) for c in failed) or "see the report"
 
 

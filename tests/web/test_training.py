@@ -428,13 +428,22 @@ def test_exercise_2_ticks_when_link_is_opened_from_another_origin(app, trainee):
     # The console (this service's own origin) opening Link does not count.
     assert browser.get(f"/sandbox/link?token={token['token']}&origin=http://localhost").status_code == 200
     assert result(app, trainee, "link_sdk").done is False
-    assert "only from the console" in result(app, trainee, "link_sdk").reason
+    assert "not inside a page of yours (from the console" in result(app, trainee, "link_sdk").reason
     other = new_token(backend(app, trainee))
     assert (
         browser.get(f"/sandbox/link?token={other['token']}&origin=http://127.0.0.1:8000").status_code == 200
     )
     done = result(app, trainee, "link_sdk")
     assert done.done is True and "http://127.0.0.1:8000" in done.reason
+
+
+def test_exercise_2_does_not_blame_the_console_for_link_opened_by_its_url(app, trainee):
+    """A trainee who opened Link's URL in a tab (no page, no SDK: no parent origin) was told "Link was opened
+    only from the console", which they never used: the reason must say what did happen."""
+    token = new_token(backend(app, trainee))
+    assert app.test_client().get(f"/sandbox/link?token={token['token']}").status_code == 200
+    reason = result(app, trainee, "link_sdk").reason
+    assert "only from the console" not in reason and "its URL opened directly" in reason, reason
 
 
 def test_exercise_3_needs_an_own_active_endpoint_on_2023_11_22(app, trainee):

@@ -1,0 +1,58 @@
+"""What exercise 4's reason says about a failed conformance report: the one thing to fix, read from the report.
+
+The reports here have the shape of real runs against a trainee's endpoint (served by the console, seen in a
+class): the checks' names, verdicts and each exchange's answer.
+"""
+
+from __future__ import annotations
+
+from console.training.exercises import _why_failed
+
+NAMES = (
+    "signed_event",
+    "forged_signature",
+    "altered_body",
+    "stale_timestamp",
+    "duplicate_event",
+    "event:account.added",
+    "event:direct_deposit_switch.added",
+    "event:direct_deposit_switch.added:without_action",
+)
+
+
+def report(answers: dict[str, tuple[bool, int | None, str | None]]) -> dict:
+    checks = [
+        {
+            "name": name,
+            "passed": passed,
+            "received": {"status": status, "error": error},
+            "exchanges": [{"sent": {}, "received": {"status": status, "error": error}}],
+        }
+        for name, (passed, status, error) in answers.items()
+    ]
+    checks.append({"name": "unsubscribed_event_not_sent", "passed": True, "received": None, "exchanges": []})
+    return {"passed": False, "checks": checks}
+
+
+def test_an_endpoint_that_never_answers_in_time_is_said_to_time_out_once():
+    """Each check waits out what is left of one shared deadline, so the reason read "no check passed (timeout:
+    no complete answer within 15 s; timeout: no response within 14.9847 s; …)", one clause per check."""
+    waits = ["no complete answer within 15 s", "no response within 14.9935 s", "no response within 14.9847 s"]
+    answers = {name: (False, None, f"timeout: {waits[i % 3]}") for i, name in enumerate(NAMES)}
+    assert _why_failed(report(answers)) == "no request got an answer (timeout: no answer within 15 s)"
+
+
+def test_an_endpoint_that_refuses_correctly_signed_events_is_told_to_check_its_key():
+    """Verifying with the wrong secret refuses everything with a 400: the refusal checks pass, and the reason
+    was a list of check names ("signed_event, duplicate_event, event:account.added, …") that says nothing of why."""
+    refusals = ("forged_signature", "altered_body", "stale_timestamp")
+    answers = {name: (name in refusals, 400, None) for name in NAMES}
+    reason = _why_failed(report(answers))
+    assert reason.startswith("it answered 400 to a correctly signed event, so it refuses real deliveries too")
+    assert "your own sandbox key" in reason and "event:account.added" not in reason
+
+
+def test_an_endpoint_that_accepts_forgeries_names_the_checks_it_failed():
+    accepted = ("forged_signature", "altered_body", "stale_timestamp")
+    answers = {name: (name not in accepted, 200, None) for name in NAMES}
+    assert _why_failed(report(answers)) == "forged_signature, altered_body, stale_timestamp"
