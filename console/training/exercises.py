@@ -36,6 +36,10 @@ WEBHOOK_VERSION = "2023-11-22"
 class Result:
     done: bool
     reason: str
+    # A few words for the grid's cell when the trainee tried and it went wrong ("HTTP 500", "timeout",
+    # "forged ok"): on a projector the trainer reads who is stuck on what without hovering 20 cells.
+    # Empty when there is nothing to say beyond "not done yet".
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,9 @@ def check_link_token(workspace: Workspace) -> Result:
     )
     if by_console is not None:
         return Result(
-            False, "Only the console has created Link tokens: send POST /v1/link_tokens from your code."
+            False,
+            "Only the console has created Link tokens: send POST /v1/link_tokens from your code.",
+            "console only",
         )
     return Result(
         False, "No Link token yet: send POST /v1/link_tokens from your backend with your sandbox key."
@@ -99,6 +105,7 @@ def check_link_sdk(workspace: Workspace) -> Result:
             False,
             "Link was opened, but not inside a page of yours (from the console, or its URL opened directly): "
             "open it from your own page with link.js.",
+            "no page",
         )
     return Result(False, "Link has not been opened yet: open it from your own page with the SDK (link.js).")
 
@@ -114,8 +121,14 @@ def check_own_endpoint(workspace: Workspace) -> Result:
         )
     hook = hooks[0]
     if hook.version != WEBHOOK_VERSION:
-        return Result(False, f"{hook.url} uses version {hook.version}: register it with {WEBHOOK_VERSION}.")
-    return Result(False, f"{hook.url} is {hook.status}: make it active (PUT status=active).")
+        return Result(
+            False,
+            f"{hook.url} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
+            "old version",
+        )
+    return Result(
+        False, f"{hook.url} is {hook.status}: make it active (PUT status=active).", str(hook.status)
+    )
 
 
 def check_conformance(workspace: Workspace) -> Result:
@@ -137,11 +150,14 @@ def check_conformance(workspace: Workspace) -> Result:
             select(ConformanceRun.id).where(*mine, ConformanceRun.status.in_(RUN_ACTIVE))
         )
         if active.first() is not None:
-            return Result(False, "The conformance check is running: its report counts once it is done.")
+            return Result(
+                False, "The conformance check is running: its report counts once it is done.", "running…"
+            )
         return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
     return Result(
         False,
         f"The latest check of {hooks[reports[0].webhook_id].url} failed: {_why_failed(reports[0].report)}.",
+        _failure_label(reports[0].report),
     )
 
 
@@ -202,6 +218,39 @@ def _why_failed(report: dict | None) -> str:
     return ", ".join(str(c.get("name", "?")) for c in failed) or "see the report"
 
 
+# The grid's word for a failed check, by what the endpoint did wrong (first that applies).
+_CHECK_LABELS = (
+    (("forged_signature", "altered_body"), "forged ok"),
+    (("stale_timestamp",), "stale ok"),
+    (("duplicate_event",), "duplicates"),
+)
+
+
+def _failure_label(report: dict | None) -> str:
+    """`_why_failed` in a word or two, for a grid cell: what a trainer walks over to fix."""
+    checks = (report or {}).get("checks", [])
+    failed = {str(c.get("name")) for c in checks if not c.get("passed")}
+    if not any(c.get("passed") and c.get("exchanges") for c in checks):
+        answers = {
+            _answer(e["received"]) for c in checks if not c.get("passed") for e in c.get("exchanges") or []
+        }
+        if len(answers) == 1:
+            (answer,) = answers
+            if answer.startswith("answered "):
+                return "HTTP " + answer.removeprefix("answered ")
+            if answer.startswith("timeout"):
+                return "timeout"
+            return "down"
+        if answers:
+            return "no answer" if all(not a.startswith("answered ") for a in answers) else "failing"
+    if _refuses_signed(checks) is not None:
+        return "wrong key?"
+    for names, label in _CHECK_LABELS:
+        if failed.intersection(names):
+            return label
+    return "failing" if failed else ""
+
+
 def check_missed_webhook(workspace: Workspace) -> Result:
     held = workspace.held_link_token_id
     if held is None:
@@ -215,6 +264,7 @@ def check_missed_webhook(workspace: Workspace) -> Result:
         False,
         f"The job of Link token {held} was held back from your endpoints: find it with "
         f"GET /v1/jobs?link_token_id={held} from your backend.",
+        "to find",
     )
 
 

@@ -6,7 +6,7 @@ class): the checks' names, verdicts and each exchange's answer.
 
 from __future__ import annotations
 
-from console.training.exercises import _why_failed
+from console.training.exercises import _failure_label, _why_failed
 
 NAMES = (
     "signed_event",
@@ -56,3 +56,23 @@ def test_an_endpoint_that_accepts_forgeries_names_the_checks_it_failed():
     accepted = ("forged_signature", "altered_body", "stale_timestamp")
     answers = {name: (name not in accepted, 200, None) for name in NAMES}
     assert _why_failed(report(answers)) == "forged_signature, altered_body, stale_timestamp"
+
+
+def test_each_failure_has_a_word_for_the_grids_cell():
+    """A projector shows 20 rows: the cell says what went wrong, where a grey dot only said "not done"."""
+    refusals = ("forged_signature", "altered_body", "stale_timestamp")
+    every = {
+        "HTTP 500": dict.fromkeys(NAMES, (False, 500, None)),
+        "timeout": dict.fromkeys(NAMES, (False, None, "timeout: no response within 14.98 s")),
+        "down": dict.fromkeys(NAMES, (False, None, "connection failed: could not connect to the host")),
+        "wrong key?": {name: (name in refusals, 400, None) for name in NAMES},
+        "forged ok": {name: (name not in refusals, 200, None) for name in NAMES},
+        "stale ok": {name: (name != "stale_timestamp", 200, None) for name in NAMES},
+        "duplicates": {
+            name: (name != "duplicate_event", 200 if name != "duplicate_event" else 500, None)
+            for name in NAMES
+        },
+    }
+    assert {label: _failure_label(report(answers)) for label, answers in every.items()} == {
+        label: label for label in every
+    }

@@ -514,6 +514,10 @@ def test_exercise_4_names_the_real_cause_when_no_check_could_pass(app, trainer, 
     assert "answered 500 to every check" in trainer.get(f"/training/{cohort['id']}/export.csv").get_data(
         as_text=True
     )
+    # The grid's cell says it in a word, readable from the back of the room without hovering.
+    grid = trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    cell = re.search(r'<td data-exercise="conformance"[^>]*class="([^"]+)">\s*(.*?)</td>', grid, re.S)
+    assert "cell-trouble" in cell.group(1) and ">HTTP 500</a>" in cell.group(2), cell.group(0)
 
 
 @pytest.mark.committing
