@@ -285,7 +285,8 @@ def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
                 FieldError(
                     "name",
                     f"Someone in this class already joined as {taken}: add an initial or a surname "
-                    "so that your trainer can tell you apart.",
+                    "so that your trainer can tell you apart. If that was you (another browser, or your "
+                    "cookies were cleared), open your workspace with your sandbox secret instead (below).",
                 )
             ]
         )

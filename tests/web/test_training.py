@@ -286,6 +286,29 @@ def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monke
     assert _members_and_hooks(app)[0] == ["Ada"]
 
 
+def test_a_trainee_who_lost_the_cookie_opens_the_workspace_again_from_the_join_page(app, cohort, trainee):
+    """In a new browser (or with cookies cleared) the join page only took a name: theirs was refused as taken,
+    and another name left a second row on the grid with their work under the first. The page now offers to
+    open their workspace with the sandbox secret their backend holds, and the refusal points to it."""
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    back = Visitor(app.test_client())
+    page = back.get(path).get_data(as_text=True)
+    assert 'id="rejoin"' in page and 'action="/workspace/open"' in page
+    refused = unescape(back.post(path, {"name": "ada"}).get_data(as_text=True))
+    assert "If that was you (another browser, or your cookies were cleared)" in refused
+    assert '<details class="open-workspace" id="rejoin" open>' in refused
+    opened = back.post(
+        "/workspace/open",
+        {"secret": sandbox_secret(app, trainee.workspace_id)},
+        headers={"Referer": "http://localhost" + path},
+    )
+    assert opened.status_code == 302 and opened.headers["Location"] == path
+    assert "You joined this class as <strong>Ada</strong>" in unescape(back.get(path).get_data(as_text=True))
+    assert "Tuesday class: Ada" in back.get("/training/me").get_data(as_text=True)
+    with app.app_context():
+        assert [m.name for m in db.session.scalars(select(CohortMember))] == ["Ada"]
+
+
 def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):
     visitor = Visitor(app.test_client())
     path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
