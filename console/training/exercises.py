@@ -27,6 +27,7 @@ from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
 from console.webhooks import own_inbox
 from console.webhooks.models import ACTIVE, Webhook
+from console.webhooks.urls import RELAY_URL
 from console.workspaces.models import Workspace
 
 WEBHOOK_VERSION = "2023-11-22"
@@ -62,6 +63,12 @@ def own_webhooks(workspace: Workspace) -> list[Webhook]:
         .order_by(Webhook.created_at.desc(), Webhook.id)
     ).all()
     return [h for h in hooks if not own_inbox.is_inbox_of(secret, workspace.id, h.url)]
+
+
+def endpoint_name(hook: Webhook) -> str:
+    """How a reason names a trainee's endpoint: its URL, or for a relayed webhook (whose URL is the placeholder
+    relay://console-listen, which the trainee never typed) the listener that forwards to it."""
+    return "your endpoint behind the listener (pcc.py listen)" if hook.url == RELAY_URL else hook.url
 
 
 def check_link_token(workspace: Workspace) -> Result:
@@ -114,7 +121,9 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     hooks = own_webhooks(workspace)
     good = [h for h in hooks if h.version == WEBHOOK_VERSION and h.status == ACTIVE]
     if good:
-        return Result(True, f"Your endpoint {good[0].url} is registered with version {WEBHOOK_VERSION}.")
+        return Result(
+            True, f"Your endpoint {endpoint_name(good[0])} is registered with version {WEBHOOK_VERSION}."
+        )
     if not hooks:
         return Result(
             False, "Only the console's inbox is registered: POST /v1/webhooks with your endpoint's URL."
@@ -123,11 +132,13 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     if hook.version != WEBHOOK_VERSION:
         return Result(
             False,
-            f"{hook.url} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
+            f"{endpoint_name(hook)} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
             "old version",
         )
     return Result(
-        False, f"{hook.url} is {hook.status}: make it active (PUT status=active).", str(hook.status)
+        False,
+        f"{endpoint_name(hook)} is {hook.status}: make it active (PUT status=active).",
+        str(hook.status),
     )
 
 
@@ -144,7 +155,7 @@ def check_conformance(workspace: Workspace) -> Result:
     ).all()
     passed = next((r for r in reports if r.passed), None)
     if passed is not None:
-        return Result(True, f"{hooks[passed.webhook_id].url} passed the conformance check.")
+        return Result(True, f"{endpoint_name(hooks[passed.webhook_id])} passed the conformance check.")
     if not reports:
         active = db.session.scalars(
             select(ConformanceRun.id).where(*mine, ConformanceRun.status.in_(RUN_ACTIVE))
@@ -156,7 +167,8 @@ def check_conformance(workspace: Workspace) -> Result:
         return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
     return Result(
         False,
-        f"The latest check of {hooks[reports[0].webhook_id].url} failed: {_why_failed(reports[0].report)}.",
+        f"The latest check of {endpoint_name(hooks[reports[0].webhook_id])} failed: "
+        f"{_why_failed(reports[0].report)}.",
         _failure_label(reports[0].report),
     )
 

@@ -480,6 +480,16 @@ def test_exercise_3_needs_an_own_active_endpoint_on_2023_11_22(app, trainee):
     assert result(app, trainee, "own_endpoint").done is True
 
 
+def test_exercises_name_a_relayed_endpoint_by_its_listener_not_its_placeholder_url(app, trainee):
+    """Through pcc.py listen (the recommended way) the reasons said "The latest check of relay://console-listen
+    failed", a URL the trainee never typed and cannot open."""
+    api = backend(app, trainee)
+    response = api.post("/sandbox/listen", json={"version": "2023-11-22"})
+    assert response.status_code in (200, 201), response.get_json()
+    reason = result(app, trainee, "own_endpoint").reason
+    assert "relay://" not in reason and "behind the listener (pcc.py listen)" in reason, reason
+
+
 def check_now(app, api, hook_id) -> dict:
     """Start a conformance run (202, queued) and let the worker execute it; the finished run."""
     path = f"/sandbox/webhooks/{hook_id}/conformance"
