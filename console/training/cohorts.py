@@ -278,24 +278,14 @@ def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
         again = joined_with_form(cohort, form_token)
         if again is not None:
             return again
-    # Two identical rows on the grid and in the export: the trainer could not tell them apart.
-    if taken is not None:
-        raise ValidationFailed(
-            [
-                FieldError(
-                    "name",
-                    f"Someone in this class already joined as {taken}: add an initial or a surname "
-                    "so that your trainer can tell you apart. If that was you (another browser, or your "
-                    "cookies were cleared), open your workspace with your sandbox secret instead (below).",
-                )
-            ]
-        )
+        raise _name_taken(taken)
     workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
     create_key(workspace.id, SANDBOX, "Training")
     member = CohortMember(
         cohort_id=cohort.id,
         workspace_id=workspace.id,
         name=cleaned,
+        name_key=name_key(cleaned),
         joined_at=timeutil.utcnow(),
         join_form_hash=_form_hash(form_token) if form_token else None,
     )
@@ -303,14 +293,32 @@ def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
     try:
         db.session.flush()
     except IntegrityError:
-        # SQLite reads outside a transaction: the other sending of this form passed the check above before
-        # it committed, and its row holds the form's hash. Nothing of this attempt is kept.
+        # SQLite reads outside a transaction: another join passed the checks above before it committed, and
+        # its row holds this form's hash (the same join, sent twice) or this name (someone else, at the same
+        # moment: without the unique name both were written, two identical rows). Nothing of this one is kept.
         db.session.rollback()
         again = joined_with_form(cohort, form_token)
-        if again is None:
+        if again is not None:
+            return again
+        taken = _same_name(cohort, cleaned)
+        if taken is None:
             raise
-        return again
+        raise _name_taken(taken) from None
     return Joined(member, workspace)
+
+
+def _name_taken(taken: str) -> ValidationFailed:
+    # Two identical rows on the grid and in the export: the trainer could not tell them apart.
+    return ValidationFailed(
+        [
+            FieldError(
+                "name",
+                f"Someone in this class already joined as {taken}: add an initial or a surname "
+                "so that your trainer can tell you apart. If that was you (another browser, or your "
+                "cookies were cleared), open your workspace with your sandbox secret instead (below).",
+            )
+        ]
+    )
 
 
 def start_over(workspace: Workspace) -> Workspace | None:
@@ -398,6 +406,12 @@ def _same_name(cohort: Cohort, name: str) -> str | None:
 
 def _read_as(name: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def name_key(name: str) -> str:
+    """What CohortMember.name_key holds: a fixed-length digest of the name as the grid reads it (NFKC and
+    casefold can make a 120-character name longer)."""
+    return hashlib.sha256(_read_as(name).encode()).hexdigest()
 
 
 def membership(workspace_id: uuid.UUID) -> tuple[CohortMember, Cohort] | None:

@@ -274,6 +274,42 @@ def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, coho
     assert _members_and_hooks(app) == (["Ada"], 1)
 
 
+@pytest.mark.committing
+def test_two_browsers_joining_under_one_name_at_the_same_moment_make_one_row(app, cohort, monkeypatch):
+    """Two trainees (two browsers, two forms) typing the same name at the same moment: on SQLite both passed
+    the name check before either wrote, and the grid got two identical rows. One joins; the other is told
+    the name is taken, as when they come one after the other."""
+    from console.training import cohorts
+    from console.web.shared.pageslots import slot_released
+
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    first, second = Visitor(app.test_client()), Visitor(app.test_client())
+    forms = []
+    for visitor in (first, second):
+        page = visitor.get(path).get_data(as_text=True)
+        token = JOIN_FORM.search(page)
+        forms.append({"name": "Ada", **({"join_form": token.group(1)} if token else {})})
+    real, answers, started = cohorts.create_workspace, [], []
+
+    def first_lands_meanwhile(*args, **kwargs):
+        if not started:
+            started.append(True)
+            other = threading.Thread(target=lambda: answers.append(first.post(path, forms[0])))
+            with slot_released():
+                other.start()
+                other.join(timeout=30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cohorts, "create_workspace", first_lands_meanwhile)
+    response = second.post(path, forms[1])
+    assert answers[0].status_code == 302, answers[0].get_data(as_text=True)
+    assert response.status_code == 400
+    assert "Someone in this class already joined as Ada" in unescape(response.get_data(as_text=True))
+    assert _members_and_hooks(app) == (["Ada"], 1)
+    with app.app_context():  # nothing of the refused join is left behind
+        assert db.session.scalar(select(func.count()).select_from(Workspace)) == 1
+
+
 def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monkeypatch):
     from console.training import cohorts
 
