@@ -23,6 +23,7 @@ import re
 import secrets
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -243,14 +244,19 @@ def joined_with_form(cohort: Cohort, form_token: str) -> Joined | None:
     return Joined(member, workspace, again=True)
 
 
-def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
+def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], None] | None = None) -> Joined:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
     (and registers the console's inbox, as for every console workspace, unless `again`).
 
     `form_token`: the join form's one-time token (`new_join_form`). The same form sent twice, even at the
     same moment (a double submit that reached the server twice), joins once: the second sending answers
     with the first's membership (`again`), not a "name already taken" refusal and a second row. Its hash is
-    unique, so of two joins racing past the check below only one row is written; the other finds it."""
+    unique, so of two joins racing past the check below only one row is written; the other finds it.
+
+    `admit`: called once the join is known to be a new trainee's, just before anything is created (the
+    console's joins-per-minute throttle, which raises RateLimited). A refused name, a class that is full or
+    the same form sent again does not count: a room retyping names after clashes must not use up the
+    minute's joins of the trainees still to come."""
     again = joined_with_form(cohort, form_token)
     if again is not None:
         return again
@@ -279,6 +285,8 @@ def join(cohort: Cohort, name: str, form_token: str = "") -> Joined:
         if again is not None:
             return again
         raise _name_taken(taken)
+    if admit is not None:
+        admit()
     workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
     create_key(workspace.id, SANDBOX, "Training")
     member = CohortMember(

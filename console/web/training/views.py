@@ -262,10 +262,7 @@ def training_join_submit(token: str):
     form = {"name": request.form.get("name", "")}
     form_token = request.form.get("join_form", "")
     try:
-        joined = cohorts.joined_with_form(cohort, form_token)  # this form, sent again: not a new join
-        if joined is None:
-            throttle.check_joins(cohort.id)
-            joined = cohorts.join(cohort, form["name"], form_token)
+        joined = cohorts.join(cohort, form["name"], form_token, admit=lambda: throttle.check_joins(cohort.id))
     except ValidationFailed as exc:
         db.session.rollback()
         errors = {f.name: f.message for f in exc.fields}
