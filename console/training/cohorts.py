@@ -32,7 +32,8 @@ from flask import current_app
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 
-from console.conformance.models import ConformanceReport
+from console.conformance.models import ACTIVE as RUN_ACTIVE
+from console.conformance.models import ConformanceReport, ConformanceRun
 from console.core import timeutil
 from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
 from console.extensions import db
@@ -543,6 +544,10 @@ def pulse(workspace_ids: list[uuid.UUID], extra: str = "") -> str:
         select(func.count(), func.max(Webhook.updated_at)).where(Webhook.workspace_id.in_(ids)),
         select(func.count(), func.max(ConformanceReport.ran_at)).where(
             ConformanceReport.workspace_id.in_(ids)
+        ),
+        # Runs queued or running: exercise 4 says "running…" meanwhile (on the (workspace_id, status) index).
+        select(func.count()).where(
+            ConformanceRun.workspace_id.in_(ids), ConformanceRun.status.in_(RUN_ACTIVE)
         ),
         select(func.count(), func.max(Job.timestamp)).where(Job.workspace_id.in_(ids)),
         select(

@@ -553,6 +553,31 @@ def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, tr
     assert result(app, trainee, "conformance").done is True
 
 
+@pytest.mark.committing
+def test_a_conformance_run_under_way_shows_on_the_grid_and_the_trainees_page(app, trainer, cohort, trainee):
+    """A run takes up to ~16 s. The pages' digest (`pulse`) left runs out, so neither the grid nor the trainee's
+    page changed while one was under way, and a rerun after a failure showed the old failure meanwhile."""
+    from console.training import cohorts
+
+    api = backend(app, trainee)
+    with Receiver(lambda record: (500, b"boom")) as broken:
+        hook = register(api, broken.url)
+        assert check_now(app, api, hook["id"])["report"]["passed"] is False
+        assert result(app, trainee, "conformance").label == "HTTP 500"
+        with app.app_context():
+            workspace = db.session.get(Workspace, trainee.workspace_id)
+            before = cohorts.pulse([workspace.id])
+        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").status_code == 202  # queued
+        with app.app_context():
+            assert cohorts.pulse([workspace.id]) != before
+        running = result(app, trainee, "conformance")
+        assert running.label == "running…" and "Before it: the latest check" in running.reason
+        grid = trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+        assert ">running…</a>" in grid
+        assert runs.run_due(app) == 1
+    assert result(app, trainee, "conformance").label == "HTTP 500"
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
