@@ -229,7 +229,15 @@ def _why_failed(report: dict | None) -> str:
     refuses = _refuses_signed(checks)
     if refuses is not None:
         return refuses
-    return ", ".join(str(c.get("name", "?")) for c in failed) or "see the report"
+    # What must hold, in the check's own words, then its name (as the report and the console show it): the
+    # names alone ("forged_signature, altered_body") left a trainee to guess what their receiver did wrong.
+    said = [_requirement(c) for c in failed]
+    return ("these must hold and did not: " + "; ".join(said)) if said else "see the report"
+
+
+def _requirement(check: dict) -> str:
+    name, title = str(check.get("name", "?")), str(check.get("title") or "")
+    return f"{title[:1].lower()}{title[1:]} ({name})" if title else name
 
 
 # The grid's word for a failed check, by what the endpoint did wrong (first that applies).

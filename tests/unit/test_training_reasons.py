@@ -52,10 +52,24 @@ def test_an_endpoint_that_refuses_correctly_signed_events_is_told_to_check_its_k
     assert "your own sandbox key" in reason and "event:account.added" not in reason
 
 
-def test_an_endpoint_that_accepts_forgeries_names_the_checks_it_failed():
+def test_an_endpoint_that_accepts_forgeries_is_told_what_must_hold_in_words():
+    """The reason was the failed checks' names ("forged_signature, altered_body, stale_timestamp"): it now says
+    what each requires, as the report's titles do, with the name to find it in the report."""
     accepted = ("forged_signature", "altered_body", "stale_timestamp")
     answers = {name: (name not in accepted, 200, None) for name in NAMES}
-    assert _why_failed(report(answers)) == "forged_signature, altered_body, stale_timestamp"
+    titled = report(answers)
+    titles = {
+        "forged_signature": "A forged signature is refused with a 4xx",
+        "altered_body": "A body altered after signing is refused with a 4xx",
+        "stale_timestamp": "A timestamp older than 5 minutes is refused with a 4xx",
+    }
+    for check in titled["checks"]:
+        check["title"] = titles.get(check["name"], "Something that passed")
+    assert _why_failed(titled) == (
+        "these must hold and did not: a forged signature is refused with a 4xx (forged_signature); a body "
+        "altered after signing is refused with a 4xx (altered_body); a timestamp older than 5 minutes is "
+        "refused with a 4xx (stale_timestamp)"
+    )
 
 
 def test_each_failure_has_a_word_for_the_grids_cell():
