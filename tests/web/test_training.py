@@ -310,6 +310,21 @@ def test_two_browsers_joining_under_one_name_at_the_same_moment_make_one_row(app
         assert db.session.scalar(select(func.count()).select_from(Workspace)) == 1
 
 
+def test_a_join_forms_token_replays_the_join_only_in_the_browser_it_was_given_to(app, cohort):
+    """The token answers a second sending with the first's workspace: read by anyone else (a shared screen, a
+    copied page), it must not open that workspace in their browser."""
+    path, form, first, _second = _one_form_two_sendings(app, cohort)
+    assert first.post(path, form).status_code == 302
+    other = Visitor(app.test_client())
+    other.get(path)
+    response = other.post(path, {"name": "Ada", "join_form": form["join_form"]})
+    assert response.status_code == 400
+    assert "Someone in this class already joined as Ada" in unescape(response.get_data(as_text=True))
+    with other.client.session_transaction() as session:
+        assert "workspace_id" not in session
+    assert _members_and_hooks(app) == (["Ada"], 1)
+
+
 def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monkeypatch):
     from console.training import cohorts
 
