@@ -7,9 +7,11 @@ holds the serving threads (console/webhooks/relay.py).
 from __future__ import annotations
 
 from flask import g, jsonify
+from sqlalchemy.orm.exc import StaleDataError
 
 from console.api.conventions import current_key, json_body, sandbox_only
 from console.core.bodies import RequestModel, integer, validate
+from console.core.errors import NotFound
 from console.core.routes import Routes
 from console.extensions import db
 from console.webhooks import relay
@@ -38,8 +40,16 @@ def open_listener():
 def poll_listener(webhook_id: str):
     request = validate(PollRequest, json_body())
     webhook = relay.get_listener(g.workspace.id, g.api_mode, webhook_id)
-    items = relay.poll(webhook, request.limit or relay.MAX_BATCH)
-    db.session.commit()
+    try:
+        items = relay.poll(webhook, request.limit or relay.MAX_BATCH)
+        db.session.commit()
+    except StaleDataError:
+        # The webhook went while this poll ran (its workspace deleted, e.g. with a training class): a 404 as
+        # for any poll of a webhook that is gone, not a 500 (the listener then opens a new one, or stops).
+        db.session.rollback()
+        raise NotFound(
+            f"Webhook {webhook_id} was deleted; create a listener with POST /v1/sandbox/listen."
+        ) from None
     return jsonify(
         {"data": {"requests": items, "webhook": {"id": str(webhook.id), "status": webhook.status}}}
     )

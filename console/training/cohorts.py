@@ -23,13 +23,17 @@ import re
 import secrets
 import unicodedata
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from flask import current_app
 from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
 
-from console.conformance.models import ConformanceReport
+from console.conformance.models import ACTIVE as RUN_ACTIVE
+from console.conformance.models import ConformanceReport, ConformanceRun
 from console.core import timeutil
 from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
 from console.extensions import db
@@ -49,6 +53,16 @@ from console.workspaces.services import clean_name, create_workspace, delete_wor
 
 DEFAULT_COHORTS_PER_TRAINER = 20
 DEFAULT_TRAINEES_PER_COHORT = 60
+# How long the same join form, sent again, answers with the membership it made (a double submit, a resent
+# POST after a lost answer) rather than being read as someone else taking the name.
+JOIN_FORM_REPLAY = timedelta(minutes=10)
+
+
+class Joined(NamedTuple):
+    member: CohortMember
+    workspace: Workspace
+    # True when this join form had joined already (its second sending): nothing new was made.
+    again: bool = False
 
 
 @dataclass(frozen=True)
@@ -193,15 +207,69 @@ def closed(cohort: Cohort) -> ServiceError | None:
     )
 
 
-def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
+def new_join_form() -> str:
+    """The one-time token a join form carries (rendered in it as `join_form`): see `join`."""
+    return secrets.token_urlsafe(18)
+
+
+def _form_hash(form_token: str) -> str:
+    return _hash(f"join-form:{form_token}")
+
+
+def joined_with_form(cohort: Cohort, form_token: str) -> Joined | None:
+    """The membership this join form made already, if it was sent before, or None.
+
+    Within JOIN_FORM_REPLAY of that join, the form's second sending is answered with the same membership
+    (the trainee lands on their page). Later, the form is spent: it is refused by name, never read as a new
+    trainee taking a name (the token only ever reached the browser the form was rendered for)."""
+    if not form_token:
+        return None
+    found = db.session.execute(
+        select(CohortMember, Workspace)
+        .join(Workspace, Workspace.id == CohortMember.workspace_id)
+        .where(CohortMember.cohort_id == cohort.id, CohortMember.join_form_hash == _form_hash(form_token))
+    ).first()
+    if found is None:
+        return None
+    member, workspace = found
+    if timeutil.utcnow() - _aware(member.joined_at) > JOIN_FORM_REPLAY:
+        raise ValidationFailed(
+            [
+                FieldError(
+                    "join_form",
+                    f"This join form was used already, to join as {member.name}, more than "
+                    f"{JOIN_FORM_REPLAY.seconds // 60} minutes ago. Open the join link again.",
+                )
+            ]
+        )
+    return Joined(member, workspace, again=True)
+
+
+def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], None] | None = None) -> Joined:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
-    (and registers the console's inbox, as for every console workspace)."""
+    (and registers the console's inbox, as for every console workspace, unless `again`).
+
+    `form_token`: the join form's one-time token (`new_join_form`). The same form sent twice, even at the
+    same moment (a double submit that reached the server twice), joins once: the second sending answers
+    with the first's membership (`again`), not a "name already taken" refusal and a second row. Its hash is
+    unique, so of two joins racing past the check below only one row is written; the other finds it.
+
+    `admit`: called once the join is known to be a new trainee's, just before anything is created (the
+    console's joins-per-minute throttle, which raises RateLimited). A refused name, a class that is full or
+    the same form sent again does not count: a room retyping names after clashes must not use up the
+    minute's joins of the trainees still to come."""
+    again = joined_with_form(cohort, form_token)
+    if again is not None:
+        return again
     over = closed(cohort)
     if over is not None:
         raise over
     cleaned = clean_name(name, what="yourself")
     # Lock the cohort row (PostgreSQL) so two joins at the same moment cannot both take the last place.
     db.session.execute(select(Cohort.id).where(Cohort.id == cohort.id).with_for_update())
+    again = joined_with_form(cohort, form_token)  # the other sending held the lock until it committed
+    if again is not None:
+        return again
     limit = trainees_per_cohort()
     if member_count(cohort) >= limit:
         raise ServiceError(
@@ -211,25 +279,55 @@ def join(cohort: Cohort, name: str) -> tuple[CohortMember, Workspace]:
             status_code=409,
         )
     taken = _same_name(cohort, cleaned)
-    # Two identical rows on the grid and in the export: the trainer could not tell them apart.
     if taken is not None:
-        raise ValidationFailed(
-            [
-                FieldError(
-                    "name",
-                    f"Someone in this class already joined as {taken}: add an initial or a surname "
-                    "so that your trainer can tell you apart.",
-                )
-            ]
-        )
+        # The other sending of this very form may have committed since the check above (on SQLite, with no
+        # lock, nothing keeps it out): its row, seen here by its name, is this join, not a clash.
+        again = joined_with_form(cohort, form_token)
+        if again is not None:
+            return again
+        raise _name_taken(taken)
+    if admit is not None:
+        admit()
     workspace = create_workspace(f"{cleaned} · {cohort.name}", kept=True)
     create_key(workspace.id, SANDBOX, "Training")
     member = CohortMember(
-        cohort_id=cohort.id, workspace_id=workspace.id, name=cleaned, joined_at=timeutil.utcnow()
+        cohort_id=cohort.id,
+        workspace_id=workspace.id,
+        name=cleaned,
+        name_key=name_key(cleaned),
+        joined_at=timeutil.utcnow(),
+        join_form_hash=_form_hash(form_token) if form_token else None,
     )
     db.session.add(member)
-    db.session.flush()
-    return member, workspace
+    try:
+        db.session.flush()
+    except IntegrityError:
+        # SQLite reads outside a transaction: another join passed the checks above before it committed, and
+        # its row holds this form's hash (the same join, sent twice) or this name (someone else, at the same
+        # moment: without the unique name both were written, two identical rows). Nothing of this one is kept.
+        db.session.rollback()
+        again = joined_with_form(cohort, form_token)
+        if again is not None:
+            return again
+        taken = _same_name(cohort, cleaned)
+        if taken is None:
+            raise
+        raise _name_taken(taken) from None
+    return Joined(member, workspace)
+
+
+def _name_taken(taken: str) -> ValidationFailed:
+    # Two identical rows on the grid and in the export: the trainer could not tell them apart.
+    return ValidationFailed(
+        [
+            FieldError(
+                "name",
+                f"Someone in this class already joined as {taken}: add an initial or a surname "
+                "so that your trainer can tell you apart. If that was you (another browser, or your "
+                "cookies were cleared), open your workspace with your sandbox secret instead (below).",
+            )
+        ]
+    )
 
 
 def start_over(workspace: Workspace) -> Workspace | None:
@@ -317,6 +415,12 @@ def _same_name(cohort: Cohort, name: str) -> str | None:
 
 def _read_as(name: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def name_key(name: str) -> str:
+    """What CohortMember.name_key holds: a fixed-length digest of the name as the grid reads it (NFKC and
+    casefold can make a 120-character name longer)."""
+    return hashlib.sha256(_read_as(name).encode()).hexdigest()
 
 
 def membership(workspace_id: uuid.UUID) -> tuple[CohortMember, Cohort] | None:
@@ -440,6 +544,10 @@ def pulse(workspace_ids: list[uuid.UUID], extra: str = "") -> str:
         select(func.count(), func.max(Webhook.updated_at)).where(Webhook.workspace_id.in_(ids)),
         select(func.count(), func.max(ConformanceReport.ran_at)).where(
             ConformanceReport.workspace_id.in_(ids)
+        ),
+        # Runs queued or running: exercise 4 says "running…" meanwhile (on the (workspace_id, status) index).
+        select(func.count()).where(
+            ConformanceRun.workspace_id.in_(ids), ConformanceRun.status.in_(RUN_ACTIVE)
         ),
         select(func.count(), func.max(Job.timestamp)).where(Job.workspace_id.in_(ids)),
         select(

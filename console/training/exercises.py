@@ -9,6 +9,8 @@ search by a backend (`LinkToken.outside_lookup_at`) and the jobs' transitions. E
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
 from console.webhooks import own_inbox
 from console.webhooks.models import ACTIVE, Webhook
+from console.webhooks.urls import RELAY_URL
 from console.workspaces.models import Workspace
 
 WEBHOOK_VERSION = "2023-11-22"
@@ -34,6 +37,10 @@ WEBHOOK_VERSION = "2023-11-22"
 class Result:
     done: bool
     reason: str
+    # A few words for the grid's cell when the trainee tried and it went wrong ("HTTP 500", "timeout",
+    # "forged ok"): on a projector the trainer reads who is stuck on what without hovering 20 cells.
+    # Empty when there is nothing to say beyond "not done yet".
+    label: str = ""
 
 
 @dataclass(frozen=True)
@@ -58,6 +65,12 @@ def own_webhooks(workspace: Workspace) -> list[Webhook]:
     return [h for h in hooks if not own_inbox.is_inbox_of(secret, workspace.id, h.url)]
 
 
+def endpoint_name(hook: Webhook) -> str:
+    """How a reason names a trainee's endpoint: its URL, or for a relayed webhook (whose URL is the placeholder
+    relay://console-listen, which the trainee never typed) the listener that forwards to it."""
+    return "your endpoint behind the listener (pcc.py listen)" if hook.url == RELAY_URL else hook.url
+
+
 def check_link_token(workspace: Workspace) -> Result:
     token = db.session.scalars(
         select(LinkToken)
@@ -72,7 +85,9 @@ def check_link_token(workspace: Workspace) -> Result:
     )
     if by_console is not None:
         return Result(
-            False, "Only the console has created Link tokens: send POST /v1/link_tokens from your code."
+            False,
+            "Only the console has created Link tokens: send POST /v1/link_tokens from your code.",
+            "console only",
         )
     return Result(
         False, "No Link token yet: send POST /v1/link_tokens from your backend with your sandbox key."
@@ -92,8 +107,12 @@ def check_link_sdk(workspace: Workspace) -> Result:
         select(LinkSession.id).where(LinkSession.workspace_id == workspace.id).limit(1)
     )
     if opened is not None:
+        # No parent origin: the console's own Link, or Link's URL opened on its own (no page around it).
         return Result(
-            False, "Link was opened only from the console: open it from your own page with link.js."
+            False,
+            "Link was opened, but not inside a page of yours (from the console, or its URL opened directly): "
+            "open it from your own page with link.js.",
+            "no page",
         )
     return Result(False, "Link has not been opened yet: open it from your own page with the SDK (link.js).")
 
@@ -102,15 +121,25 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     hooks = own_webhooks(workspace)
     good = [h for h in hooks if h.version == WEBHOOK_VERSION and h.status == ACTIVE]
     if good:
-        return Result(True, f"Your endpoint {good[0].url} is registered with version {WEBHOOK_VERSION}.")
+        return Result(
+            True, f"Your endpoint {endpoint_name(good[0])} is registered with version {WEBHOOK_VERSION}."
+        )
     if not hooks:
         return Result(
             False, "Only the console's inbox is registered: POST /v1/webhooks with your endpoint's URL."
         )
     hook = hooks[0]
     if hook.version != WEBHOOK_VERSION:
-        return Result(False, f"{hook.url} uses version {hook.version}: register it with {WEBHOOK_VERSION}.")
-    return Result(False, f"{hook.url} is {hook.status}: make it active (PUT status=active).")
+        return Result(
+            False,
+            f"{endpoint_name(hook)} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
+            "old version",
+        )
+    return Result(
+        False,
+        f"{endpoint_name(hook)} is {hook.status}: make it active (PUT status=active).",
+        str(hook.status),
+    )
 
 
 def check_conformance(workspace: Workspace) -> Result:
@@ -126,25 +155,55 @@ def check_conformance(workspace: Workspace) -> Result:
     ).all()
     passed = next((r for r in reports if r.passed), None)
     if passed is not None:
-        return Result(True, f"{hooks[passed.webhook_id].url} passed the conformance check.")
-    if not reports:
-        active = db.session.scalars(
-            select(ConformanceRun.id).where(*mine, ConformanceRun.status.in_(RUN_ACTIVE))
-        )
-        if active.first() is not None:
-            return Result(False, "The conformance check is running: its report counts once it is done.")
-        return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
-    return Result(
-        False,
-        f"The latest check of {hooks[reports[0].webhook_id].url} failed: {_why_failed(reports[0].report)}.",
+        return Result(True, f"{endpoint_name(hooks[passed.webhook_id])} passed the conformance check.")
+    latest = (
+        f"The latest check of {endpoint_name(hooks[reports[0].webhook_id])} failed: "
+        f"{_why_failed(reports[0].report)}."
+        if reports
+        else ""
     )
+    active = db.session.scalars(select(ConformanceRun.id).where(*mine, ConformanceRun.status.in_(RUN_ACTIVE)))
+    if active.first() is not None:
+        # A trainee who fixed their endpoint and runs the check again: the grid says so while it runs
+        # (up to ~16 s), not the failure it may be about to replace.
+        before = f" Before it: {latest[0].lower()}{latest[1:]}" if latest else ""
+        return Result(
+            False, f"The conformance check is running: its report counts once it is done.{before}", "running…"
+        )
+    if not reports:
+        return Result(False, "No conformance check yet: run it on your endpoint (Webhooks page or the API).")
+    return Result(False, latest, _failure_label(reports[0].report))
+
+
+TIMEOUT_WORDS = re.compile(r"^timeout: no (?:complete answer|response) within ([0-9.]+) s$")
 
 
 def _answer(received: dict) -> str:
-    """What one request of a conformance check got back, in words."""
+    """What one request of a conformance check got back, in words. Timeouts read alike: each check's request
+    waits out what is left of one shared deadline ("within 14.9847 s"), so the same slow endpoint gave as
+    many different words as checks."""
     if received.get("status") is None:
-        return str(received.get("error") or "no answer")
+        error = str(received.get("error") or "no answer")
+        timeout = TIMEOUT_WORDS.match(error)
+        if timeout:
+            return f"timeout: no answer within {math.ceil(float(timeout.group(1)))} s"
+        return error
     return f"answered {received['status']}"
+
+
+def _refuses_signed(checks: list[dict]) -> str | None:
+    """The cause when the endpoint turned away the correctly signed event with a 4xx: it refuses every real
+    delivery, and the failing checks' names ("signed_event, duplicate_event, event:…") hide why."""
+    signed = next((c for c in checks if c.get("name") == "signed_event"), None)
+    if signed is None or signed.get("passed"):
+        return None
+    status = (signed.get("received") or {}).get("status")
+    if not isinstance(status, int) or not 400 <= status < 500:
+        return None
+    return (
+        f"it answered {status} to a correctly signed event, so it refuses real deliveries too: verify with "
+        "your own sandbox key (the one on your training page) over the raw body"
+    )
 
 
 def _why_failed(report: dict | None) -> str:
@@ -167,7 +226,51 @@ def _why_failed(report: dict | None) -> str:
             return f"no request got an answer ({answer})"
         if answers:
             return f"no check passed ({'; '.join(sorted(answers))})"
-    return ", ".join(str(c.get("name", "?")) for c in failed) or "see the report"
+    refuses = _refuses_signed(checks)
+    if refuses is not None:
+        return refuses
+    # What must hold, in the check's own words, then its name (as the report and the console show it): the
+    # names alone ("forged_signature, altered_body") left a trainee to guess what their receiver did wrong.
+    said = [_requirement(c) for c in failed]
+    return ("these must hold and did not: " + "; ".join(said)) if said else "see the report"
+
+
+def _requirement(check: dict) -> str:
+    name, title = str(check.get("name", "?")), str(check.get("title") or "")
+    return f"{title[:1].lower()}{title[1:]} ({name})" if title else name
+
+
+# The grid's word for a failed check, by what the endpoint did wrong (first that applies).
+_CHECK_LABELS = (
+    (("forged_signature", "altered_body"), "forged ok"),
+    (("stale_timestamp",), "stale ok"),
+    (("duplicate_event",), "duplicates"),
+)
+
+
+def _failure_label(report: dict | None) -> str:
+    """`_why_failed` in a word or two, for a grid cell: what a trainer walks over to fix."""
+    checks = (report or {}).get("checks", [])
+    failed = {str(c.get("name")) for c in checks if not c.get("passed")}
+    if not any(c.get("passed") and c.get("exchanges") for c in checks):
+        answers = {
+            _answer(e["received"]) for c in checks if not c.get("passed") for e in c.get("exchanges") or []
+        }
+        if len(answers) == 1:
+            (answer,) = answers
+            if answer.startswith("answered "):
+                return "HTTP " + answer.removeprefix("answered ")
+            if answer.startswith("timeout"):
+                return "timeout"
+            return "down"
+        if answers:
+            return "no answer" if all(not a.startswith("answered ") for a in answers) else "failing"
+    if _refuses_signed(checks) is not None:
+        return "wrong key?"
+    for names, label in _CHECK_LABELS:
+        if failed.intersection(names):
+            return label
+    return "failing" if failed else ""
 
 
 def check_missed_webhook(workspace: Workspace) -> Result:
@@ -183,6 +286,7 @@ def check_missed_webhook(workspace: Workspace) -> Result:
         False,
         f"The job of Link token {held} was held back from your endpoints: find it with "
         f"GET /v1/jobs?link_token_id={held} from your backend.",
+        "to find",
     )
 
 

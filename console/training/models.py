@@ -6,7 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, String
+from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from console.db.base import CreatedAtMixin, IdMixin
@@ -33,6 +33,9 @@ class Cohort(IdMixin, CreatedAtMixin, db.Model):
 
 class CohortMember(IdMixin, db.Model):
     __tablename__ = "training_members"
+    # One member per name as the grid reads it: two joins under the same name at the same moment cannot both
+    # be written (on SQLite the name check reads outside the write transaction, so both passed it).
+    __table_args__ = (UniqueConstraint("cohort_id", "name_key"),)
 
     cohort_id: Mapped[uuid.UUID] = mapped_column(
         ForeignKey("training_cohorts.id", ondelete="CASCADE"), index=True
@@ -42,4 +45,11 @@ class CohortMember(IdMixin, db.Model):
         ForeignKey("workspaces.id", ondelete="CASCADE"), unique=True
     )
     name: Mapped[str] = mapped_column(String(120))
+    # sha256 of the name as the grid reads it (console.training.cohorts.name_key: case, runs of spaces and
+    # compatibility forms aside). None only for a member whose name repeated an earlier one's before it was kept.
+    name_key: Mapped[str | None] = mapped_column(String(64))
     joined_at: Mapped[datetime]  # real time
+    # sha256 of the one-time token the join form carried (console.training.cohorts.join): the same form
+    # sent twice (a double submit that reached the server twice) finds this row instead of joining again.
+    # None for members who joined before it was kept, or without a form.
+    join_form_hash: Mapped[str | None] = mapped_column(String(64), unique=True)

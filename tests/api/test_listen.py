@@ -232,6 +232,28 @@ def test_poll_and_report_only_for_the_workspaces_relayed_webhooks(app, api, clie
     )
 
 
+def test_a_poll_whose_webhook_is_deleted_meanwhile_is_a_404_not_a_500(app, api, monkeypatch):
+    """Seen when a trainer deleted a training class while trainees' listeners polled: the poll had read the
+    webhook, the class's deletion took it (and its workspace) away, and the poll's update of the webhook
+    matched no row: a 500 (StaleDataError) in every listener's terminal."""
+    from sqlalchemy import delete
+
+    from console.core.timeutil import utcnow
+    from console.webhooks.models import Webhook
+
+    hook = listen(api)
+    real = relay._note_seen
+
+    def deleted_meanwhile(webhook):
+        real(webhook)
+        webhook.listener_seen_at = utcnow()  # the poll's own write, pending
+        with db.engine.begin() as connection:  # another request: the class's deletion
+            connection.execute(delete(Webhook).where(Webhook.id == uuid.UUID(hook["id"])))
+
+    monkeypatch.setattr(relay, "_note_seen", deleted_meanwhile)
+    assert_error(api.post(f"/sandbox/listen/{hook['id']}/poll", json={}), 404, "RECORD_NOT_FOUND")
+
+
 def test_deliveries_to_a_direct_webhook_are_not_relayed(app, api):
     direct = api.post("/webhooks", json=webhook_body("http://localhost:3000/h")).get_json()["data"]
     hook = listen(api)

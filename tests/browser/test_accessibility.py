@@ -189,7 +189,7 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
 
     with live.app.app_context():
         cohort, secret = cohorts.create_cohort("Accessibility class", list(KEYS))
-        member, _workspace = cohorts.join(cohort, "Ada")
+        member, _workspace, _again = cohorts.join(cohort, "Ada")
         story = all_stories()[0][0].key
         profile, edit_secret = profiles.create(brand.Brand("Acme Lending", "AL", "#1d4ed8", "light"), [story])
         profiles.set_logo(profile, images.png(32, 32))

@@ -121,6 +121,14 @@ def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page
             "button", name="Delete this class and its trainees' workspaces"
         ).is_visible()
         assert not grid.locator("#join-link").is_visible()
+        # So did the warning that trainees cannot reach that join link (the live server listens on loopback).
+        assert (
+            grid.locator("#loopback-warning").count() == 1
+            and not grid.locator("#loopback-warning").is_visible()
+        )
+        # The trainee's exercises, snippets and buttons went too: their key is refused now, nothing there works.
+        assert ada.locator("ol.exercises").count() == 1 and not ada.locator("ol.exercises").is_visible()
+        assert not ada.locator("#get-client").is_visible()
         seen = dict(polls)
         for tab in (grid, ada):
             after_page_timers(tab, 2500)  # past the next poll: no request is made

@@ -52,3 +52,57 @@ def test_flask_migrates_own_commands_work_on_the_migrations_app(tmp_path, monkey
     with sqlite3.connect(database) as connection:
         (revision,) = connection.execute("SELECT version_num FROM alembic_version").fetchone()
     assert revision == ScriptDirectory(str(MIGRATIONS)).get_current_head()  # written by `flask db upgrade`
+
+
+def test_training_names_that_read_alike_before_the_unique_name_keep_the_first_joiners(tmp_path):
+    """Two members under names that read alike could be written before c8e1f4a2d7b3 (two joins at the same
+    moment on SQLite): the upgrade keeps the name's key on the first to join, so the unique constraint can be
+    made, and later joins under that name are refused."""
+    import uuid
+    from datetime import UTC, datetime, timedelta
+
+    from flask_migrate import upgrade
+    from sqlalchemy import text
+
+    from console.db.schema import bind_migrations
+    from console.training.cohorts import name_key
+
+    app = create_app(base_config(f"sqlite:///{tmp_path / 'names.db'}"))
+    with app.app_context():
+        upgrade(directory=bind_migrations(app), revision="a7d3e9c1b5f2")
+        cohort, first = uuid.uuid4().hex, datetime(2026, 11, 24, 9, tzinfo=UTC)
+        with db.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO training_cohorts (id, name, exercises, join_token, trainer_secret_hash, created_at)"
+                    " VALUES (:id, 'Class', '[]', 'token', 'hash', :at)"
+                ),
+                {"id": cohort, "at": first},
+            )
+            for index, name in enumerate(["Ada", "  ADA ", "Grace"]):
+                workspace = uuid.uuid4().hex
+                connection.execute(
+                    text(
+                        "INSERT INTO workspaces (id, name, is_demo, clock_offset_seconds, kept, created_at)"
+                        " VALUES (:id, :name, 0, 0, 1, :at)"
+                    ),
+                    {"id": workspace, "name": name, "at": first},
+                )
+                connection.execute(
+                    text(
+                        "INSERT INTO training_members (id, cohort_id, workspace_id, name, joined_at)"
+                        " VALUES (:id, :cohort, :workspace, :name, :at)"
+                    ),
+                    {
+                        "id": uuid.uuid4().hex,
+                        "cohort": cohort,
+                        "workspace": workspace,
+                        "name": name,
+                        "at": first + timedelta(seconds=index),
+                    },
+                )
+        upgrade_to_head()
+        with db.engine.connect() as connection:
+            keys = dict(connection.execute(text("SELECT name, name_key FROM training_members")).all())
+        db.engine.dispose()
+    assert keys == {"Ada": name_key("Ada"), "  ADA ": None, "Grace": name_key("Grace")}

@@ -10,6 +10,7 @@ import csv
 import io
 import re
 import socket
+import threading
 import uuid
 from html import unescape
 
@@ -200,6 +201,165 @@ def test_a_browser_that_joined_is_told_so_and_cannot_join_twice(app, cohort, tra
     assert 'name="name"' in Visitor(app.test_client()).get(path).get_data(as_text=True)
 
 
+JOIN_FORM = re.compile(r'name="join_form" value="([^"]+)"')
+
+
+def _one_form_two_sendings(app, cohort: dict) -> tuple[str, dict, Visitor, Visitor]:
+    """A join page opened once, and two clients that send its form with the same cookie: a double submit
+    whose second sending left before the first's answer (and its new cookie) came back."""
+    first = Visitor(app.test_client())
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    page = first.get(path).get_data(as_text=True)
+    form = {"name": "Ada", "csrf_token": first.csrf}
+    token = JOIN_FORM.search(page)
+    if token is not None:  # none before the fix: the form was the same for every sending
+        form["join_form"] = token.group(1)
+    second = Visitor(app.test_client())
+    second.client.set_cookie("session", first.client.get_cookie("session").value)
+    second.csrf = first.csrf
+    return path, form, first, second
+
+
+def _members_and_hooks(app) -> tuple[list[str], int]:
+    with app.app_context():
+        names = [m.name for m in db.session.scalars(select(CohortMember))]
+        hooks = db.session.scalar(select(func.count()).select_from(Webhook))
+    return names, hooks
+
+
+def test_the_same_join_form_sent_twice_joins_once_and_both_land_on_the_page(app, cohort):
+    """The second sending of a double submit was refused ("Someone in this class already joined as Ada") and
+    that refusal is what the browser showed; the trainee joined again under another name: a second row."""
+    path, form, first, second = _one_form_two_sendings(app, cohort)
+    assert first.post(path, form).headers["Location"].endswith("/training/me")
+    response = second.post(path, form)
+    assert response.status_code == 302, unescape(response.get_data(as_text=True))
+    assert response.headers["Location"].endswith("/training/me")
+    assert "Tuesday class: Ada" in second.get("/training/me").get_data(as_text=True)
+    assert second.workspace_id == first.workspace_id
+    assert _members_and_hooks(app) == (["Ada"], 1)  # one row, one inbox: the second sending made nothing
+
+
+@pytest.mark.committing
+@pytest.mark.parametrize("meanwhile", ["member_count", "create_workspace"])
+def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, cohort, monkeypatch, meanwhile):
+    """On SQLite reads run outside the write transaction: both sendings passed the name check before either
+    wrote, and both joined (two "Ada" rows). Here the first sending commits while the second is between its
+    checks (`member_count`: after the form check, before the name check, which then saw "Ada" taken) or
+    between its checks and its writes (`create_workspace`): the interleavings two server threads produce
+    (both seen against a served app, ten double submits sent at once)."""
+    from console.training import cohorts
+    from console.web.shared.pageslots import slot_released
+
+    path, form, first, second = _one_form_two_sendings(app, cohort)
+    real = getattr(cohorts, meanwhile)
+    answers, started = [], []
+
+    def first_sending_lands_meanwhile(*args, **kwargs):
+        if not started:  # another server thread, as a double submit's first sending is: it ends first
+            started.append(True)
+            sending = threading.Thread(target=lambda: answers.append(first.post(path, form)))
+            with slot_released():  # as a page waiting does: the other request may run meanwhile
+                sending.start()
+                sending.join(timeout=30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cohorts, meanwhile, first_sending_lands_meanwhile)
+    response = second.post(path, form)
+    assert answers[0].status_code == 302, answers[0].get_data(as_text=True)
+    assert answers[0].headers["Location"].endswith("/training/me")
+    assert response.status_code == 302, unescape(response.get_data(as_text=True))
+    assert response.headers["Location"].endswith("/training/me")
+    assert second.workspace_id == first.workspace_id
+    assert _members_and_hooks(app) == (["Ada"], 1)
+
+
+@pytest.mark.committing
+def test_two_browsers_joining_under_one_name_at_the_same_moment_make_one_row(app, cohort, monkeypatch):
+    """Two trainees (two browsers, two forms) typing the same name at the same moment: on SQLite both passed
+    the name check before either wrote, and the grid got two identical rows. One joins; the other is told
+    the name is taken, as when they come one after the other."""
+    from console.training import cohorts
+    from console.web.shared.pageslots import slot_released
+
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    first, second = Visitor(app.test_client()), Visitor(app.test_client())
+    forms = []
+    for visitor in (first, second):
+        page = visitor.get(path).get_data(as_text=True)
+        token = JOIN_FORM.search(page)
+        forms.append({"name": "Ada", **({"join_form": token.group(1)} if token else {})})
+    real, answers, started = cohorts.create_workspace, [], []
+
+    def first_lands_meanwhile(*args, **kwargs):
+        if not started:
+            started.append(True)
+            other = threading.Thread(target=lambda: answers.append(first.post(path, forms[0])))
+            with slot_released():
+                other.start()
+                other.join(timeout=30)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cohorts, "create_workspace", first_lands_meanwhile)
+    response = second.post(path, forms[1])
+    assert answers[0].status_code == 302, answers[0].get_data(as_text=True)
+    assert response.status_code == 400
+    assert "Someone in this class already joined as Ada" in unescape(response.get_data(as_text=True))
+    assert _members_and_hooks(app) == (["Ada"], 1)
+    with app.app_context():  # nothing of the refused join is left behind
+        assert db.session.scalar(select(func.count()).select_from(Workspace)) == 1
+
+
+def test_a_join_forms_token_replays_the_join_only_in_the_browser_it_was_given_to(app, cohort):
+    """The token answers a second sending with the first's workspace: read by anyone else (a shared screen, a
+    copied page), it must not open that workspace in their browser."""
+    path, form, first, _second = _one_form_two_sendings(app, cohort)
+    assert first.post(path, form).status_code == 302
+    other = Visitor(app.test_client())
+    other.get(path)
+    response = other.post(path, {"name": "Ada", "join_form": form["join_form"]})
+    assert response.status_code == 400
+    assert "Someone in this class already joined as Ada" in unescape(response.get_data(as_text=True))
+    with other.client.session_transaction() as session:
+        assert "workspace_id" not in session
+    assert _members_and_hooks(app) == (["Ada"], 1)
+
+
+def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monkeypatch):
+    from console.training import cohorts
+
+    path, form, first, second = _one_form_two_sendings(app, cohort)
+    first.post(path, form)
+    monkeypatch.setattr(cohorts, "JOIN_FORM_REPLAY", cohorts.JOIN_FORM_REPLAY * 0)
+    response = second.post(path, {**form, "name": "Someone else"})
+    page = unescape(response.get_data(as_text=True))
+    assert response.status_code == 400 and "This join form was used already, to join as Ada" in page
+    assert _members_and_hooks(app)[0] == ["Ada"]
+
+
+def test_a_trainee_who_lost_the_cookie_opens_the_workspace_again_from_the_join_page(app, cohort, trainee):
+    """In a new browser (or with cookies cleared) the join page only took a name: theirs was refused as taken,
+    and another name left a second row on the grid with their work under the first. The page now offers to
+    open their workspace with the sandbox secret their backend holds, and the refusal points to it."""
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    back = Visitor(app.test_client())
+    page = back.get(path).get_data(as_text=True)
+    assert 'id="rejoin"' in page and 'action="/workspace/open"' in page
+    refused = unescape(back.post(path, {"name": "ada"}).get_data(as_text=True))
+    assert "If that was you (another browser, or your cookies were cleared)" in refused
+    assert '<details class="open-workspace" id="rejoin" open>' in refused
+    opened = back.post(
+        "/workspace/open",
+        {"secret": sandbox_secret(app, trainee.workspace_id)},
+        headers={"Referer": "http://localhost" + path},
+    )
+    assert opened.status_code == 302 and opened.headers["Location"] == path
+    assert "You joined this class as <strong>Ada</strong>" in unescape(back.get(path).get_data(as_text=True))
+    assert "Tuesday class: Ada" in back.get("/training/me").get_data(as_text=True)
+    with app.app_context():
+        assert [m.name for m in db.session.scalars(select(CohortMember))] == ["Ada"]
+
+
 def test_join_refuses_an_empty_name_and_a_wrong_token(app, cohort):
     visitor = Visitor(app.test_client())
     path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
@@ -342,13 +502,22 @@ def test_exercise_2_ticks_when_link_is_opened_from_another_origin(app, trainee):
     # The console (this service's own origin) opening Link does not count.
     assert browser.get(f"/sandbox/link?token={token['token']}&origin=http://localhost").status_code == 200
     assert result(app, trainee, "link_sdk").done is False
-    assert "only from the console" in result(app, trainee, "link_sdk").reason
+    assert "not inside a page of yours (from the console" in result(app, trainee, "link_sdk").reason
     other = new_token(backend(app, trainee))
     assert (
         browser.get(f"/sandbox/link?token={other['token']}&origin=http://127.0.0.1:8000").status_code == 200
     )
     done = result(app, trainee, "link_sdk")
     assert done.done is True and "http://127.0.0.1:8000" in done.reason
+
+
+def test_exercise_2_does_not_blame_the_console_for_link_opened_by_its_url(app, trainee):
+    """A trainee who opened Link's URL in a tab (no page, no SDK: no parent origin) was told "Link was opened
+    only from the console", which they never used: the reason must say what did happen."""
+    token = new_token(backend(app, trainee))
+    assert app.test_client().get(f"/sandbox/link?token={token['token']}").status_code == 200
+    reason = result(app, trainee, "link_sdk").reason
+    assert "only from the console" not in reason and "its URL opened directly" in reason, reason
 
 
 def test_exercise_3_needs_an_own_active_endpoint_on_2023_11_22(app, trainee):
@@ -360,6 +529,16 @@ def test_exercise_3_needs_an_own_active_endpoint_on_2023_11_22(app, trainee):
     assert api.delete(f"/webhooks/{old['id']}").status_code in (200, 204)
     register(api, "http://127.0.0.1:9/hooks")
     assert result(app, trainee, "own_endpoint").done is True
+
+
+def test_exercises_name_a_relayed_endpoint_by_its_listener_not_its_placeholder_url(app, trainee):
+    """Through pcc.py listen (the recommended way) the reasons said "The latest check of relay://console-listen
+    failed", a URL the trainee never typed and cannot open."""
+    api = backend(app, trainee)
+    response = api.post("/sandbox/listen", json={"version": "2023-11-22"})
+    assert response.status_code in (200, 201), response.get_json()
+    reason = result(app, trainee, "own_endpoint").reason
+    assert "relay://" not in reason and "behind the listener (pcc.py listen)" in reason, reason
 
 
 def check_now(app, api, hook_id) -> dict:
@@ -387,6 +566,31 @@ def test_exercise_4_ticks_when_the_endpoint_passes_the_conformance_check(app, tr
         hook = register(api, good.url)
         assert check_now(app, api, hook["id"])["report"]["passed"] is True
     assert result(app, trainee, "conformance").done is True
+
+
+@pytest.mark.committing
+def test_a_conformance_run_under_way_shows_on_the_grid_and_the_trainees_page(app, trainer, cohort, trainee):
+    """A run takes up to ~16 s. The pages' digest (`pulse`) left runs out, so neither the grid nor the trainee's
+    page changed while one was under way, and a rerun after a failure showed the old failure meanwhile."""
+    from console.training import cohorts
+
+    api = backend(app, trainee)
+    with Receiver(lambda record: (500, b"boom")) as broken:
+        hook = register(api, broken.url)
+        assert check_now(app, api, hook["id"])["report"]["passed"] is False
+        assert result(app, trainee, "conformance").label == "HTTP 500"
+        with app.app_context():
+            workspace = db.session.get(Workspace, trainee.workspace_id)
+            before = cohorts.pulse([workspace.id])
+        assert api.post(f"/sandbox/webhooks/{hook['id']}/conformance").status_code == 202  # queued
+        with app.app_context():
+            assert cohorts.pulse([workspace.id]) != before
+        running = result(app, trainee, "conformance")
+        assert running.label == "running…" and "Before it: the latest check" in running.reason
+        grid = trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+        assert ">running…</a>" in grid
+        assert runs.run_due(app) == 1
+    assert result(app, trainee, "conformance").label == "HTTP 500"
 
 
 def free_port() -> int:
@@ -419,6 +623,10 @@ def test_exercise_4_names_the_real_cause_when_no_check_could_pass(app, trainer, 
     assert "answered 500 to every check" in trainer.get(f"/training/{cohort['id']}/export.csv").get_data(
         as_text=True
     )
+    # The grid's cell says it in a word, readable from the back of the room without hovering.
+    grid = trainer.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    cell = re.search(r'<td data-exercise="conformance"[^>]*class="([^"]+)">\s*(.*?)</td>', grid, re.S)
+    assert "cell-trouble" in cell.group(1) and ">HTTP 500</a>" in cell.group(2), cell.group(0)
 
 
 @pytest.mark.committing

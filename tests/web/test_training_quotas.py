@@ -99,6 +99,21 @@ def test_joins_per_cohort_per_minute_are_limited(app, trainer):
 
 
 @pytest.mark.committing
+def test_refused_joins_do_not_use_up_the_minutes_joins(app, trainer):
+    """Seen in a class: retyped names after clashes, empty names and double submits counted as joins, and the
+    room got "This class is taking many joins at once" with trainees still to come. Only a join that makes a
+    trainee counts."""
+    frozen = TableCounters(None, 2, clock=lambda: 1000.0)
+    app.extensions["console_throttle"] = throttle.Throttle(0, 2, (), frozen)
+    cohort = create_cohort(trainer)
+    join(app, cohort, "Ada")
+    for name in ("ada", "  ", "\uff21\uff24\uff21", "ADA "):
+        assert try_join(app, cohort, name).status_code == 400
+    join(app, cohort, "Grace")  # the second join of the minute, after four refusals
+    assert try_join(app, cohort, "Linus").status_code == 429
+    assert members(app, cohort["id"]) == 2
+
+
 def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     ada = join(app, cohort, "Ada")

@@ -104,7 +104,7 @@ def test_a_root_only_this_machine_reaches_is_a_warning_with_the_fix(
     created = page_of(response)
     cohort_id = re.search(r"/training/([0-9a-f-]{36})/trainer/", created).group(1)
     for html in (created, page_of(trainer.get(f"/training/{cohort_id}"))):
-        warning = re.search(r'id="loopback-warning">(.*?)</div>', html, re.S).group(1)
+        warning = re.search(r'id="loopback-warning"[^>]*>(.*?)</div>', html, re.S).group(1)
         assert "Trainees cannot reach this join link" in warning and said in warning
         assert re.search(r"PUBLIC_URL=http://\S+:5000 make run HOST=0\.0\.0\.0", warning), warning
 

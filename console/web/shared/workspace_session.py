@@ -125,8 +125,9 @@ def start_new_workspace() -> Workspace:
     return enter_workspace(workspace)
 
 
-def enter_workspace(workspace: Workspace) -> Workspace:
-    """Hold a new workspace (with its sandbox key) in the session and register the console's inbox."""
+def enter_workspace(workspace: Workspace, *, register_inbox: bool = True) -> Workspace:
+    """Hold a new workspace (with its sandbox key) in the session and register the console's inbox (not when
+    `register_inbox` is false: a training join form sent twice enters the workspace its first sending made)."""
     db.session.commit()
     # Not session.clear(): the CSRF token the open page holds must stay valid.
     session[SESSION_KEY] = str(workspace.id)
@@ -134,7 +135,8 @@ def enter_workspace(workspace: Workspace) -> Workspace:
     session.permanent = True
     _use(workspace)
     g.console_workspace_created = True
-    inbox.register(api_client(workspace), workspace)
+    if register_inbox:
+        inbox.register(api_client(workspace), workspace)
     db.session.commit()
     return workspace
 

@@ -8,6 +8,8 @@ workspace: they see their own exercises at `/training/me`, never the grid or any
 
 from __future__ import annotations
 
+import hashlib
+
 from flask import Response, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from markupsafe import Markup
 
@@ -229,6 +231,29 @@ def training_export(cohort_id: str):
     )
 
 
+# The join forms this browser was given (a short hash of each, the newest few): a form's one-time token
+# replays a join only from the browser it was rendered for, not from anyone who read it.
+JOIN_FORMS_KEY = "training_join_forms"
+JOIN_FORMS_KEPT = 5
+
+
+def _new_join_form() -> str:
+    form_token = cohorts.new_join_form()
+    kept = [f for f in session.get(JOIN_FORMS_KEY) or [] if isinstance(f, str)]
+    session[JOIN_FORMS_KEY] = [*kept, _form_mark(form_token)][-JOIN_FORMS_KEPT:]
+    return form_token
+
+
+def _form_mark(form_token: str) -> str:
+    return hashlib.sha256(form_token.encode()).hexdigest()[:16]
+
+
+def _own_join_form() -> str:
+    """The join form's token if this browser was given it, else "" (a join without one)."""
+    form_token = request.form.get("join_form", "")
+    return form_token if form_token and _form_mark(form_token) in (session.get(JOIN_FORMS_KEY) or []) else ""
+
+
 @routes.get("/training/join/<token>", endpoint="training_join")
 def training_join(token: str):
     cohort = cohorts.by_join_token(token)
@@ -240,6 +265,7 @@ def training_join(token: str):
         token=token,
         errors={},
         form={},
+        join_form=_new_join_form(),
         joined=joined,
         refused=over,
         closed=over is not None,
@@ -259,14 +285,20 @@ def training_join_submit(token: str):
     if _joined_as(cohort) is not None:
         return redirect(url_for("console.training_me"))
     form = {"name": request.form.get("name", "")}
+    form_token = _own_join_form()
     try:
-        throttle.check_joins(cohort.id)
-        _member, workspace = cohorts.join(cohort, form["name"])
+        joined = cohorts.join(cohort, form["name"], form_token, admit=lambda: throttle.check_joins(cohort.id))
     except ValidationFailed as exc:
         db.session.rollback()
         errors = {f.name: f.message for f in exc.fields}
         return render_template(
-            "console/training/join.html", cohort=cohort, token=token, errors=errors, form=form, joined=None
+            "console/training/join.html",
+            cohort=cohort,
+            token=token,
+            errors=errors,
+            form=form,
+            join_form=_new_join_form(),
+            joined=None,
         ), 400
     except ServiceError as exc:  # full, archived, or too many joins this minute: said on the page
         db.session.rollback()
@@ -277,6 +309,7 @@ def training_join_submit(token: str):
                 token=token,
                 errors={},
                 form=form,
+                join_form=_new_join_form(),
                 joined=None,
                 refused=exc,
                 closed=cohorts.closed(cohort) is not None,
@@ -284,7 +317,8 @@ def training_join_submit(token: str):
             exc.status_code,
             {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {},
         )
-    enter_workspace(workspace)
+    # The form's first sending registers the console's inbox; its second only enters the same workspace.
+    enter_workspace(joined.workspace, register_inbox=not joined.again)
     return redirect(url_for("console.training_me"))
 
 
