@@ -14,7 +14,7 @@ from typing import Any
 
 from console.link.sandbox_data import sandbox_test_data
 from console.listener import Fatal, Service, Unavailable, error_message
-from console.web.scenarios.gallery import Scenario, all_scenarios
+from console.web.scenarios.gallery import Scenario, all_scenarios, current_key
 
 
 def aliases() -> dict[str, str]:
@@ -24,15 +24,13 @@ def aliases() -> dict[str, str]:
     for row in data["credentials"]:
         if row["scenario"] and not row["mfa_method"] and row["error_code"] is None:
             found.setdefault(row["scenario"], row["username"])
-    for row in data["federal_benefits"]:
-        found.setdefault(row["scenario"], f"federal_{row['scenario']}")
     return found
 
 
 def resolve(name: str) -> Scenario:
     """The gallery scenario called `name` (a key or an alias); ValueError names the choices."""
     scenarios = {s.key: s for s in all_scenarios(with_steps=False)}
-    key = aliases().get(name, name)
+    key = current_key(aliases().get(name, name))
     if key not in scenarios:
         raise ValueError(f"unknown scenario {name!r}; `console trigger --list` shows them")
     return scenarios[key]

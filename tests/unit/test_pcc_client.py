@@ -57,7 +57,7 @@ def test_pcc_listen_relays_a_signed_delivery_and_trigger_runs_a_scenario(
     done = subprocess.run(command, capture_output=True, text=True, timeout=60, **options)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(
-        "federal_federal_sent: Link token "
+        "federal_sent: Link token "
     )  # the gallery's key, as `console trigger` and "outcome processing" in done.stdout
     command, options = _run(
         tmp_path, "trigger", "user_good", "--api", served.root, "--key", "sk_sandbox_wrong"

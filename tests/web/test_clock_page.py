@@ -93,7 +93,7 @@ def test_jump_to_the_past_is_refused_on_the_field_and_to_the_future_moves(visito
 
 def test_next_fires_the_next_item_only(visitor):
     link_token_id = run_headless(visitor, "user_pending_success")
-    run_headless(visitor, "federal_federal_sent")
+    run_headless(visitor, "federal_sent")
     form = {"by": "next", "timeline_kind": "link_token", "timeline_id": link_token_id}
     html = text(visitor.post("/clock/advance", form, htmx=True))
     assert "1 scheduled task ran:" in html, html[

@@ -205,7 +205,7 @@ def test_on_demand_after_a_federal_run_takes_the_payroll_account_and_offers_the_
     from tests.web.helpers import run_headless
 
     run_headless(visitor, "user_good")  # Paycrest, payroll
-    run_headless(visitor, "federal_federal_sent")  # Social Security Retirement, benefits: the newest
+    run_headless(visitor, "federal_sent")  # Social Security Retirement, benefits: the newest
     page = _on_demand_page(visitor)
     assert "a benefits program, and an on-demand update refreshes payroll data" in page
     assert "your newest payroll account, on Paycrest" in page

@@ -251,7 +251,7 @@ def test_a_failed_webhook_registration_keeps_what_was_typed(visitor):
 def test_scenario_hints_say_link_opens_at_the_intro(visitor):
     for scenario in scenarios.all_scenarios():
         assert scenario.steps[0].startswith("Link opens at its intro"), scenario.key
-    federal = scenarios.get("federal_federal_sent")
+    federal = scenarios.get("federal_sent")
     assert "SSN 900000001" in federal.steps
 
 

@@ -27,9 +27,9 @@ EXPECTED = {
     "prime_one": "success",
     "prime_several": "success",
     "prime_none": "success",
-    "federal_federal_sent": "processing",
-    "federal_federal_failure": "processing",
-    "federal_federal_rejected": "error",
+    "federal_sent": "processing",
+    "federal_failure": "processing",
+    "federal_rejected": "error",
 }
 
 
@@ -67,3 +67,16 @@ def test_run_in_link_opens_the_launcher_with_the_rows_hints(visitor):
 
 def test_an_unknown_scenario_is_404(visitor):
     assert visitor.post("/scenarios/nope/run", {"via": "headless"}).status_code == 404
+
+
+def test_a_federal_row_is_named_as_the_test_data_names_it_and_its_former_key_still_works():
+    """The federal rows were keyed "federal_" + a name that already starts with it (federal_federal_sent), and
+    `console trigger --list` showed both spellings. A story file or CI script written with the former key runs."""
+    from console import trigger
+
+    assert scenarios.get("federal_federal_sent").key == "federal_sent"
+    assert trigger.resolve("federal_federal_failure").key == "federal_failure"
+    assert trigger.resolve("federal_rejected").key == "federal_rejected"
+    assert not [line for line in trigger.listing() if "federal_federal" in line]
+    with pytest.raises(ValueError, match="unknown scenario"):
+        trigger.resolve("federal_federal_nothing")

@@ -41,7 +41,7 @@ def test_a_pending_job_shows_its_next_retry_then_resolves_when_the_clock_moves(v
 
 
 def test_federal_benefits_go_from_processing_to_sent_one_business_day_later(visitor):
-    link_token_id = run_headless(visitor, "federal_federal_sent")
+    link_token_id = run_headless(visitor, "federal_sent")
     html = visitor.get(f"/timeline/link-tokens/{link_token_id}").get_data(as_text=True)
     assert outcomes(html) == ["processing"] and "Agency review due" in html
     form = {"by": "business_day", "timeline_kind": "link_token", "timeline_id": link_token_id}
