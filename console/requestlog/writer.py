@@ -203,6 +203,13 @@ class Writer:
                 with self._transaction(engine) as conn:
                     _direct_insert(tuple(chunk[0])).write_many(conn, chunk)
                 continue
+            except IntegrityError:
+                # Expected: a workspace or class deleted while its rows waited here. One line, not a traceback
+                # in the log of every deletion.
+                log.info(
+                    "Request log chunk of %d refused (a workspace deleted meanwhile); writing rows one by one",
+                    len(chunk),
+                )
             except Exception:
                 log.info("Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True)
             for row in chunk:

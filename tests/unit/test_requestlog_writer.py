@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import timedelta
 
@@ -69,7 +70,9 @@ def test_a_clean_shutdown_loses_nothing(app, client, workspace):
     assert _usage(app, workspace.key_ids["sandbox"]).requests == 5
 
 
-def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(app, client, workspace, monkeypatch):
+def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(
+    app, client, workspace, monkeypatch, caplog
+):
     from console.requestlog import writer as writer_module
 
     monkeypatch.setattr(writer_module, "INSERT_CHUNK", 2)
@@ -87,7 +90,11 @@ def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(app, clien
         api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
     rows = list(writer._rows)
     rows[2]["workspace_id"] = uuid.uuid4()  # a workspace deleted meanwhile: its row cannot be written
-    writer.close()
+    with caplog.at_level(logging.INFO, logger=writer_module.log.name):
+        writer.close()
+    # Said in one line, without the database's traceback (every class deletion logged one).
+    refused = [r for r in caplog.records if "refused (a workspace deleted meanwhile)" in r.getMessage()]
+    assert len(refused) == 1 and refused[0].exc_info is None
     assert len(_rows(app, workspace.id)) == 4
     assert _usage(app, workspace.key_ids["sandbox"]).unlogged == 1
     # 3 chunks (2 + 2 + 1), the failed one again row by row (2), and the usage transaction.
