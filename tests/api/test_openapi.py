@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from openapi_spec_validator import validate
 
@@ -83,3 +85,38 @@ def test_request_schemas_show_the_enforced_limits(client):
     assert clock["maxProperties"] == 1 and clock["properties"]["business_days"]["type"] == "integer"
     completion = schemas["CompletionRequest"]["properties"]
     assert completion["credentials"]["anyOf"][0] == {"$ref": "#/components/schemas/Credentials"}
+
+
+NULL_AS_ABSENT_CASES = [
+    ({"allocation": {"type": None, "value": None}}, True),
+    ({"allocation": {"type": "amount", "value": 7500}}, True),
+    ({"allocation": {"type": None, "value": 7500}}, False),
+    ({"allocation": {"type": "amount", "value": None}}, False),
+    ({"allocation": {"value": 7500}}, False),
+    ({"matching": {"social_security_number": "900001001", "social_security_last_four": None}}, True),
+    ({"matching": {"social_security_number": None, "social_security_last_four": "1001"}}, True),
+    ({"matching": {"social_security_number": None, "social_security_last_four": None}}, False),
+    ({"matching": {"social_security_number": "900001001", "social_security_last_four": "1001"}}, False),
+]
+
+
+@pytest.mark.parametrize(("change", "accepted"), NULL_AS_ABSENT_CASES)
+def test_the_link_token_schema_and_the_server_agree_on_null_fields(client, api, change, accepted):
+    """A generated client sends `null` for a field it leaves unset: the schema must judge such a body as the
+    server does (a null is an absent field), or the client refuses what the server takes, and the reverse."""
+    from jsonschema import Draft202012Validator
+
+    from tests.factories import LINK_TOKEN, MATCHING
+
+    body = json.loads(json.dumps(LINK_TOKEN))
+    if "allocation" in change:
+        body["allocation"].update(change["allocation"])
+    else:
+        matching = {k: v for k, v in MATCHING.items() if not k.startswith("social_security")}
+        body["end_user"] = {"platform_matching": {**matching, **change["matching"]}}
+    document = client.get("/sandbox/v1/openapi.json").get_json()
+    schema = {**document["components"]["schemas"]["LinkTokenRequest"], "components": document["components"]}
+    validator = Draft202012Validator(schema)
+    assert validator.is_valid(body) is accepted, list(validator.iter_errors(body))
+    response = api.post("/link_tokens", json=body)
+    assert (response.status_code == 200) is accepted, response.get_json()
