@@ -321,8 +321,55 @@ OPERATIONS: dict[tuple[str, str], dict] = {
 }
 
 BODIES = [details["body"] for details in OPERATIONS.values() if "body" in details]
+# Each operation's operationId: the name a generated client gives its function (`create_link_token`, not
+# `post_sandbox_link_tokens_link_token_id_complete`). Unique; a test checks every operation has one.
+OPERATION_IDS: dict[tuple[str, str], str] = {
+    ("POST", "/link_tokens"): "createLinkToken",
+    ("GET", "/platforms"): "listPlatforms",
+    ("GET", "/platforms/{platform_id}"): "getPlatform",
+    ("GET", "/employers"): "listEmployers",
+    ("GET", "/employers/{employer_id}"): "getEmployer",
+    ("GET", "/search"): "search",
+    ("GET", "/jobs"): "listJobs",
+    ("GET", "/jobs/{job_id}"): "getJob",
+    ("GET", "/accounts"): "listAccounts",
+    ("GET", "/accounts/{account_id}"): "getAccount",
+    ("GET", "/accounts/{account_id}/employment"): "getAccountEmployment",
+    ("GET", "/accounts/{account_id}/income"): "getAccountIncome",
+    ("POST", "/webhooks"): "createWebhook",
+    ("GET", "/webhooks"): "listWebhooks",
+    ("GET", "/webhooks/{webhook_id}"): "getWebhook",
+    ("PUT", "/webhooks/{webhook_id}"): "updateWebhook",
+    ("DELETE", "/webhooks/{webhook_id}"): "deleteWebhook",
+    ("POST", "/webhooks/{webhook_id}/replay"): "replayWebhook",
+    ("GET", "/events"): "listEvents",
+    ("GET", "/events/{event_id}"): "getEvent",
+    ("POST", "/events/{event_id}/resend"): "resendEvent",
+    ("GET", "/sandbox/test_data"): "getSandboxTestData",
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): "completeLinkToken",
+    ("GET", "/sandbox/clock"): "getClock",
+    ("POST", "/sandbox/clock/advance"): "advanceClock",
+    ("POST", "/sandbox/clock/jump"): "jumpClock",
+    ("POST", "/sandbox/clock/advance_to_next"): "advanceClockToNext",
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): "sendTestEvent",
+    ("POST", "/sandbox/listen"): "openListener",
+    ("POST", "/sandbox/listen/{webhook_id}/poll"): "pollListener",
+    ("POST", "/sandbox/listen/{webhook_id}/deliveries/{attempt_id}/result"): "reportListenerResult",
+    ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): "startConformanceRun",
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance"): "getLatestConformanceRun",
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance/{run_id}"): "getConformanceRun",
+    ("GET", "/openapi.json"): "getOpenApiDocument",
+}
+assert len(set(OPERATION_IDS.values())) == len(OPERATION_IDS), "an operationId is used twice"
+
 REQUEST_SCHEMAS = openapi_schemas(BODIES)
-SCHEMAS = {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS}
+# One named schema, so a generated client has one ServiceVersion type rather than one per operation.
+SERVICE_VERSION = {
+    "type": "string",
+    "enum": list(SUPPORTED_VERSIONS),
+    "description": "An API version (Service-Version header; a webhook's version).",
+}
+SCHEMAS = {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS, "ServiceVersion": SERVICE_VERSION}
 assert not set(RESPONSE_SCHEMAS) & set(REQUEST_SCHEMAS), "a request model is named like a response schema"
 
 ERRORS = {
@@ -437,6 +484,7 @@ def _operation(method: str, path: str, details: dict) -> dict:
     if idempotent:
         responses[success]["headers"] = REPLAY_HEADERS
     operation = {
+        "operationId": OPERATION_IDS[(method, path)],
         "summary": details["summary"],
         "tags": [details["tag"]],
         "parameters": params,
@@ -482,7 +530,7 @@ def build_document(server_url: str) -> dict:
                     "name": "Service-Version",
                     "in": "header",
                     "required": True,
-                    "schema": {"type": "string", "enum": list(SUPPORTED_VERSIONS)},
+                    "schema": ref("ServiceVersion"),
                 },
                 "IdempotencyKey": {
                     "name": "Idempotency-Key",

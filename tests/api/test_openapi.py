@@ -120,3 +120,23 @@ def test_the_link_token_schema_and_the_server_agree_on_null_fields(client, api, 
     assert validator.is_valid(body) is accepted, list(validator.iter_errors(body))
     response = api.post("/link_tokens", json=body)
     assert (response.status_code == 200) is accepted, response.get_json()
+
+
+def test_every_operation_has_its_own_operation_id_and_shares_one_service_version_type(client):
+    """A generated client names its functions by operationId and its types by schema name: without them
+    it had `post_sandbox_link_tokens_link_token_id_complete` and one Service-Version enum per operation
+    (34 identical types, a different one to pass to each call)."""
+    document = client.get("/sandbox/v1/openapi.json").get_json()
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    ids = [op.get("operationId") for op in operations]
+    assert all(ids) and len(set(ids)) == len(ids)
+    by_path = {
+        (m.upper(), p): op["operationId"] for p, item in document["paths"].items() for m, op in item.items()
+    }
+    assert by_path[("POST", "/link_tokens")] == "createLinkToken"
+    assert by_path[("POST", "/sandbox/link_tokens/{link_token_id}/complete")] == "completeLinkToken"
+    assert by_path[("GET", "/jobs")] == "listJobs"
+    parameter = document["components"]["parameters"]["ServiceVersion"]
+    assert parameter["schema"] == {"$ref": "#/components/schemas/ServiceVersion"}
+    assert document["components"]["schemas"]["ServiceVersion"]["enum"] == ["2023-04-18", "2023-11-22"]
+    validate(document)
