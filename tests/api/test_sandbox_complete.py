@@ -330,3 +330,14 @@ def test_test_data_lists_every_row(api, api_for):
         "federal_rejected",
     }
     assert_error(api_for("production").get("/sandbox/test_data"), 403, "FORBIDDEN", "SANDBOX_ONLY")
+
+
+def test_the_tokens_token_where_its_id_goes_is_404_saying_which_is_the_id(api):
+    token = new_token(api)
+    response = complete(api, {"id": token["token"]}, platform_id=PAYCREST, credentials=creds("user_good"))
+    error = assert_error(response, 404, "RECORD_NOT_FOUND", "RECORD_NOT_FOUND")
+    assert (
+        "`data.id` of POST /v1/link_tokens" in error["message"] and "`token` opens Link" in error["message"]
+    )
+    assert token["token"] not in error["message"]
+    assert complete(api, token, platform_id=PAYCREST, credentials=creds("user_good")).status_code == 200
