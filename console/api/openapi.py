@@ -30,6 +30,7 @@ from console.modes import URL_PREFIXES
 from console.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.webhooks.relay import ListenRequest, RelayResultRequest
 from console.webhooks.services import WebhookRequest, WebhookUpdateRequest
+from console.world.seed_data import PLATFORM_IDS
 
 routes = Routes()
 
@@ -362,6 +363,78 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
 }
 assert len(set(OPERATION_IDS.values())) == len(OPERATION_IDS), "an operationId is used twice"
 
+# A request body that works as it stands in the sandbox (the README's first calls): Schemathesis sends each
+# in its examples phase and the console's "Try it" could start from them. A test posts them.
+_TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}
+EXAMPLES: dict[tuple[str, str], dict] = {
+    ("POST", "/link_tokens"): {
+        "org_name": "Acme",
+        "end_user_id": "user-1",
+        "required_jobs": ["direct_deposit_switch"],
+        "allocation": {"targets": [_TARGET]},
+    },
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
+        "platform_id": str(PLATFORM_IDS["paycrest"]),
+        "credentials": {"username": "user_good", "password": "pass_good"},
+    },
+    ("POST", "/webhooks"): {
+        "url": "https://example.com/hooks",
+        "status": "active",
+        "version": LATEST_VERSION,
+        "enabled_events": ["account.added", "direct_deposit_switch.added"],
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): {"event": "account.added"},
+    ("POST", "/sandbox/clock/advance"): {"hours": 1},
+}
+
+
+def _link(operation_id: str, **parameters: str) -> dict:
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+_TOKEN_ID = "$response.body#/data/id"
+_WEBHOOK_ID = "$response.body#/data/id"
+# OpenAPI links: where an answer's ids go next (a generated client's docs show them; Schemathesis's stateful
+# phase follows them, so it tests the operations on records that exist).
+LINKS: dict[tuple[str, str], dict[str, dict]] = {
+    ("POST", "/link_tokens"): {
+        "complete": _link("completeLinkToken", link_token_id=_TOKEN_ID),
+        "jobs": _link("listJobs", link_token_id=_TOKEN_ID),
+        "accounts": _link("listAccounts", link_token_id=_TOKEN_ID),
+        "events": _link("listEvents", link_token_id=_TOKEN_ID),
+    },
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
+        "job": _link("getJob", job_id="$response.body#/data/job_id"),
+        "account": _link("getAccount", account_id="$response.body#/data/account_id"),
+        "employment": _link("getAccountEmployment", account_id="$response.body#/data/account_id"),
+        "income": _link("getAccountIncome", account_id="$response.body#/data/account_id"),
+    },
+    ("POST", "/webhooks"): {
+        name: _link(operation_id, webhook_id=_WEBHOOK_ID)
+        for name, operation_id in (
+            ("get", "getWebhook"),
+            ("update", "updateWebhook"),
+            ("delete", "deleteWebhook"),
+            ("replay", "replayWebhook"),
+            ("test", "sendTestEvent"),
+            ("conformance", "startConformanceRun"),
+            ("latest_conformance", "getLatestConformanceRun"),
+        )
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): {
+        "event": _link("getEvent", event_id="$response.body#/data/id"),
+        "resend": _link("resendEvent", event_id="$response.body#/data/id"),
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): {
+        "run": _link(
+            "getConformanceRun",
+            webhook_id="$response.body#/data/webhook_id",
+            run_id="$response.body#/data/id",
+        ),
+    },
+    ("POST", "/sandbox/listen"): {"poll": _link("pollListener", webhook_id="$response.body#/data/id")},
+}
+
 REQUEST_SCHEMAS = openapi_schemas(BODIES)
 # One named schema, so a generated client has one ServiceVersion type rather than one per operation.
 SERVICE_VERSION = {
@@ -483,6 +556,8 @@ def _operation(method: str, path: str, details: dict) -> dict:
         )
     if idempotent:
         responses[success]["headers"] = REPLAY_HEADERS
+    if (method, path) in LINKS:
+        responses[success]["links"] = LINKS[(method, path)]
     operation = {
         "operationId": OPERATION_IDS[(method, path)],
         "summary": details["summary"],
@@ -501,6 +576,8 @@ def _operation(method: str, path: str, details: dict) -> dict:
             "required": any(field.is_required() for field in model.model_fields.values()),
             "content": {"application/json": {"schema": ref(model.__name__)}},
         }
+        if (method, path) in EXAMPLES:
+            operation["requestBody"]["content"]["application/json"]["example"] = EXAMPLES[(method, path)]
     return operation
 
 

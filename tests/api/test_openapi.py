@@ -7,7 +7,7 @@ import json
 import pytest
 from openapi_spec_validator import validate
 
-from console.api.openapi import OPERATIONS, route_operations
+from console.api.openapi import EXAMPLES, LINKS, OPERATIONS, route_operations
 from console.modes import MODES, URL_PREFIXES
 
 
@@ -140,3 +140,61 @@ def test_every_operation_has_its_own_operation_id_and_shares_one_service_version
     assert parameter["schema"] == {"$ref": "#/components/schemas/ServiceVersion"}
     assert document["components"]["schemas"]["ServiceVersion"]["enum"] == ["2023-04-18", "2023-11-22"]
     validate(document)
+
+
+def _pointer(body: dict, expression: str):
+    assert expression.startswith("$response.body#/"), expression
+    value = body
+    for part in expression.removeprefix("$response.body#/").split("/"):
+        value = value[part]
+    return value
+
+
+def test_links_name_real_operations_and_their_parameters_and_examples_fit_their_schemas(client):
+    from jsonschema import Draft202012Validator
+
+    document = client.get("/sandbox/v1/openapi.json").get_json()
+    by_id = {op["operationId"]: op for item in document["paths"].values() for op in item.values()}
+    links = examples = 0
+    for item in document["paths"].values():
+        for op in item.values():
+            for response in op["responses"].values():
+                for link in response.get("links", {}).values():
+                    target = by_id[link["operationId"]]
+                    names = {p["name"] for p in target["parameters"] if "name" in p}
+                    assert set(link["parameters"]) <= names, (link, names)
+                    links += 1
+            media = op.get("requestBody", {}).get("content", {}).get("application/json", {})
+            if "example" in media:
+                schema = {**media["schema"], "components": document["components"]}
+                Draft202012Validator(schema).validate(media["example"])
+                examples += 1
+    assert links == sum(len(v) for v in LINKS.values()) and examples == len(EXAMPLES)
+
+
+def test_the_documents_examples_and_links_carry_a_client_through_a_switch(client, api):
+    """What Schemathesis's examples and stateful phases do: the createLinkToken example is accepted, its
+    `complete` link with the completion example completes it, and the `job` link finds the job."""
+    document = client.get("/sandbox/v1/openapi.json").get_json()
+
+    def example(path: str) -> dict:
+        return document["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
+
+    created = api.post("/link_tokens", json=example("/link_tokens"))
+    assert created.status_code == 200, created.get_json()
+    links = document["paths"]["/link_tokens"]["post"]["responses"]["200"]["links"]
+    token_id = _pointer(created.get_json(), links["complete"]["parameters"]["link_token_id"])
+    complete_path = "/sandbox/link_tokens/{link_token_id}/complete"
+    completed = api.post(complete_path.format(link_token_id=token_id), json=example(complete_path))
+    assert completed.status_code == 200, completed.get_json()
+    job_link = document["paths"][complete_path]["post"]["responses"]["200"]["links"]["job"]
+    job = api.get(f"/jobs/{_pointer(completed.get_json(), job_link['parameters']['job_id'])}")
+    assert job.status_code == 200 and job.get_json()["data"]["outcome"] == "success"
+    jobs_link = links["jobs"]
+    listed = api.get(
+        "/jobs",
+        query_string={
+            "link_token_id": _pointer(created.get_json(), jobs_link["parameters"]["link_token_id"])
+        },
+    )
+    assert [j["id"] for j in listed.get_json()["data"]] == [job.get_json()["data"]["id"]]
