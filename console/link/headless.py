@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from console.core.bodies import RequestModel, integer, one_of, text, validate
+from pydantic_core import InitErrorDetails
+
+from console.core.bodies import RequestModel, field_error, integer, one_of, text, validate
 from console.link import models as m
 from console.link.flow import MFA_METHODS, Flow, LinkError, StaleStep, load
 from console.link.outcomes import AMOUNT, FULL, PERCENT
@@ -38,6 +40,13 @@ class CompletionAllocation(RequestModel):
         None
     )
     target_index: integer(0, MAX_TARGETS - 1, description="Which of the token's accounts.") = 0
+
+    @classmethod
+    def presence_rules(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
+        # A value beside a full switch (given or by default) was dropped without a word: the caller meant a split.
+        if "value" in data and data.get("type", FULL) == FULL:
+            return [field_error(("value",), "is only for type amount or percent; a full switch takes none")]
+        return []
 
 
 class Federal(RequestModel):
