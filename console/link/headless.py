@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pydantic import ConfigDict
 from pydantic_core import InitErrorDetails
 
 from console.core.bodies import RequestModel, field_error, integer, one_of, text, validate
@@ -35,6 +36,14 @@ class Mfa(RequestModel):
 
 
 class CompletionAllocation(RequestModel):
+    # The schema says what `presence_rules` enforces: a (non-null) value needs type amount or percent.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"value": {"type": "integer"}}, "required": ["value"]},
+            "then": {"properties": {"type": {"enum": [AMOUNT, PERCENT]}}, "required": ["type"]},
+        }
+    )
+
     type: one_of((FULL, AMOUNT, PERCENT)) = FULL
     value: integer(1, MAX_AMOUNT_CENTS, description="Cents for amount, whole percent for percent.") | None = (
         None

@@ -198,3 +198,35 @@ def test_the_documents_examples_and_links_carry_a_client_through_a_switch(client
         },
     )
     assert [j["id"] for j in listed.get_json()["data"]] == [job.get_json()["data"]["id"]]
+
+
+@pytest.mark.parametrize(
+    ("allocation", "accepted"),
+    [
+        ({"type": "full"}, True),
+        ({"type": "full", "value": None}, True),
+        ({"type": "amount", "value": 7500}, True),
+        ({"type": "full", "value": 500}, False),
+        ({"value": 500}, False),
+    ],
+)
+def test_the_completion_schema_and_the_server_agree_on_a_value_beside_a_full_switch(
+    client, api, allocation, accepted
+):
+    from jsonschema import Draft202012Validator
+
+    from console.world.seed_data import PLATFORM_IDS
+    from tests.factories import LINK_TOKEN
+
+    body = {
+        "platform_id": str(PLATFORM_IDS["paycrest"]),
+        "credentials": {"username": "user_good", "password": "pass_good"},
+        "allocation": allocation,
+    }
+    document = client.get("/sandbox/v1/openapi.json").get_json()
+    schema = {**document["components"]["schemas"]["CompletionRequest"], "components": document["components"]}
+    assert Draft202012Validator(schema).is_valid(body) is accepted
+    token = api.post("/link_tokens", json=LINK_TOKEN).get_json()["data"]
+    response = api.post(f"/sandbox/link_tokens/{token['id']}/complete", json=body)
+    # Valid bodies pass validation: 200, or the Link error of an amount the token does not allow.
+    assert (response.status_code == 200 or response.get_json()["error"]["type"] == "LINK_ERROR") is accepted
