@@ -555,7 +555,13 @@ def _operation(method: str, path: str, details: dict) -> dict:
             }
         )
     if idempotent:
-        responses[success]["headers"] = REPLAY_HEADERS
+        responses[success]["headers"] = dict(REPLAY_HEADERS)
+    if success == "202":
+        responses[success].setdefault("headers", {})["Location"] = {
+            "description": "The queued run's URL (a path on this server): poll it until `status` is `done`.",
+            "required": True,
+            "schema": {"type": "string"},
+        }
     if (method, path) in LINKS:
         responses[success]["links"] = LINKS[(method, path)]
     operation = {
