@@ -85,12 +85,24 @@ def _post(service: Service, path: str, body: dict[str, Any], sleep: Callable[[fl
     key = str(uuid.uuid4())
     for attempt in range(ATTEMPTS):
         try:
-            return service.post(path, body, idempotency_key=key)
+            response = service.post(path, body, idempotency_key=key)
         except Unavailable as exc:
             if attempt == ATTEMPTS - 1:
                 raise
             sleep(exc.retry_after if exc.retry_after is not None else 2**attempt)
+            continue
+        # A try that timed out may still be running on the server: its key answers 409 IN_USE until it ends.
+        if _code(response) != "IDEMPOTENCY_KEY_IN_USE" or attempt == ATTEMPTS - 1:
+            return response
+        sleep(float(response.headers.get("Retry-After") or 1))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _code(response: Response) -> str | None:
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def run_scenario(service: Service, name: str, *, sleep: Callable[[float], None] = time.sleep) -> Run:
