@@ -33,7 +33,12 @@ class Fatal(Exception):
 
 
 class Unavailable(Exception):
-    """The service did not answer usefully this time (down, restarting, overloaded)."""
+    """The service did not answer usefully this time (down, restarting, overloaded); `retry_after` is the
+    wait it asked for (429, 503), if it named one."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def sandbox_base(api: str) -> str:
@@ -54,25 +59,33 @@ class Service:
         self.session = session or requests.Session()
         self.session.headers.update({"x-api-secret": key, "Service-Version": LATEST_VERSION})
 
-    def post(self, path: str, body: dict[str, Any] | None = None) -> requests.Response:
+    def post(
+        self, path: str, body: dict[str, Any] | None = None, *, idempotency_key: str | None = None
+    ) -> requests.Response:
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         try:
             # Never followed: requests sends session headers (the x-api-secret) on to any redirect's host; it
             # strips only Authorization.
             response = self.session.post(
-                self.base + path, json=body or {}, timeout=SERVICE_TIMEOUT, allow_redirects=False
+                self.base + path,
+                json=body or {},
+                headers=headers,
+                timeout=SERVICE_TIMEOUT,
+                allow_redirects=False,
             )
         except requests.RequestException as exc:
-            raise Unavailable(_network_problem(exc)) from None
+            raise Unavailable(_network_problem(exc, self.base)) from None
         if response.is_redirect:
             raise Fatal(
                 f"{self.base}{path} answered {response.status_code}, a redirect to "
                 f"{response.headers.get('Location', '?')}: the key is not sent on to it; give --api as the "
                 "service's own URL."
             )
+        retry_after = _seconds(response.headers.get("Retry-After"))
         if response.status_code == 429:
-            raise Unavailable(f"rate limited; retry after {response.headers.get('Retry-After', '1')} s")
+            raise Unavailable(f"rate limited; retry after {retry_after or 1:g} s", retry_after or 1.0)
         if response.status_code >= 500:
-            raise Unavailable(f"the service answered {response.status_code}")
+            raise Unavailable(f"the service answered {response.status_code}", retry_after)
         if not _is_json(response):
             raise Fatal(
                 f"{self.base}{path} answered {response.status_code} without JSON: is --api the service's URL?"
@@ -82,6 +95,13 @@ class Service:
         if response.status_code == 403:
             raise Fatal(error_message(response))
         return response
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _is_json(response: requests.Response) -> bool:
@@ -96,12 +116,12 @@ def error_message(response: requests.Response) -> str:
         return f"HTTP {response.status_code}"
 
 
-def _network_problem(exc: requests.RequestException) -> str:
+def _network_problem(exc: requests.RequestException, base: str) -> str:
     if isinstance(exc, requests.Timeout):
-        return "no answer in time"
+        return f"no answer in time from {base}"
     if isinstance(exc, requests.ConnectionError):
-        return "cannot connect"
-    return type(exc).__name__
+        return f"cannot connect to {base}"
+    return f"{type(exc).__name__} calling {base}"
 
 
 def forward(

@@ -9,8 +9,13 @@ data), by the same keys, plus the job scenarios' names as aliases (`success`, `p
 
 from __future__ import annotations
 
+import time
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from requests import Response
 
 from console.link.sandbox_data import sandbox_test_data
 from console.listener import Fatal, Service, Unavailable, error_message
@@ -69,14 +74,43 @@ class Run:
         )
 
 
-def run_scenario(service: Service, name: str) -> Run:
+ATTEMPTS = 4  # per call: a 429 (another CI step on the same key), a 5xx or a refused connection is retried
+
+
+def _post(service: Service, path: str, body: dict[str, Any], sleep: Callable[[float], None]) -> Response:
+    """POST as docs/api.md says a client retries: after the `Retry-After` asked for (else backing off), with
+    one `Idempotency-Key` for every try, so a retry never makes a second Link token or completion."""
+    key = str(uuid.uuid4())
+    for attempt in range(ATTEMPTS):
+        try:
+            response = service.post(path, body, idempotency_key=key)
+        except Unavailable as exc:
+            if attempt == ATTEMPTS - 1:
+                raise
+            sleep(exc.retry_after if exc.retry_after is not None else 2**attempt)
+            continue
+        # A try that timed out may still be running on the server: its key answers 409 IN_USE until it ends.
+        if _code(response) != "IDEMPOTENCY_KEY_IN_USE" or attempt == ATTEMPTS - 1:
+            return response
+        sleep(float(response.headers.get("Retry-After") or 1))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _code(response: Response) -> str | None:
+    try:
+        return response.json()["error"]["code"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def run_scenario(service: Service, name: str, *, sleep: Callable[[float], None] = time.sleep) -> Run:
     """Create the scenario's Link token and complete it headlessly."""
     scenario = resolve(name)
-    response = service.post("/link_tokens", scenario.token_body())
+    response = _post(service, "/link_tokens", scenario.token_body(), sleep)
     if response.status_code != 200:
         raise Fatal(f"creating the Link token failed: {error_message(response)}")
     token_id = response.json()["data"]["id"]
-    response = service.post(f"/sandbox/link_tokens/{token_id}/complete", scenario.completion)
+    response = _post(service, f"/sandbox/link_tokens/{token_id}/complete", scenario.completion, sleep)
     if response.status_code != 200:
         return Run(scenario.key, token_id, None, None, None, error_message(response))
     data: dict[str, Any] = response.json()["data"]

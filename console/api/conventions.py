@@ -15,7 +15,14 @@ from flask import Blueprint, current_app, g, request
 from console.api import idempotency
 from console.api.ratelimit import limiter
 from console.core import jsontext
-from console.core.errors import FieldError, Forbidden, RateLimited, ServiceError, ValidationFailed
+from console.core.errors import (
+    FieldError,
+    Forbidden,
+    RateLimited,
+    ServiceError,
+    Unauthorized,
+    ValidationFailed,
+)
 from console.core.params import nul_fields
 from console.db import sqlite
 from console.db.rows import entity
@@ -86,6 +93,23 @@ def current_mode() -> str:
     return BLUEPRINT_MODES[request.blueprint]
 
 
+def api_secret_header() -> str | None:
+    """The `x-api-secret` header; the two usual ways of sending a secret elsewhere are refused saying so
+    (`Authorization: Bearer …`, as most APIs take it, or `curl -u`; and `x-api-secret: Bearer …`)."""
+    secret = request.headers.get("x-api-secret")
+    if secret is None and "Authorization" in request.headers:
+        raise Unauthorized(
+            "Missing x-api-secret header: an Authorization header was sent, and this API does not read it. "
+            "Send the secret alone in x-api-secret (`x-api-secret: sk_sandbox_…`).",
+            code="MISSING_API_SECRET",
+        )
+    if secret and secret[:7].lower() == "bearer ":
+        raise Unauthorized(
+            "The x-api-secret is the secret alone: drop the `Bearer ` before it.", code="INVALID_API_SECRET"
+        )
+    return secret
+
+
 def before_api_request() -> None:
     # A customer's writes go before the console's at SQLite's write gate (a room of visitors must not
     # queue an API call behind its pages); the console's own in-process calls wait their turn.
@@ -95,7 +119,7 @@ def before_api_request() -> None:
         return
     # Snapshots of the key and its workspace (read-only values); a view that changes either, or follows
     # their relationships, takes the ORM objects from `current_key` / `current_workspace`.
-    key = authenticate(request.headers.get("x-api-secret"), g.api_mode)
+    key = authenticate(api_secret_header(), g.api_mode)
     g.api_key = key
     g.workspace = key.workspace
     g.api_version = check_version()

@@ -65,6 +65,8 @@ def _replay(stored: services.StoredResponse) -> Response:
     response.headers[REPLAYED_HEADER] = "true"
     if stored.headers.get("Original-Request"):
         response.headers[ORIGINAL_REQUEST_HEADER] = stored.headers["Original-Request"]
+    if stored.headers.get("Location"):
+        response.headers["Location"] = stored.headers["Location"]
     if stored.headers.get("Service-Version"):
         # The stored body is in the first request's version; the response header says so.
         g.api_version = stored.headers["Service-Version"]
@@ -81,6 +83,8 @@ def store_response(response: Response) -> Response:
         "Service-Version": g.get("api_version"),
         "Original-Request": g.get("request_id"),
     }
+    if response.headers.get("Location"):  # a 202's run to poll
+        headers["Location"] = response.headers["Location"]
     try:
         # Whatever the view left uncommitted (an error path) is not part of its answer and goes, as at teardown.
         db.session.rollback()

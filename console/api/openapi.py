@@ -30,6 +30,7 @@ from console.modes import URL_PREFIXES
 from console.versions import LATEST_VERSION, SUPPORTED_VERSIONS
 from console.webhooks.relay import ListenRequest, RelayResultRequest
 from console.webhooks.services import WebhookRequest, WebhookUpdateRequest
+from console.world.seed_data import PLATFORM_IDS
 
 routes = Routes()
 
@@ -321,8 +322,127 @@ OPERATIONS: dict[tuple[str, str], dict] = {
 }
 
 BODIES = [details["body"] for details in OPERATIONS.values() if "body" in details]
+# Each operation's operationId: the name a generated client gives its function (`create_link_token`, not
+# `post_sandbox_link_tokens_link_token_id_complete`). Unique; a test checks every operation has one.
+OPERATION_IDS: dict[tuple[str, str], str] = {
+    ("POST", "/link_tokens"): "createLinkToken",
+    ("GET", "/platforms"): "listPlatforms",
+    ("GET", "/platforms/{platform_id}"): "getPlatform",
+    ("GET", "/employers"): "listEmployers",
+    ("GET", "/employers/{employer_id}"): "getEmployer",
+    ("GET", "/search"): "search",
+    ("GET", "/jobs"): "listJobs",
+    ("GET", "/jobs/{job_id}"): "getJob",
+    ("GET", "/accounts"): "listAccounts",
+    ("GET", "/accounts/{account_id}"): "getAccount",
+    ("GET", "/accounts/{account_id}/employment"): "getAccountEmployment",
+    ("GET", "/accounts/{account_id}/income"): "getAccountIncome",
+    ("POST", "/webhooks"): "createWebhook",
+    ("GET", "/webhooks"): "listWebhooks",
+    ("GET", "/webhooks/{webhook_id}"): "getWebhook",
+    ("PUT", "/webhooks/{webhook_id}"): "updateWebhook",
+    ("DELETE", "/webhooks/{webhook_id}"): "deleteWebhook",
+    ("POST", "/webhooks/{webhook_id}/replay"): "replayWebhook",
+    ("GET", "/events"): "listEvents",
+    ("GET", "/events/{event_id}"): "getEvent",
+    ("POST", "/events/{event_id}/resend"): "resendEvent",
+    ("GET", "/sandbox/test_data"): "getSandboxTestData",
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): "completeLinkToken",
+    ("GET", "/sandbox/clock"): "getClock",
+    ("POST", "/sandbox/clock/advance"): "advanceClock",
+    ("POST", "/sandbox/clock/jump"): "jumpClock",
+    ("POST", "/sandbox/clock/advance_to_next"): "advanceClockToNext",
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): "sendTestEvent",
+    ("POST", "/sandbox/listen"): "openListener",
+    ("POST", "/sandbox/listen/{webhook_id}/poll"): "pollListener",
+    ("POST", "/sandbox/listen/{webhook_id}/deliveries/{attempt_id}/result"): "reportListenerResult",
+    ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): "startConformanceRun",
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance"): "getLatestConformanceRun",
+    ("GET", "/sandbox/webhooks/{webhook_id}/conformance/{run_id}"): "getConformanceRun",
+    ("GET", "/openapi.json"): "getOpenApiDocument",
+}
+assert len(set(OPERATION_IDS.values())) == len(OPERATION_IDS), "an operationId is used twice"
+
+# A request body that works as it stands in the sandbox (the README's first calls): Schemathesis sends each
+# in its examples phase and the console's "Try it" could start from them. A test posts them.
+_TARGET = {"type": "checking", "routing_number": "011000015", "account_number": "1234567890"}
+EXAMPLES: dict[tuple[str, str], dict] = {
+    ("POST", "/link_tokens"): {
+        "org_name": "Acme",
+        "end_user_id": "user-1",
+        "required_jobs": ["direct_deposit_switch"],
+        "allocation": {"targets": [_TARGET]},
+    },
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
+        "platform_id": str(PLATFORM_IDS["paycrest"]),
+        "credentials": {"username": "user_good", "password": "pass_good"},
+    },
+    ("POST", "/webhooks"): {
+        "url": "https://example.com/hooks",
+        "status": "active",
+        "version": LATEST_VERSION,
+        "enabled_events": ["account.added", "direct_deposit_switch.added"],
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): {"event": "account.added"},
+    ("POST", "/sandbox/clock/advance"): {"hours": 1},
+}
+
+
+def _link(operation_id: str, **parameters: str) -> dict:
+    return {"operationId": operation_id, "parameters": parameters}
+
+
+_TOKEN_ID = "$response.body#/data/id"
+_WEBHOOK_ID = "$response.body#/data/id"
+# OpenAPI links: where an answer's ids go next (a generated client's docs show them; Schemathesis's stateful
+# phase follows them, so it tests the operations on records that exist).
+LINKS: dict[tuple[str, str], dict[str, dict]] = {
+    ("POST", "/link_tokens"): {
+        "complete": _link("completeLinkToken", link_token_id=_TOKEN_ID),
+        "jobs": _link("listJobs", link_token_id=_TOKEN_ID),
+        "accounts": _link("listAccounts", link_token_id=_TOKEN_ID),
+        "events": _link("listEvents", link_token_id=_TOKEN_ID),
+    },
+    ("POST", "/sandbox/link_tokens/{link_token_id}/complete"): {
+        "job": _link("getJob", job_id="$response.body#/data/job_id"),
+        "account": _link("getAccount", account_id="$response.body#/data/account_id"),
+        "employment": _link("getAccountEmployment", account_id="$response.body#/data/account_id"),
+        "income": _link("getAccountIncome", account_id="$response.body#/data/account_id"),
+    },
+    ("POST", "/webhooks"): {
+        name: _link(operation_id, webhook_id=_WEBHOOK_ID)
+        for name, operation_id in (
+            ("get", "getWebhook"),
+            ("update", "updateWebhook"),
+            ("delete", "deleteWebhook"),
+            ("replay", "replayWebhook"),
+            ("test", "sendTestEvent"),
+            ("conformance", "startConformanceRun"),
+            ("latest_conformance", "getLatestConformanceRun"),
+        )
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/test"): {
+        "event": _link("getEvent", event_id="$response.body#/data/id"),
+        "resend": _link("resendEvent", event_id="$response.body#/data/id"),
+    },
+    ("POST", "/sandbox/webhooks/{webhook_id}/conformance"): {
+        "run": _link(
+            "getConformanceRun",
+            webhook_id="$response.body#/data/webhook_id",
+            run_id="$response.body#/data/id",
+        ),
+    },
+    ("POST", "/sandbox/listen"): {"poll": _link("pollListener", webhook_id="$response.body#/data/id")},
+}
+
 REQUEST_SCHEMAS = openapi_schemas(BODIES)
-SCHEMAS = {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS}
+# One named schema, so a generated client has one ServiceVersion type rather than one per operation.
+SERVICE_VERSION = {
+    "type": "string",
+    "enum": list(SUPPORTED_VERSIONS),
+    "description": "An API version (Service-Version header; a webhook's version).",
+}
+SCHEMAS = {**RESPONSE_SCHEMAS, **REQUEST_SCHEMAS, "ServiceVersion": SERVICE_VERSION}
 assert not set(RESPONSE_SCHEMAS) & set(REQUEST_SCHEMAS), "a request model is named like a response schema"
 
 ERRORS = {
@@ -435,8 +555,17 @@ def _operation(method: str, path: str, details: dict) -> dict:
             }
         )
     if idempotent:
-        responses[success]["headers"] = REPLAY_HEADERS
+        responses[success]["headers"] = dict(REPLAY_HEADERS)
+    if success == "202":
+        responses[success].setdefault("headers", {})["Location"] = {
+            "description": "The queued run's URL (a path on this server): poll it until `status` is `done`.",
+            "required": True,
+            "schema": {"type": "string"},
+        }
+    if (method, path) in LINKS:
+        responses[success]["links"] = LINKS[(method, path)]
     operation = {
+        "operationId": OPERATION_IDS[(method, path)],
         "summary": details["summary"],
         "tags": [details["tag"]],
         "parameters": params,
@@ -453,6 +582,8 @@ def _operation(method: str, path: str, details: dict) -> dict:
             "required": any(field.is_required() for field in model.model_fields.values()),
             "content": {"application/json": {"schema": ref(model.__name__)}},
         }
+        if (method, path) in EXAMPLES:
+            operation["requestBody"]["content"]["application/json"]["example"] = EXAMPLES[(method, path)]
     return operation
 
 
@@ -482,7 +613,7 @@ def build_document(server_url: str) -> dict:
                     "name": "Service-Version",
                     "in": "header",
                     "required": True,
-                    "schema": {"type": "string", "enum": list(SUPPORTED_VERSIONS)},
+                    "schema": ref("ServiceVersion"),
                 },
                 "IdempotencyKey": {
                     "name": "Idempotency-Key",

@@ -87,6 +87,23 @@ def list_name(columns: Sequence[Any]) -> str:
     return columns[0].table.name
 
 
+# Query parameters that move through a list rather than choose it: every other one is a filter.
+PAGING_PARAMETERS = frozenset({"cursor", "limit"})
+
+
+def filtered_list_name(list_: str) -> str:
+    """`list_` as this API request filters it: the list name plus a digest of its filters (every query
+    parameter but `cursor` and `limit`), so a cursor continues only the list it came from. Another filter's
+    cursor would otherwise be taken silently and skip what that list holds before its position."""
+    filters = sorted(
+        (k, v) for k, values in request.args.lists() if k not in PAGING_PARAMETERS for v in values
+    )
+    if not filters:
+        return list_
+    digest = hashlib.sha256(json.dumps(filters, separators=(",", ":")).encode()).hexdigest()[:16]
+    return f"{list_}?{digest}"
+
+
 def _mac(raw: bytes) -> bytes:
     key = hmac.new(str(current_app.secret_key).encode(), b"pagination cursor", hashlib.sha256).digest()
     return hmac.new(key, raw, hashlib.sha256).digest()[:MAC_BYTES]
@@ -133,11 +150,24 @@ def decode_list_cursor(cursor: str, list_: str, tags: Sequence[str], *, name: st
         if len(signed) <= MAC_BYTES or not hmac.compare_digest(mac, _mac(raw)):
             raise BadCursor("not made here (or made with another SECRET_KEY)")
         items = json.loads(raw)
-        if not isinstance(items, list) or len(items) != len(tags) + 1 or items[0] != list_:
+        if not isinstance(items, list) or len(items) != len(tags) + 1:
             raise BadCursor("made for another list")
+        made_for = items[0]
+        if made_for != list_:
+            other_filters = isinstance(made_for, str) and made_for.split("?")[0] == list_.split("?")[0]
+            raise BadCursor(
+                "made for this list with other filters" if other_filters else "made for another list"
+            )
         return [_decode_value(item, tag) for item, tag in zip(items[1:], tags, strict=True)]
     except (ValueError, binascii.Error) as exc:  # BadCursor, JSON, UTF-8, UUID and datetime errors
-        raise ValidationFailed([FieldError(name, "is not a cursor this list returned")]) from exc
+        if str(exc) == "made for this list with other filters":
+            message = (
+                "was returned for other filters: send each page's cursor with the same filters as the "
+                "first page (only limit may change), or leave it out to start again"
+            )
+        else:
+            message = "is not a cursor this list returned"
+        raise ValidationFailed([FieldError(name, message)]) from exc
 
 
 def page_limit() -> int:
@@ -212,7 +242,9 @@ def paginate(
     """
     limit = page_limit()
     cursor = request.args.get("cursor")
-    values = decode_cursor(cursor, order_by) if cursor is not None else None  # "" is refused
+    list_ = filtered_list_name(list_name(order_by))
+    tags = [column_tag(c) for c in order_by]
+    values = decode_list_cursor(cursor, list_, tags) if cursor is not None else None  # "" is refused
     if params is not None:
         params = {**params, "page_limit": limit + 1}
         for i, value in enumerate(values or ()):
@@ -244,5 +276,5 @@ def paginate(
                 uuid.UUID(v) if isinstance(v, str) and column_tag(c) == UUID_TAG else v
                 for v, c in zip(last_values, order_by, strict=True)
             ]
-        next_cursor = encode_cursor(last_values, order_by)
+        next_cursor = encode_list_cursor(list_, last_values)
     return {"meta": {"count": len(rows), "next_cursor": next_cursor}, "data": [serialize(r) for r in rows]}

@@ -3,7 +3,7 @@ the sandbox endpoint conformance check."""
 
 from __future__ import annotations
 
-from flask import current_app, g, jsonify
+from flask import current_app, g, jsonify, request
 
 from console.api.conventions import current_key, current_workspace, json_body, no_content, sandbox_only
 from console.api.pagination import paginate
@@ -94,7 +94,8 @@ def run_conformance(webhook_id: str):
     run = runs.start(current_app._get_current_object(), _webhook(webhook_id))
     response = {"data": runs.serialize(run)}  # before the commit expires (and would reload) it
     db.session.commit()
-    return jsonify(response), 202
+    # Where to poll, as HTTP says for a 202 (the same URL the docs build from the run's id).
+    return jsonify(response), 202, {"Location": f"{request.path}/{run.id}"}
 
 
 @routes.get("/sandbox/webhooks/<webhook_id>/conformance")

@@ -9,6 +9,7 @@ from console.api.pagination import (
     UUID_TAG,
     decode_list_cursor,
     encode_list_cursor,
+    filtered_list_name,
     page_limit,
     paginate,
 )
@@ -121,7 +122,11 @@ def search():
     jobs = _jobs_arg(errors)
     limit = page_limit()
     cursor = request.args.get("cursor")
-    after = decode_list_cursor(cursor, SEARCH_LIST, (TEXT_TAG, UUID_TAG)) if cursor is not None else None
+    after = (
+        decode_list_cursor(cursor, filtered_list_name(SEARCH_LIST), (TEXT_TAG, UUID_TAG))
+        if cursor is not None
+        else None
+    )
     if errors:
         raise ValidationFailed(errors)
     try:
@@ -142,5 +147,9 @@ def search():
         for hit in hits
     ]
     # Paginated like every collection (it answered the best `limit` hits with next_cursor null, as if no more).
-    next_cursor = encode_list_cursor(SEARCH_LIST, [hits[-1].kind, hits[-1].id]) if more and hits else None
+    next_cursor = (
+        encode_list_cursor(filtered_list_name(SEARCH_LIST), [hits[-1].kind, hits[-1].id])
+        if more and hits
+        else None
+    )
     return jsonify({"meta": {"count": len(data), "next_cursor": next_cursor}, "data": data})

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from console.core.bodies import RequestModel, integer, one_of, text, validate
+from pydantic import ConfigDict
+from pydantic_core import InitErrorDetails
+
+from console.core.bodies import RequestModel, field_error, integer, one_of, text, validate
 from console.link import models as m
 from console.link.flow import MFA_METHODS, Flow, LinkError, StaleStep, load
 from console.link.outcomes import AMOUNT, FULL, PERCENT
@@ -33,11 +36,26 @@ class Mfa(RequestModel):
 
 
 class CompletionAllocation(RequestModel):
+    # The schema says what `presence_rules` enforces: a (non-null) value needs type amount or percent.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {"properties": {"value": {"type": "integer"}}, "required": ["value"]},
+            "then": {"properties": {"type": {"enum": [AMOUNT, PERCENT]}}, "required": ["type"]},
+        }
+    )
+
     type: one_of((FULL, AMOUNT, PERCENT)) = FULL
     value: integer(1, MAX_AMOUNT_CENTS, description="Cents for amount, whole percent for percent.") | None = (
         None
     )
     target_index: integer(0, MAX_TARGETS - 1, description="Which of the token's accounts.") = 0
+
+    @classmethod
+    def presence_rules(cls, data: dict[str, Any]) -> list[InitErrorDetails]:
+        # A value beside a full switch (given or by default) was dropped without a word: the caller meant a split.
+        if "value" in data and data.get("type", FULL) == FULL:
+            return [field_error(("value",), "is only for type amount or percent; a full switch takes none")]
+        return []
 
 
 class Federal(RequestModel):

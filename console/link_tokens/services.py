@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from console.accounts.models import Account
 from console.clock.services import now
-from console.core.errors import FieldError, ValidationFailed
+from console.core.errors import FieldError, NotFound, ValidationFailed
 from console.core.timeutil import isoformat
 from console.db.lookup import get_scoped
 from console.db.rows import insert_now, new
@@ -126,6 +126,14 @@ def find_by_token(token: str) -> LinkToken | None:
 
 
 def get_link_token(workspace_id: uuid.UUID, mode: str, link_token_id: uuid.UUID | str) -> LinkToken:
+    try:
+        uuid.UUID(str(link_token_id))
+    except ValueError:
+        # Usually the token's `token` sent where its `id` goes; not repeated back (it opens Link).
+        raise NotFound(
+            "No Link token has that id: a Link token's id is a UUID (`data.id` of POST /v1/link_tokens); "
+            "its `token` opens Link and is not an id."
+        ) from None
     return get_scoped(LinkToken, workspace_id, mode, link_token_id, "Link token")
 
 

@@ -67,7 +67,18 @@ class Target(RequestModel):
 class LinkTokenAllocation(RequestModel):
     """The target accounts and, optionally, a pre-configured amount (`type` with `value`)."""
 
-    model_config = ConfigDict(json_schema_extra={"dependentRequired": {"type": ["value"], "value": ["type"]}})
+    # A null is an absent field here (as the validation reads it): both null or absent, or both given.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"properties": {"type": {"type": "null"}, "value": {"type": "null"}}},
+                {
+                    "properties": {"type": {"type": "string"}, "value": {"type": "integer"}},
+                    "required": ["type", "value"],
+                },
+            ]
+        }
+    )
 
     targets: array(Target, max_items=MAX_TARGETS)
     type: one_of(PRESET_TYPES) | None = None
@@ -97,7 +108,11 @@ class PlatformMatching(RequestModel):
 
     model_config = ConfigDict(
         json_schema_extra={
-            "oneOf": [{"required": ["social_security_number"]}, {"required": ["social_security_last_four"]}]
+            # Exactly one given; a null is an absent field here (as the validation reads it).
+            "oneOf": [
+                {"properties": {name: {"type": "string"}}, "required": [name]}
+                for name in ("social_security_number", "social_security_last_four")
+            ]
         }
     )
 

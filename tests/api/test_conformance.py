@@ -585,3 +585,20 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
     assert signed_event["received"]["status"] is None and signed_event["received"]["error"].startswith(
         "timeout"
     )
+
+
+def test_the_202_says_where_to_poll_and_a_replay_says_it_too(app, api, workspace):
+    with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added"])
+        path = f"/sandbox/webhooks/{hook['id']}/conformance"
+        first = api.post(path, headers={"Idempotency-Key": "conformance-location"})
+        again = api.post(path, headers={"Idempotency-Key": "conformance-location"})
+        assert runs.run_due(app) == 1
+    run_id = first.get_json()["data"]["id"]
+    assert first.status_code == 202 and first.headers["Location"] == f"/sandbox/v1{path}/{run_id}"
+    assert (
+        again.headers["Idempotent-Replayed"] == "true"
+        and again.headers["Location"] == first.headers["Location"]
+    )
+    polled = api.client.get(first.headers["Location"], headers=api.headers())
+    assert polled.status_code == 200 and polled.get_json()["data"]["status"] == "done"

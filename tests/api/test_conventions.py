@@ -265,3 +265,26 @@ def test_an_answer_given_before_the_version_check_names_the_version_asked_for(cl
     # A version the service does not serve is not echoed as if it were used: the latest is named.
     unknown = Api(client, "sk_sandbox_not_a_key").get("/jobs", headers={"Service-Version": "1999-01-01"})
     assert unknown.headers["Service-Version"] == "2023-11-22"
+
+
+def test_a_secret_sent_as_a_bearer_token_is_401_saying_where_it_goes(client, workspace):
+    """The usual first mistake: `Authorization: Bearer sk_…` (or curl -u), or `x-api-secret: Bearer sk_…`."""
+    secret = workspace.secrets["sandbox"]
+    for authorization in (f"Bearer {secret}", "Basic c2tfc2FuZGJveF94Og=="):
+        response = Api(client, None).post(
+            "/link_tokens", json=LINK_TOKEN, headers={"Authorization": authorization}
+        )
+        error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "MISSING_API_SECRET")
+        assert (
+            "Authorization header was sent" in error["message"]
+            and "x-api-secret: sk_sandbox_" in error["message"]
+        )
+        assert secret not in error["message"]
+    response = Api(client, f"Bearer {secret}").post("/link_tokens", json=LINK_TOKEN)
+    error = assert_error(response, 401, "UNAUTHORIZED_REQUEST", "INVALID_API_SECRET")
+    assert "drop the `Bearer `" in error["message"] and secret not in error["message"]
+    # Alongside a right x-api-secret, an Authorization header is simply not read.
+    response = Api(client, secret).post(
+        "/link_tokens", json=LINK_TOKEN, headers={"Authorization": "Bearer x"}
+    )
+    assert response.status_code == 200, response.get_json()

@@ -292,3 +292,29 @@ def test_a_query_parameter_the_endpoint_does_not_take_is_a_400_naming_it(api, ap
     for mode in ("development", "production"):
         other = type(api)(api.client, workspace.secrets[mode], mode)
         assert_names(other.get("/accounts?enduser_id=u"), "enduser_id")
+
+
+@pytest.mark.parametrize(
+    ("path", "first", "other"),
+    [
+        ("/platforms", {"type": "payroll"}, {"type": "benefits"}),
+        ("/platforms", {"type": "payroll"}, {}),
+        ("/employers", {"q": "a"}, {"q": "e"}),
+        ("/search", {"q": "pay"}, {"q": "social"}),
+        ("/jobs", {"outcome": "success"}, {"outcome": "error"}),
+        ("/jobs", {}, {"outcome": "success"}),
+    ],
+)
+def test_a_cursor_continues_only_the_filters_it_was_returned_for(api, app, workspace, path, first, other):
+    """A CI job that changed a filter mid-way (or reused a cursor across lists) got a silent, partial page:
+    the other filter's rows after the cursor's position, those before it skipped. Now a 400 says so; the
+    same filters with any `limit` continue."""
+    with app.app_context():
+        for outcome in ("success", "success", "error", "error", "success", "error"):
+            new_switch(workspace.id, outcome)
+    page = api.get(path, query_string={**first, "limit": 1}).get_json()
+    cursor = page["meta"]["next_cursor"]
+    assert cursor, page
+    assert api.get(path, query_string={**first, "limit": 3, "cursor": cursor}).status_code == 200
+    error = assert_names(api.get(path, query_string={**other, "cursor": cursor}), "cursor")
+    assert "was returned for other filters" in error["fields"][0]["message"]

@@ -330,3 +330,30 @@ def test_test_data_lists_every_row(api, api_for):
         "federal_rejected",
     }
     assert_error(api_for("production").get("/sandbox/test_data"), 403, "FORBIDDEN", "SANDBOX_ONLY")
+
+
+def test_the_tokens_token_where_its_id_goes_is_404_saying_which_is_the_id(api):
+    token = new_token(api)
+    response = complete(api, {"id": token["token"]}, platform_id=PAYCREST, credentials=creds("user_good"))
+    error = assert_error(response, 404, "RECORD_NOT_FOUND", "RECORD_NOT_FOUND")
+    assert (
+        "`data.id` of POST /v1/link_tokens" in error["message"] and "`token` opens Link" in error["message"]
+    )
+    assert token["token"] not in error["message"]
+    assert complete(api, token, platform_id=PAYCREST, credentials=creds("user_good")).status_code == 200
+
+
+@pytest.mark.parametrize("allocation", [{"type": "full", "value": 500}, {"value": 500}])
+def test_a_value_beside_a_full_switch_is_refused_not_dropped(api, allocation):
+    """It made a full switch, the value dropped without a word, though the caller meant a split."""
+    token = new_token(api)
+    response = complete(
+        api, token, platform_id=PAYCREST, credentials=creds("user_good"), allocation=allocation
+    )
+    error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
+    assert [f["name"] for f in error["fields"]] == ["allocation.value"]
+    assert "only for type amount or percent" in error["fields"][0]["message"]
+    full = complete(
+        api, token, platform_id=PAYCREST, credentials=creds("user_good"), allocation={"type": "full"}
+    )
+    assert full.status_code == 200, full.get_json()

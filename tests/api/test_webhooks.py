@@ -367,3 +367,36 @@ def test_a_host_whose_dns_does_not_answer_in_time_is_refused_by_name_and_holds_o
         answers.set()
     assert wait_for(lambda: dns.running(workspace.id) == 0)
     assert api.post("/webhooks", json=slow).status_code == 200
+
+
+def test_every_webhook_of_the_workspace_gets_every_keys_events_signed_by_its_own_owner(
+    app, client, api, workspace
+):
+    """docs/webhooks.md: two keys of one workspace (two CI jobs) each receive the other's events."""
+    from console.keys.services import create_key
+    from console.world.seed_data import PLATFORM_IDS
+    from tests.conftest import Api
+    from tests.factories import LINK_TOKEN
+
+    with app.app_context():
+        other = create_key(uuid.UUID(workspace.id), "sandbox", "second CI job")
+        db.session.commit()
+    second = Api(client, other.secret)
+    with Receiver() as first_rx, Receiver() as second_rx:
+        create(api, url=first_rx.url)
+        create(second, url=second_rx.url)
+        token = second.post("/link_tokens", json=LINK_TOKEN).get_json()["data"]
+        completion = {
+            "platform_id": str(PLATFORM_IDS["paycrest"]),
+            "credentials": {"username": "user_good", "password": "pass_good"},
+        }
+        response = second.post(f"/sandbox/link_tokens/{token['id']}/complete", json=completion)
+        assert response.status_code == 200, response.get_json()
+        with app.app_context():
+            deliver_due(app)
+    for rx, secret in ((first_rx, workspace.secrets["sandbox"]), (second_rx, other.secret)):
+        (request,) = rx.requests
+        body = verify(secret, request["headers"], request["body"])
+        assert body["event"] == "account.added" and body["payload"]["link_token_id"] == token["id"]
+    with pytest.raises(WebhookVerificationError):
+        verify(other.secret, first_rx.requests[0]["headers"], first_rx.requests[0]["body"])

@@ -278,7 +278,9 @@ def test_listen_reconnects_when_the_service_comes_back(app, workspace, receiver,
     listen = Listen(server.root, workspace.secrets["sandbox"], receiver.url)
     listeners.append(listen)
     try:
-        listen.wait_for_line("service unavailable (cannot connect); retrying in 1 s")
+        listen.wait_for_line(
+            f"service unavailable (cannot connect to {server.root}/sandbox/v1); retrying in 1 s"
+        )
         server.start()
         listen.wait_for_line("Ready: relaying sandbox webhook")
     finally:
@@ -333,6 +335,39 @@ def test_trigger_names_scenarios_and_their_outcomes(served, workspace):
     assert "user_mfa_sms" in listed.stdout and "(also: mfa)" in listed.stdout
     unknown = run_cli("trigger", "teleport", "--api", served.root, "--key", key)
     assert unknown.returncode == 2 and "unknown scenario 'teleport'" in unknown.stderr
+
+
+def test_trigger_in_ci_waits_out_the_rate_limit_and_retries_with_one_idempotency_key(app, workspace):
+    """Two CI steps on one key: the limit answers 429 with Retry-After, and trigger retries after it (the
+    same Idempotency-Key, so nothing is made twice) instead of failing the build."""
+    from sqlalchemy import func, select
+
+    from console.extensions import db
+    from console.link_tokens.models import LinkToken
+
+    app.extensions["ratelimiter"] = RateLimiter(
+        "memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1/second")
+    )
+    server = Server(app)
+    server.start()
+    try:
+        result = run_cli(
+            "trigger", "success", "--api", server.root, "--key", workspace.secrets["sandbox"], "--json"
+        )
+    finally:
+        server.stop()
+    assert result.returncode == 0, result.stderr
+    run = json.loads(result.stdout)
+    assert run["outcome"] == "success" and run["error"] is None
+    with app.app_context():
+        assert db.session.scalar(select(func.count()).select_from(LinkToken)) == 1
+
+
+def test_trigger_names_the_url_it_cannot_reach():
+    root = f"http://127.0.0.1:{_free_port()}"
+    result = run_cli("trigger", "success", "--api", root, "--key", "sk_sandbox_x")
+    assert result.returncode == 1
+    assert f"cannot connect to {root}/sandbox/v1" in result.stderr
 
 
 def test_listen_stops_with_a_clear_message_when_api_is_not_the_service(served, receiver):
