@@ -18,6 +18,8 @@ from console.link.flow import MFA_METHODS, Flow, LinkError, StaleStep, load
 from console.link.outcomes import AMOUNT, FULL, PERCENT
 from console.link_tokens.models import LinkToken
 from console.link_tokens.validation import MAX_AMOUNT_CENTS, MAX_TARGETS
+from console.world import services as world
+from console.world.models import BENEFITS
 
 MAX_TEXT = 200
 S = TypeVar("S")
@@ -101,8 +103,19 @@ def _choose_method(flow: Flow, body: CompletionRequest) -> None:
 def _select(flow: Flow, body: CompletionRequest) -> None:
     if body.employer_id:
         flow.select("employer", body.employer_id)
-    elif body.platform_id or body.program_id:
-        flow.select("platform", body.program_id or body.platform_id)
+    elif body.program_id:
+        program = world.get_platform(body.program_id)
+        if program is not None and program.type != BENEFITS:
+            # Link would open this platform's login, and the call would then ask for credentials: say why.
+            raise LinkError(
+                "INVALID_SELECTION",
+                f"program_id {body.program_id} is a payroll platform ({program.name}), not a federal benefits "
+                "program: send it as platform_id, or name a program (GET /v1/platforms?type=benefits lists them).",
+                recoverable=True,
+            )
+        flow.select("platform", body.program_id)
+    elif body.platform_id:
+        flow.select("platform", body.platform_id)
     else:
         raise LinkError(
             "PLATFORM_REQUIRED",
@@ -161,6 +174,15 @@ def _allocation(flow: Flow, body: CompletionRequest) -> None:
                 "leave allocation out, or send type full.",
                 recoverable=True,
             )
+    accounts = len(flow.token.targets)
+    if allocation.target_index >= accounts:
+        # Link's own wording ("Enter which account to use") names no range; a CI needs it.
+        raise LinkError(
+            "INVALID_ALLOCATION",
+            f"target_index {allocation.target_index} is past this Link token's accounts: it has {accounts} "
+            f"(allocation.targets), so target_index is 0 to {accounts - 1}.",
+            recoverable=True,
+        )
     flow.choose_allocation(allocation.type, allocation.value, allocation.target_index)
 
 

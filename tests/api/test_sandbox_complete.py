@@ -357,3 +357,24 @@ def test_a_value_beside_a_full_switch_is_refused_not_dropped(api, allocation):
         api, token, platform_id=PAYCREST, credentials=creds("user_good"), allocation={"type": "full"}
     )
     assert full.status_code == 200, full.get_json()
+
+
+def test_a_target_index_past_the_tokens_accounts_names_the_range(api):
+    """Link's screen says only "Enter which account to use."; a headless call names the valid range."""
+    error = link_error(
+        complete(api, new_token(api), platform_id=PAYCREST, credentials=creds("user_good"),
+                 allocation={"type": "full", "target_index": 3}),
+        "INVALID_ALLOCATION",
+    )  # fmt: skip
+    assert "target_index 3" in error["message"] and "0 to 0" in error["message"]
+
+
+def test_a_payroll_platform_sent_as_program_id_is_refused_by_name_not_asked_for_credentials(api):
+    error = link_error(
+        complete(api, new_token(api), program_id=PAYCREST,
+                 federal={"first_name": "Ada", "last_name": "Lovelace", "social_security_number": "900000001"}),
+        "INVALID_SELECTION",
+    )  # fmt: skip
+    assert "is a payroll platform" in error["message"] and "platform_id" in error["message"]
+    # The same platform as platform_id goes on to its login, as before.
+    link_error(complete(api, new_token(api), platform_id=PAYCREST), "CREDENTIALS_REQUIRED")
