@@ -69,6 +69,8 @@ def test_a_twenty_trainee_grid_is_readable_at_half_size_on_a_projector(browser, 
             "e => parseFloat(getComputedStyle(e).fontSize)"
         )
         assert row["height"] >= 24 and name_size >= 16, (row, name_size)
+        # The whole grid fits the projector: no "swipe sideways" line for the room to read.
+        assert not page.locator(".scroll-hint").is_visible()
         # The QR code is big enough to scan from the room: 180 px or more on the screen.
         assert page.locator(".join-qr svg").bounding_box()["width"] >= 180
 
@@ -104,5 +106,9 @@ def test_a_long_name_leaves_the_exercises_on_a_phone(browser, live_server):
         assert cell["width"] <= 170, cell  # 8.5rem and its padding
         assert first["x"] + first["width"] <= PHONE["width"], first
         assert row.locator("th a").get_attribute("title") == name
+        # The grid's right-hand columns start out of sight: the phone says the table scrolls.
+        table = page.locator("table.room-grid")
+        assert table.evaluate("t => t.scrollWidth > t.clientWidth")
+        assert page.locator(".scroll-hint").is_visible()
     finally:
         context.close()
