@@ -11,6 +11,7 @@ does not parse is listed with what is wrong instead of breaking the others. The 
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -25,6 +26,11 @@ KEY = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 MAX_FILE_BYTES = 64_000
 MAX_STEPS = 60
 MAX_CAPTION = 400
+# A title sits beside the step count in the caption bar and on the story's card; a summary is the title
+# screen's caption. Longer ones ran off a 1280x720 stage (a pasted paragraph as a title filled the bar).
+MAX_TITLE = 80
+MAX_SUMMARY = MAX_CAPTION
+STORY_KEYS = ("title", "summary", "steps")
 STEP_KEYS = ("caption", "action", "pause", "printed")
 
 
@@ -92,6 +98,14 @@ class StoryError(ValueError):
     pass
 
 
+def did_you_mean(value: Any, known) -> str:
+    """' (did you mean 'x'?)' when `value` is a near miss of one of `known`, else ''."""
+    if not isinstance(value, str):
+        return ""
+    close = difflib.get_close_matches(value, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def stories_dir() -> Path:
     configured = current_app.config.get("PRESENTER_STORIES_DIR")
     return Path(configured) if configured else BUILT_IN_DIR
@@ -109,11 +123,17 @@ def _step(number: int, raw: Any) -> Step:
     action = raw.get("action")
     checks = _action_checks()
     if action is not None and action not in checks:
-        raise StoryError(f"{where}: unknown action {action!r} (known: {', '.join(sorted(checks))})")
+        raise StoryError(
+            f"{where}: unknown action {action!r}{did_you_mean(action, checks)} (known: {', '.join(sorted(checks))})"
+        )
     pause = raw.get("pause", False)
     if not isinstance(pause, bool):
         raise StoryError(f"{where}: pause must be true or false")
     arguments = {k: v for k, v in raw.items() if k not in STEP_KEYS}
+    for key in sorted(arguments):  # "puase", "captoin": a step key misspelt reads as an action's argument
+        hint = did_you_mean(key, STEP_KEYS)
+        if hint:
+            raise StoryError(f"{where}: unknown key {key!r}{hint}")
     if action is None and arguments:
         raise StoryError(f"{where}: {', '.join(sorted(arguments))} given without an action")
     if action is not None:
@@ -126,26 +146,108 @@ def _step(number: int, raw: Any) -> Step:
     return Step(caption.strip(), action, arguments, pause, printed.strip())
 
 
+def _in_order(steps: tuple[Step, ...]) -> None:
+    """Steps that can only fail on the stage, whatever the presenter does, said when the file is read: Link
+    opened or completed before any token exists, opened again after its token was used, an on-demand update
+    before a switch, a refused webhook awaited while the receiver answers 200."""
+    token = None  # None: no Link token yet; else the step that created it, and whether it has been used
+    used_by = 0
+    switched = False
+    failing = False
+    for number, step in enumerate(steps, 1):
+        where = f"step {number} ({step.action})"
+        if step.action == "create_link_token":
+            if step.arguments.get("preset") == "on_demand" and not switched:
+                raise StoryError(
+                    f"{where}: an on_demand token updates an account already connected: put a complete_link "
+                    "step (a first switch) before it"
+                )
+            token, used_by = number, 0
+        elif step.action in ("open_link", "complete_link"):
+            if token is None:
+                raise StoryError(
+                    f"{where}: there is no Link token yet: put a create_link_token step before it"
+                )
+            if step.action == "open_link" and used_by:
+                raise StoryError(
+                    f"{where}: step {used_by} already used the Link token of step {token}: put a "
+                    "create_link_token step between them"
+                )
+            if step.action == "complete_link":
+                used_by, switched = number, True
+        elif step.action == "set_inbox_behaviour":
+            failing = step.arguments.get("behaviour") == "fail"
+        elif step.action == "wait_for_event" and step.arguments.get("refused") and not failing:
+            raise StoryError(
+                f"{where}: a refused webhook needs the receiver failing: put a set_inbox_behaviour step with "
+                '"behaviour": "fail" before it'
+            )
+
+
+def _json_hint(error: json.JSONDecodeError) -> str:
+    """The usual slip behind a JSON error, in words: a comma before a closing bracket, single quotes."""
+    before = error.doc[: error.pos].rstrip()
+    after = error.doc[error.pos : error.pos + 1]
+    if before.endswith(",") and after in ("]", "}"):
+        return " (a comma after the last item? JSON allows none)"
+    if after == "'":
+        return " (JSON needs double quotes)"
+    return ""
+
+
+def _json(text: str) -> Any:
+    text = text.removeprefix("\ufeff")  # a byte order mark, as some editors save UTF-8: not a mistake
+    try:
+        return json.loads(text)
+    except RecursionError:  # "[[[[...": read as a story file, it broke the whole /present page (a 500)
+        raise StoryError("not valid JSON: nested too deeply") from None
+    except json.JSONDecodeError as error:
+        raise StoryError(
+            f"not valid JSON at line {error.lineno}, column {error.colno}: {error.msg}{_json_hint(error)}"
+        ) from None
+    except ValueError as error:  # a number of thousands of digits
+        raise StoryError(f"not valid JSON: {str(error).split(';')[0]}") from None
+
+
 def parse(key: str, text: str) -> Story:
     """A story from its file's text; StoryError says what is wrong (shown on the stage)."""
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise StoryError(f"not valid JSON: {error}") from None
+    data = _json(text)
     if not isinstance(data, dict):
         raise StoryError("the file must hold one JSON object")
+    for name in sorted(k for k in data if k not in STORY_KEYS):
+        # A misspelt "summary" was silently dropped: the title screen then showed no words at all.
+        raise StoryError(
+            f"unknown key {name!r}{did_you_mean(name, STORY_KEYS)}: a story has {', '.join(STORY_KEYS)}"
+        )
     title = data.get("title")
     if not isinstance(title, str) or not title.strip():
         raise StoryError("needs a title (text)")
+    if len(title.strip()) > MAX_TITLE:
+        raise StoryError(f"the title is longer than {MAX_TITLE} characters (put the rest in the summary)")
     summary = data.get("summary", "")
     if not isinstance(summary, str):
         raise StoryError("summary must be text")
+    if len(summary.strip()) > MAX_SUMMARY:
+        raise StoryError(f"the summary is longer than {MAX_SUMMARY} characters")
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         raise StoryError("needs steps: a list of at least one step")
     if len(steps) > MAX_STEPS:
         raise StoryError(f"has more than {MAX_STEPS} steps")
-    return Story(key, title.strip(), summary.strip(), tuple(_step(i, s) for i, s in enumerate(steps, 1)))
+    parsed = tuple(_step(i, s) for i, s in enumerate(steps, 1))
+    _in_order(parsed)
+    return Story(key, title.strip(), summary.strip(), parsed)
+
+
+def _text(path: Path) -> str:
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise StoryError(
+            f"the file is not UTF-8 text (byte {raw[error.start]:#04x} at position {error.start}): "
+            "save it as UTF-8"
+        ) from None
 
 
 # path -> (its inode, times and size when read, the story or the error it read as). Why: the stage and
@@ -164,7 +266,7 @@ def _read(path: Path) -> Story:
     known = _parsed.get(path)
     if known is None or known[0] != version:
         try:
-            result: Story | StoryError = parse(path.stem, path.read_text(encoding="utf-8"))
+            result: Story | StoryError = parse(path.stem, _text(path))
         except StoryError as error:
             result = error
         if len(_parsed) < _PARSED_MOST or path in _parsed:
@@ -204,6 +306,20 @@ def all_stories() -> tuple[list[Story], list[BrokenStory]]:
         except (StoryError, OSError, UnicodeDecodeError) as error:
             broken.append(BrokenStory(path.stem, str(error)))
     return good, broken
+
+
+def problem(key: str) -> str | None:
+    """What is wrong with the story file `key`, when there is one and it cannot be read; None otherwise."""
+    if not KEY.match(key or ""):
+        return None
+    path = stories_dir() / f"{key}.json"
+    if not path.is_file():
+        return None
+    try:
+        _read(path)
+    except (StoryError, OSError, UnicodeDecodeError) as error:
+        return str(error)
+    return None
 
 
 def get(key: str) -> Story | None:

@@ -119,6 +119,94 @@ def test_a_bad_story_file_says_what_is_wrong(app, document, problem):
         stories.parse("bad", document)
 
 
+def _story(*steps: dict, **top) -> str:
+    return json.dumps({"title": "T", **top, "steps": list(steps)})
+
+
+TOKEN = {"caption": "token", "action": "create_link_token", "preset": "standard"}
+OPEN = {"caption": "open", "action": "open_link"}
+COMPLETE = {"caption": "done", "action": "complete_link", "scenario": "user_good"}
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        # A sales engineer's slips, each named with where it is and, for a near miss, what was meant.
+        (_story({"caption": "x"}, sumary="s"), "unknown key 'sumary' (did you mean 'summary'?)"),
+        ('{"title": "T", "step": [{"caption": "x"}]}', "unknown key 'step' (did you mean 'steps'?)"),
+        (_story({"caption": "x", "puase": True}), "step 1: unknown key 'puase' (did you mean 'pause'?)"),
+        (_story({**OPEN, "pasue": True}), "step 1: unknown key 'pasue' (did you mean 'pause'?)"),
+        (_story({**TOKEN, "action": "create_link_tokens"}), "(did you mean 'create_link_token'?)"),
+        (_story({**TOKEN, "preset": "standrd"}), "not 'standrd' (did you mean 'standard'?)"),
+        (_story(TOKEN, {**COMPLETE, "scenario": "user_goood"}), "'user_goood' is not a key of the scenario"),
+        (_story(TOKEN, {**COMPLETE, "scenario": "user_goood"}), "(did you mean 'user_good'?)"),
+        (
+            _story({"caption": "x", "action": "set_inbox_behaviour", "behavior": "fail"}),
+            "does not take 'behavior' (did you mean 'behaviour'?)",
+        ),
+        (
+            _story({"caption": "x", "action": "wait_for_event", "type": "direct_deposit_switch.add"}),
+            "(did you mean 'direct_deposit_switch.added'?)",
+        ),
+        # Steps that could only fail on the stage, said when the file is read.
+        (_story(OPEN), "step 1 (open_link): there is no Link token yet"),
+        (_story(COMPLETE), "step 1 (complete_link): there is no Link token yet"),
+        (_story(TOKEN, COMPLETE, OPEN), "step 3 (open_link): step 2 already used the Link token of step 1"),
+        (_story({**TOKEN, "preset": "on_demand"}), "step 1 (create_link_token): an on_demand token"),
+        (
+            _story({"caption": "x", "action": "wait_for_event", "type": "account.added", "refused": True}),
+            "a refused webhook needs the receiver failing",
+        ),
+        (_story({"caption": "x", "action": "advance_clock", "days": 1e12}), "days must be at most 400"),
+        (_story({"caption": "x", "action": "advance_clock", "business_days": 1000}), "at most 260"),
+        ('{"title": "T", "steps": [{"caption": "x", "action": "advance_clock", "days": NaN}]}', "positive"),
+        (
+            '{"title": "T", "steps": [{"caption": "x", "action": "advance_clock", "hours": Infinity}]}',
+            "positive",
+        ),
+        (
+            _story({"caption": "x", "action": "wait_for_event", "type": "account.added", "count": 10**9}),
+            "count must be a whole number from 1 to 50",
+        ),
+        # Words too long for the stage, and JSON slips in words.
+        ('{"title": "' + "T" * 81 + '", "steps": [{"caption": "x"}]}', "title is longer than 80"),
+        (_story({"caption": "x"}, summary="s" * 401), "summary is longer than 400"),
+        ('{"title": "T", "steps": [{"caption": "x"},]}', "line 1, column 43"),
+        ('{"title": "T", "steps": [{"caption": "x"},]}', "a comma after the last item"),
+        ("{'title': 'T'}", "JSON needs double quotes"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+    ],
+)
+def test_a_story_writers_mistake_is_named_before_the_demo(app, document, problem):
+    with app.app_context(), pytest.raises(stories.StoryError, match=re.escape(problem)):
+        stories.parse("bad", document)
+
+
+def test_a_story_file_saved_with_a_byte_order_mark_or_not_in_utf8(app, visitor, tmp_path):
+    story = json.dumps({"title": "Saved by Notepad", "steps": [{"caption": "One step"}]})
+    (tmp_path / "10-bom.json").write_bytes(b"\xef\xbb\xbf" + story.encode())
+    (tmp_path / "20-latin1.json").write_bytes(story.replace("Notepad", "Caf\u00e9").encode("latin-1"))
+    (tmp_path / "30-deep.json").write_text("[" * 3000 + "]" * 3000)
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    response = visitor.get("/present")
+    assert response.status_code == 200  # one file nested too deeply made the whole page a 500
+    page = html.unescape(response.get_data(as_text=True))
+    assert "Saved by Notepad" in page and "1 step<br>" in page  # a BOM is no mistake; one step, not "1 steps"
+    assert "20-latin1.json</code>: the file is not UTF-8 text (byte 0xe9 at position" in page
+    assert "30-deep.json</code>: not valid JSON: nested too deeply" in page
+
+
+def test_a_broken_storys_stage_address_says_what_is_wrong(app, visitor, tmp_path):
+    (tmp_path / "70-own.json").write_text(_story(OPEN))
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    response = visitor.get("/present/70-own?brand=Acme")
+    assert response.status_code == 404
+    page = html.unescape(response.get_data(as_text=True))
+    assert "70-own.json</code>: step 1 (open_link): there is no Link token yet" in page
+    assert "another workspace" not in page
+    assert visitor.get("/present/71-missing").status_code == 404
+
+
 def test_a_story_added_as_a_file_appears_and_a_broken_one_is_listed(app, visitor, tmp_path):
     story = {"title": "Our own demo", "summary": "Made by sales.", "steps": [{"caption": "Hello {brand}"}]}
     (tmp_path / "70-own.json").write_text(json.dumps(story))

@@ -118,6 +118,15 @@ def _brand(profile=None) -> brand.Brand:
 def _story_or_404(key: str) -> stories.Story:
     story = stories.get(key)
     if story is None:
+        problem = stories.problem(key)
+        if problem is not None:
+            # A bookmarked stage whose file was broken since said "Not found ... another workspace": say what
+            # is wrong with the file, and where, so it is fixed before the call.
+            abort(
+                Response(
+                    render_template("console/present/present_broken.html", key=key, problem=problem), 404
+                )
+            )
         abort(404)
     return story
 
