@@ -98,6 +98,28 @@ class StoryError(ValueError):
     pass
 
 
+# A tag as people type them in a caption (<b>, </i>, <br/>, <a href=...>, <script>): the stage shows words as typed,
+# so a caption holding one put "<b>" in front of the room.
+# Only HTML's own element names: "press <Enter>" is words.
+TAG = re.compile(
+    r"</?(a|abbr|b|big|blockquote|br|center|code|del|div|em|font|h[1-6]|hr|i|iframe|img|ins|kbd|li|mark|ol|p|pre|"
+    r"s|script|small|span|strike|strong|style|sub|sup|table|td|th|tr|u|ul)(\s[^<>]*)?/?>",
+    re.IGNORECASE,
+)
+
+
+def text_problem(text: str) -> str | None:
+    """Why `text` cannot be a caption, title or summary as written (HTML, a NUL character), or None."""
+    tag = TAG.search(text)
+    if tag:
+        return (
+            f"holds HTML ({tag.group(0)[:40]}): the stage shows plain text as typed, so write it without tags"
+        )
+    if "\x00" in text:
+        return "holds a NUL character"
+    return None
+
+
 def did_you_mean(value: Any, known) -> str:
     """' (did you mean 'x'?)' when `value` is a near miss of one of `known`, else ''."""
     if not isinstance(value, str):
@@ -120,6 +142,8 @@ def _step(number: int, raw: Any) -> Step:
         raise StoryError(f"{where} needs a caption (text)")
     if len(caption) > MAX_CAPTION:
         raise StoryError(f"{where}: the caption is longer than {MAX_CAPTION} characters")
+    if text_problem(caption):
+        raise StoryError(f"{where}: the caption {text_problem(caption)}")
     action = raw.get("action")
     checks = _action_checks()
     if action is not None and action not in checks:
@@ -143,6 +167,8 @@ def _step(number: int, raw: Any) -> Step:
     printed = raw.get("printed", "")
     if not isinstance(printed, str) or len(printed) > MAX_CAPTION:
         raise StoryError(f"{where}: printed must be text of at most {MAX_CAPTION} characters")
+    if text_problem(printed):
+        raise StoryError(f"{where}: printed {text_problem(printed)}")
     return Step(caption.strip(), action, arguments, pause, printed.strip())
 
 
@@ -224,11 +250,15 @@ def parse(key: str, text: str) -> Story:
         raise StoryError("needs a title (text)")
     if len(title.strip()) > MAX_TITLE:
         raise StoryError(f"the title is longer than {MAX_TITLE} characters (put the rest in the summary)")
+    if text_problem(title):
+        raise StoryError(f"the title {text_problem(title)}")
     summary = data.get("summary", "")
     if not isinstance(summary, str):
         raise StoryError("summary must be text")
     if len(summary.strip()) > MAX_SUMMARY:
         raise StoryError(f"the summary is longer than {MAX_SUMMARY} characters")
+    if text_problem(summary):
+        raise StoryError(f"the summary {text_problem(summary)}")
     steps = data.get("steps")
     if not isinstance(steps, list) or not steps:
         raise StoryError("needs steps: a list of at least one step")

@@ -175,11 +175,22 @@ COMPLETE = {"caption": "done", "action": "complete_link", "scenario": "user_good
         ('{"title": "T", "steps": [{"caption": "x"},]}', "a comma after the last item"),
         ("{'title': 'T'}", "JSON needs double quotes"),
         ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        # HTML is shown as typed on the stage ("<b>" in front of the room): named instead.
+        (_story({"caption": "Paid <b>early</b>"}), "step 1: the caption holds HTML (<b>)"),
+        (_story({"caption": "x", "printed": "a<br/>b"}), "step 1: printed holds HTML (<br/>)"),
+        (_story({"caption": "x"}, title="<i>Acme</i>"), "the title holds HTML (<i>)"),
+        (_story({"caption": "x"}, summary='<a href="https://acme.example">us</a>'), "the summary holds HTML"),
     ],
 )
 def test_a_story_writers_mistake_is_named_before_the_demo(app, document, problem):
     with app.app_context(), pytest.raises(stories.StoryError, match=re.escape(problem)):
         stories.parse("bad", document)
+
+
+def test_words_with_angle_brackets_that_are_not_html_are_fine(app):
+    with app.app_context():
+        story = stories.parse("ok", _story({"caption": "Press <Enter>: 1 < 2 and 3 > 2, I <3 it"}))
+    assert story.steps[0].caption == "Press <Enter>: 1 < 2 and 3 > 2, I <3 it"
 
 
 def test_a_story_file_saved_with_a_byte_order_mark_or_not_in_utf8(app, visitor, tmp_path):
@@ -716,6 +727,11 @@ def test_a_caption_too_long_or_with_a_nul_is_named_on_the_form_and_nothing_is_sa
         f'<a href="#caption-{key}-2">Standard switch, step 2</a>: is 401 characters long; at most 400' in text
     )
     assert f'id="caption-{key}-2-error"' in text and 'aria-invalid="true"' in text
+    tagged = visitor.post(f"/present/profiles/{slug}", {f"caption-{key}-3": "Paid <strong>early</strong>"})
+    assert tagged.status_code == 400
+    assert "Standard switch, step 3</a>: holds HTML (&lt;strong&gt;): write plain text" in tagged.get_data(
+        as_text=True
+    )
     nul = visitor.post(f"/present/profiles/{slug}", {f"caption-{key}-4": "a\x00b"})
     assert nul.status_code == 400
     assert "Standard switch, step 4</a>: must not contain NUL" in nul.get_data(as_text=True)
