@@ -61,6 +61,19 @@ def test_a_refused_event_will_retry_until_it_is_delivered_then_says_so_in_one_ro
     assert row.deliveries == 2 and not feed.still_refused([row])
 
 
+def test_a_delivery_answered_past_the_senders_timeout_is_refused_until_delivered():
+    late = message("e1", "direct_deposit_switch.added", "success", behaviour="timeout")
+    (row,) = feed.event_rows([late])
+    assert (row.state, row.state_words, row.state_tone) == (
+        "refused",
+        "answered too late (timed out): will retry",
+        "bad",
+    )
+    assert feed.still_refused([row])
+    (row,) = feed.event_rows([message("e1", "direct_deposit_switch.added", "success", n=1), late])
+    assert (row.state, row.state_words) == ("redelivered", "timed out, then delivered on the retry")
+
+
 def test_an_unverified_delivery_and_a_repeat_delivery_are_named():
     (row,) = feed.event_rows([message("e1", "account.added", verified=False)])
     assert row.state_words == "signature not verified" and row.words == "Account connected"

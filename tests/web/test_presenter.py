@@ -387,6 +387,27 @@ def test_wait_for_event_finds_a_verified_delivery_and_gives_up_quickly(app, visi
             actions.perform(ws, "wait_for_event", {"type": "account.added", "redelivered": True})
 
 
+@pytest.mark.committing
+def test_a_webhook_the_receiver_answered_too_late_is_not_shown_delivered(app, visitor):
+    """The receiver held its answer past the sender's timeout: the stage said "No webhook has arrived yet. Is the
+    worker running?" while its panel showed the same event "delivered, answered 200"."""
+    app.config["PRESENTER_WAIT_SECONDS"] = 0.3
+    app.config["WEBHOOK_TIMEOUT_SECONDS"] = 0.3
+    with app.app_context():
+        ws = workspace(app, visitor)
+        actions.perform(ws, "create_link_token", {"preset": "standard"})
+        actions.perform(ws, "complete_link", {"scenario": "user_good"})
+        inbox.set_behaviour(ws.id, inbox.TIMEOUT)
+        db.session.commit()
+        deliver_due(app)
+        with pytest.raises(
+            actions.ActionFailed, match="reached the backend, but its receiver did not accept it"
+        ):
+            actions.perform(ws, "wait_for_event", {"type": "direct_deposit_switch.added"})
+    page = html.unescape(visitor.get("/present/backend").get_data(as_text=True))  # the panel the room sees
+    assert "answered too late (timed out): will retry" in page
+
+
 # --- the stage, step by step -----------------------------------------------------------------------
 
 

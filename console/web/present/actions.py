@@ -159,6 +159,17 @@ def verified_count(
     return db.session.scalar(select(func.count(func.distinct(query.subquery().c.event_id)))) or 0
 
 
+def _not_accepted(workspace: Workspace, event_type: str) -> bool:
+    """Some verified delivery of the type was answered 500 or past the sender's timeout."""
+    found = db.session.scalar(
+        select(func.count()).select_from(
+            _messages(workspace, event_type, (inbox.FAIL, inbox.TIMEOUT)).subquery()
+        )
+    )
+    db.session.rollback()
+    return bool(found)
+
+
 def _looked_for(type: str, refused: bool, redelivered: bool) -> str:
     if refused:
         return f"refused {type} webhook"
@@ -179,6 +190,14 @@ def wait_for_event(
         if found >= count:
             return Outcome(f"{_looked_for(type, refused, redelivered)} arrived")
         if time.monotonic() >= deadline:
+            if not refused and _not_accepted(workspace, type):
+                # The receiver is slow or failing: the webhook did arrive, and the sender will retry it. "Is the
+                # worker running?" sent the presenter looking for the wrong problem, the panel showing it arrive.
+                raise ActionFailed(
+                    f"The {type} webhook reached the backend, but its receiver did not accept it (it answered "
+                    "500 or too late): the sender will retry. Set the receiver to answer 200, move the clock "
+                    "ahead, then retry the step."
+                )
             raise ActionFailed(
                 f"No {_looked_for(type, refused, redelivered)} has arrived yet (looked for {limit:g} s). "
                 "Is the worker running? Retry the step."
