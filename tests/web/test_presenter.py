@@ -422,7 +422,7 @@ def test_every_shipped_story_runs_to_the_end(app, visitor, key):
         assert f"step={number}" in response.headers["Location"]
     page = visitor.get(f"/present/{key}?step={total}").get_data(as_text=True)
     assert "did not work" not in page
-    assert "The end. Press r to run it again." in page
+    assert 'The end.<span class="key-hint"> Press r to run it again.</span>' in page
     assert 'data-event-type="direct_deposit_switch.added"' in page
     assert "✓ signature verified" in page
 
