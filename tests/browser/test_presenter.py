@@ -246,6 +246,32 @@ def test_a_story_added_as_a_file_appears_without_code(page, live_server, tmp_pat
     assert caption(page) == "Welcome, Acme."
 
 
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
+def test_a_storys_own_long_title_wraps_beside_its_summary_and_stays_on_the_screen(
+    page, live_server, tmp_path, size
+):
+    """A title of the longest allowed kind took half the caption bar on one line at 1280x720 (the summary squeezed
+    into nine lines beside it) and ran off the right edge of a phone-sized window."""
+    story = {
+        "title": "Harbor Bank: paychecks that arrive early, even when things go wrong",
+        "summary": "Members get paid up to two days early when their paycheck lands here; switching takes a minute.",
+        "steps": [{"caption": "Welcome, {brand}."}],
+    }
+    (tmp_path / "01-harbor.json").write_text(json.dumps(story))
+    live_server.app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(live_server.url + "/present/01-harbor")
+    title = page.locator(".caption-count").bounding_box()
+    bar = page.locator(".caption-bar").bounding_box()
+    assert title["x"] + title["width"] <= size[0]  # on the screen
+    assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+    if size[0] > 600:
+        assert title["width"] <= bar["width"] / 4, (title, bar)  # the summary keeps the bar's width
+        assert (
+            page.locator("#caption").bounding_box()["height"] <= 3 * 1.35 * 16 * 1.6 + 4
+        )  # three lines at most
+
+
 # --- autoplay drives Link in the phone ---------------------------------------------------------------
 
 # story -> (event types the right panel must show at the end, the Link screens filled in on the phone,
