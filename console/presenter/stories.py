@@ -60,6 +60,13 @@ class Story:
     summary: str
     steps: tuple[Step, ...]
 
+    def title_for(self, name: str) -> str:
+        """The title with `{brand}` filled in, as captions are (the picker and the summary showed "{brand}")."""
+        return self.title.replace("{brand}", name)
+
+    def summary_for(self, name: str) -> str:
+        return self.summary.replace("{brand}", name)
+
     def link_open_at(self, number: int) -> bool:
         """Link belongs open in the phone at step `number`: an `open_link` step at or before it, and no step
         since that creates another token or completes Link (the stage reopens it after a reload there)."""

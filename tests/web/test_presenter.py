@@ -1013,3 +1013,30 @@ def test_the_failure_story_shows_every_customers_switch_and_names_the_customer_o
     ]
     assert "· Customer 2</span>" in switch_rows[0] and "<code>end_user_id user_" in switch_rows[0]
     assert any("· Customer 1</span>" in item for item in items)
+
+
+def test_brand_in_a_storys_title_and_summary_is_the_prospects_name_everywhere(
+    app, visitor, other_visitor, tmp_path
+):
+    """The stage filled {brand} in a story's summary, but the start page, the short link's picker and the printed
+    summary showed "{brand}" itself to the prospect."""
+    story = {
+        "title": "{brand}: paychecks that arrive",
+        "summary": "A member moves their paycheck to {brand}.",
+        "steps": [{"caption": "Welcome to {brand}."}],
+    }
+    (tmp_path / "60-own.json").write_text(json.dumps(story))
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    slug, _ = save_profile(visitor, brand="Harbor Bank")
+    pages = {
+        "start": visitor.get("/present?brand=Harbor+Bank"),
+        "picker": other_visitor.get(f"/p/{slug}"),
+        "stage": other_visitor.get(f"/present/60-own?profile={slug}"),
+        "summary": other_visitor.get(f"/present/60-own/summary?profile={slug}"),
+    }
+    for name, response in pages.items():
+        text = html.unescape(response.get_data(as_text=True))
+        assert response.status_code == 200, name
+        assert "{brand}" not in text, name
+        assert "Harbor Bank: paychecks that arrive" in text, name
+        assert "A member moves their paycheck to Harbor Bank." in text, name
