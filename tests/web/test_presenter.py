@@ -327,6 +327,24 @@ def test_open_link_needs_an_unused_token(app, visitor):
             actions.perform(ws, "open_link", {})
 
 
+def test_back_then_forward_at_the_link_step_opens_link_again_where_it_stands(app, visitor):
+    """At the open_link step the customer pressed Continue in the phone, the presenter pressed ← then →: step 3
+    failed ("already used or has expired"), and its Retry failed the same way, in front of the room."""
+    key = "10-standard-switch"
+    for number in (1, 2, 3):
+        assert run_step(app, visitor, key, number).status_code == 303
+    with app.app_context():
+        token = linktokens.newest(visitor.workspace_id).token
+    visitor.get(f"/sandbox/link?token={token}")
+    screen = visitor.post("/sandbox/link/step", data={"token": token, "action": "accept", "step": "intro"})
+    assert 'data-screen="search"' in screen.get_data(as_text=True)
+    visitor.get(f"/present/{key}?step=2")  # ←
+    again = visitor.post(step_url(key, 3))  # →
+    assert again.status_code == 303, html.unescape(again.get_data(as_text=True))[:3000]
+    stage = visitor.get(again.headers["Location"]).get_data(as_text=True)
+    assert f'data-open-token="{token}"' in stage  # Link opens again, at the search the customer reached
+
+
 def test_complete_link_runs_the_scenario_and_a_refusal_is_a_sentence(app, visitor):
     with app.app_context():
         ws = workspace(app, visitor)

@@ -89,7 +89,9 @@ def create_link_token(workspace: Workspace, preset: str, org_name: str | None = 
 def open_link(workspace: Workspace) -> Outcome:
     kept = _newest_token(workspace)
     view = linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin)
-    if view is None or view.state.kind != linkguide.UNUSED:
+    # Unused, or open and not finished (the presenter pressed Continue, then ← and → again): Link resumes at its
+    # screen, as after a reload. Only an open Link was refused here, with a retry that could never work.
+    if view is None or view.state.kind not in (linkguide.UNUSED, linkguide.OPEN):
         raise ActionFailed("The newest Link token was already used or has expired: create a new one first.")
     return Outcome("Link opens in the app", open_link=True)
 
