@@ -345,6 +345,28 @@ def test_back_then_forward_at_the_link_step_opens_link_again_where_it_stands(app
     assert f'data-open-token="{token}"' in stage  # Link opens again, at the search the customer reached
 
 
+def test_a_stage_whose_run_another_tab_replaced_says_so_instead_of_acting_on_that_run(app, visitor):
+    """Two tabs of one browser share its workspace: step 1 in tab B replaced tab A's run, and A's next step acted on
+    B's run and failed with "No verified webhook has arrived yet. Is the worker running?"."""
+    a, b = "50-failure-and-recovery", "10-standard-switch"
+    for number in (1, 2, 3):
+        assert run_step(app, visitor, a, number).status_code == 303
+    stage_a = visitor.get(f"/present/{a}?step=3").get_data(as_text=True)
+    run_a = re.search(r'name="run" value="([0-9a-f]{16})"', stage_a).group(1)
+    assert run_step(app, visitor, b, 1).status_code == 303  # tab B starts its story
+    stale = visitor.post(step_url(a, 4), {"run": run_a})
+    page = html.unescape(stale.get_data(as_text=True))
+    assert stale.status_code == 422
+    assert (
+        "Step 4 did not work." in page
+        and "Another tab or window of this browser started a story since" in page
+    )
+    stage_b = visitor.get(f"/present/{b}?step=1").get_data(as_text=True)
+    run_b = re.search(r'name="run" value="([0-9a-f]{16})"', stage_b).group(1)
+    assert run_b != run_a
+    assert visitor.post(step_url(b, 2), {"run": run_b}).status_code == 303  # the current run goes on
+
+
 def test_complete_link_runs_the_scenario_and_a_refusal_is_a_sentence(app, visitor):
     with app.app_context():
         ws = workspace(app, visitor)

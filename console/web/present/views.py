@@ -15,6 +15,7 @@ the profile in its signed session: the one that saved it, or one that opened its
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
@@ -101,6 +102,20 @@ def _used(profile) -> None:
     """Note that the profile was opened (a write at most once an hour per profile)."""
     if profile is not None and profiles.note_use(profile):
         db.session.commit()
+
+
+OTHER_RUN = (
+    "Another tab or window of this browser started a story since, and a browser presents one run at a time: this "
+    "stage's run was replaced. Press r to start this story again, or close the other tab."
+)
+
+
+def _run_mark() -> str:
+    """Which run the stage shows (a digest of its workspace's id; "" before one exists): a step posted from a stage
+    whose run another tab has since replaced would act on that tab's run."""
+    if not has_workspace():
+        return ""
+    return hashlib.sha256(f"presenter-run:{g.console_workspace.id}".encode()).hexdigest()[:16]
 
 
 def _caption(story: stories.Story, number: int, mark: brand.Brand, profile=None) -> str:
@@ -227,6 +242,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         unused_token=unused_token,
         link_closed=request.args.get("closed") == "1" and number < len(story.steps),
         poll=not fresh,
+        run=_run_mark(),
         **backend,
     ), status
 
@@ -480,6 +496,9 @@ def present_step(key: str, number: int):
         abort(404)
     step = story.steps[number - 1]
     try:
+        posted_run = request.form.get("run", "")
+        if number > 1 and posted_run and posted_run != _run_mark():
+            raise actions.ActionFailed(OTHER_RUN)
         if number == 1 and not g.get("console_workspace_created"):
             # Every run starts fresh: a new workspace (API key, inbox, clock at real time), never an earlier
             # run's webhooks, job or used Link token on the stage. Counted like any request that creates one.
