@@ -99,6 +99,11 @@ class BrokenStory:
 
     key: str
     problem: str
+    file: str = ""  # the file's name, when it is not `<key>.json`
+
+    @property
+    def file_name(self) -> str:
+        return self.file or f"{self.key}.json"
 
 
 class StoryError(ValueError):
@@ -322,6 +327,32 @@ def _files() -> list[Path]:
     return sorted(folder.glob("*.json"))
 
 
+# Files a story writer meant as stories that are not `.json` files: skipped without a word, the story simply missing
+# from the list on the day (YAML, "Story.JSON", Windows' hidden "story.json.txt").
+NOT_JSON = (".yaml", ".yml", ".json5", ".jsonc", ".json.txt")
+
+
+def _not_json() -> list[BrokenStory]:
+    folder = stories_dir()
+    if not folder.is_dir():
+        return []
+    found = []
+    for path in sorted(folder.iterdir()):
+        name = path.name
+        lower = name.lower()
+        meant = next((suffix for suffix in NOT_JSON if lower.endswith(suffix)), None)
+        if meant is None and lower.endswith(".json") and not name.endswith(".json"):
+            meant = name[-5:]  # ".JSON": glob is case-sensitive, so it was never read
+        if meant is None or not path.is_file():
+            continue
+        stem = name[: -len(meant)]
+        what = "JSON, not YAML" if meant in (".yaml", ".yml") else "JSON"
+        found.append(
+            BrokenStory(stem, f"a story is a .json file ({what}): save it as {stem}.json", file=name)
+        )
+    return found
+
+
 BAD_NAME = (
     "the file name is not a story's address: lowercase letters, digits, - and _, starting with a letter or "
     "digit (rename it, say to {suggested}.json)"
@@ -342,7 +373,7 @@ def all_stories() -> tuple[list[Story], list[BrokenStory]]:
             good.append(_read(path))
         except (StoryError, OSError, UnicodeDecodeError) as error:
             broken.append(BrokenStory(path.stem, str(error)))
-    return good, broken
+    return good, broken + _not_json()
 
 
 def problem(key: str) -> str | None:

@@ -207,6 +207,21 @@ def test_a_story_file_saved_with_a_byte_order_mark_or_not_in_utf8(app, visitor, 
     assert "30-deep.json</code>: not valid JSON: nested too deeply" in page
 
 
+def test_a_story_saved_as_yaml_or_with_another_ending_is_listed_not_skipped(app, visitor, tmp_path):
+    """Only *.json files are read: a story saved as YAML, as "Story.JSON" or as Windows' "story.json.txt" was skipped
+    without a word, simply missing on the day."""
+    (tmp_path / "70-own.yaml").write_text("title: Our demo\nsteps:\n  - caption: Hello\n")
+    (tmp_path / "71-caps.JSON").write_text(_story({"caption": "x"}))
+    (tmp_path / "72-win.json.txt").write_text(_story({"caption": "x"}))
+    (tmp_path / "notes.txt").write_text("not a story")
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    page = html.unescape(visitor.get("/present").get_data(as_text=True))
+    assert "70-own.yaml</code>: a story is a .json file (JSON, not YAML): save it as 70-own.json" in page
+    assert "71-caps.JSON</code>: a story is a .json file (JSON): save it as 71-caps.json" in page
+    assert "72-win.json.txt</code>: a story is a .json file (JSON): save it as 72-win.json" in page
+    assert "notes.txt" not in page
+
+
 def test_a_broken_storys_stage_address_says_what_is_wrong(app, visitor, tmp_path):
     (tmp_path / "70-own.json").write_text(_story(OPEN))
     app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
