@@ -1095,3 +1095,16 @@ def test_brand_in_a_storys_title_and_summary_is_the_prospects_name_everywhere(
         assert "{brand}" not in text, name
         assert "Harbor Bank: paychecks that arrive" in text, name
         assert "A member moves their paycheck to Harbor Bank." in text, name
+
+
+@pytest.mark.committing
+def test_the_printed_summary_names_whose_webhook_each_row_is(app, visitor):
+    """On paper the failure story's two "Direct deposit switch succeeded" rows did not say which customer's each
+    was; the stage did."""
+    key = "50-failure-and-recovery"
+    for number in range(1, 12):
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}/summary").get_data(as_text=True)
+    rows = re.findall(r'<tr data-summary-event="direct_deposit_switch.added">.*?</tr>', page, re.S)
+    assert len(rows) >= 2
+    assert any("· Customer 1</span>" in r for r in rows) and any("· Customer 2</span>" in r for r in rows)

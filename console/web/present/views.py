@@ -548,6 +548,11 @@ def present_summary(key: str):
     ran = session.get(RUN_KEY)
     ours = ran == key  # else the workspace holds another story's run, or none: nothing of it is this story's
     other = stories.get(ran) if ran and not ours else None
+    events = feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows) if ours else []
+    if events:
+        # Two customers' identical "switch succeeded" rows say whose each is, as on the stage (paper had no names).
+        switches = timeline.workspace_jobs(workspace, SANDBOX) if has_workspace() else []
+        feed.name_customers([jt.job for jt in switches], events)
     return render_template(
         "console/present/present_summary.html",
         other_run=other,
@@ -560,9 +565,7 @@ def present_summary(key: str):
         ],
         date=utcnow().strftime("%d %B %Y").lstrip("0"),
         contact=profile.contact if profile else None,
-        events=list(reversed(feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)))
-        if ours
-        else [],
+        events=list(reversed(events)),
         calls=list(reversed(feed.call_rows(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)))
         if ours
         else [],
