@@ -376,8 +376,12 @@ def test_a_stage_whose_run_another_tab_replaced_says_so_instead_of_acting_on_tha
         "Step 4 did not work." in page
         and "Another tab or window of this browser started a story since" in page
     )
+    # Tab A's panel keeps its own run rather than turning into tab B's.
+    assert visitor.get(f"/present/backend?pulse=stale&run={run_a}").status_code == 204
     stage_b = visitor.get(f"/present/{b}?step=1").get_data(as_text=True)
     run_b = re.search(r'name="run" value="([0-9a-f]{16})"', stage_b).group(1)
+    assert f"run={run_b}" in stage_b  # its own panel polls for its own run
+    assert visitor.get(f"/present/backend?pulse=stale&run={run_b}").status_code == 200
     assert run_b != run_a
     assert visitor.post(step_url(b, 2), {"run": run_b}).status_code == 303  # the current run goes on
 

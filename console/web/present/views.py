@@ -174,6 +174,7 @@ def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
         "pulse": live.pulse(workspace),
         "link_token_id": kept.link_token_id if kept else "",
         "clock": _clock(workspace),
+        "run": _run_mark(),
         **WORDS,
     }
 
@@ -205,6 +206,7 @@ def _fresh_backend() -> dict:
         "pulse": "",
         "link_token_id": "",
         "clock": None,
+        "run": "",
         **WORDS,
     }
 
@@ -242,7 +244,6 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         unused_token=unused_token,
         link_closed=request.args.get("closed") == "1" and number < len(story.steps),
         poll=not fresh,
-        run=_run_mark(),
         **backend,
     ), status
 
@@ -472,8 +473,11 @@ def present_profile(slug: str):
 
 @routes.get("/present/backend")
 def present_backend():
-    """The live poll of the backend panel: 204 while nothing in the workspace changed."""
+    """The live poll of the backend panel: 204 while nothing in the workspace changed, and for a stage whose run
+    another tab has replaced (its panel turned into that tab's run; it keeps its own, and its next step says why)."""
     if live.unchanged(g.console_workspace, request.args.get("pulse")):
+        return "", 204
+    if request.args.get("run") and request.args.get("run") != _run_mark():
         return "", 204
     return render_template("console/present/_present_backend.html", oob=True, **backend_context())
 
