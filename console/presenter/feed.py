@@ -246,6 +246,22 @@ def job_words(name: str) -> str:
     return JOB_WORDS.get(name, _words(name))
 
 
+# The app's own status line in the phone, by the newest switch's outcome. A federal benefits switch ends "sent" (to
+# the agency): its line said "Your paycheck now comes here" under a Social Security story.
+PHONE_WORDS = {
+    None: "Get paid up to two days early: move your direct deposit here.",
+    "success": "✓ Your paycheck now comes here.",
+    "sent": "✓ Sent to the agency: your benefit payments will come here.",
+    "pending": "Switch in progress…",
+    "processing": "Switch in progress…",
+}
+PHONE_FAILED = "The switch did not go through. You can try again."
+
+
+def phone_words(outcome: str | None) -> str:
+    return PHONE_WORDS.get(outcome or None, PHONE_FAILED)
+
+
 def short_time(value: datetime | str | None) -> str:
     """A moment on the stage, short enough for the back of the room: "Mon 30 Nov 09:14:05" (UTC)."""
     if not value:

@@ -102,3 +102,11 @@ def test_the_backends_calls_are_apart_from_the_stages_set_up_and_sandbox_only_ca
         "Register the webhook receiver",
     ]
     assert all(c.setup for c in setup) and not any(c.setup for c in yours)
+
+
+def test_the_phone_says_paycheck_for_a_switch_and_benefit_payments_for_a_federal_one():
+    assert feed.phone_words(None).startswith("Get paid up to two days early")
+    assert feed.phone_words("success") == "✓ Your paycheck now comes here."
+    assert "benefit payments" in feed.phone_words("sent") and "paycheck" not in feed.phone_words("sent")
+    assert feed.phone_words("processing") == feed.phone_words("pending") == "Switch in progress…"
+    assert feed.phone_words("error") == "The switch did not go through. You can try again."

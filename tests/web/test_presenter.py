@@ -496,6 +496,9 @@ def test_federal_story_shows_processing_then_sent(app, visitor):
     page = visitor.get(f"/present/{key}?step=5").get_data(as_text=True)
     assert 'data-job-outcome="sent"' in page
     assert "The sandbox clock moved ahead" in page
+    # A Social Security switch is not a paycheck: the app in the phone says where the benefit payments go.
+    assert "✓ Sent to the agency: your benefit payments will come here." in page
+    assert "paycheck now comes here" not in page
 
 
 @pytest.mark.committing

@@ -185,6 +185,7 @@ WORDS = {
     "job_words": feed.job_words,
     "outcome_words": feed.outcome_words,
     "tone": feed.tone,
+    "phone_words": feed.phone_words,
 }
 
 
