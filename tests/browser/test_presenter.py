@@ -272,6 +272,28 @@ def test_a_storys_own_long_title_wraps_beside_its_summary_and_stays_on_the_scree
         )  # three lines at most
 
 
+def test_while_a_step_waits_for_a_slow_webhook_the_room_reads_what_is_awaited(page, live_server, tmp_path):
+    """A wait_for_event step looks for its webhook for up to PRESENTER_WAIT_SECONDS: with a slow receiver (or here,
+    no worker at all) the stage showed only a dimmed caption for seconds, then the failure."""
+    story = {
+        "title": "Slow",
+        "steps": [
+            {"caption": "Hello {brand}."},
+            {"caption": "The webhook arrives.", "action": "wait_for_event", "type": "account.added"},
+        ],
+    }
+    (tmp_path / "01-slow.json").write_text(json.dumps(story))
+    live_server.app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    live_server.app.config["PRESENTER_WAIT_SECONDS"] = 4
+    page.goto(live_server.url + "/present/01-slow?brand=Acme")
+    press(page, "ArrowRight", 1)
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("[data-drive-note]")).to_have_text("Waiting for the webhook to reach Acme's backend…")
+    assert page.locator('#stage[data-step="1"]').count() == 1  # still looking, not yet failed
+    expect(page.locator(".failure")).to_contain_text("Step 2 did not work.")
+    expect(page.locator("[data-drive-note]")).to_have_text("")  # the note leaves with the wait
+
+
 # --- autoplay drives Link in the phone ---------------------------------------------------------------
 
 # story -> (event types the right panel must show at the end, the Link screens filled in on the phone,

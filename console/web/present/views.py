@@ -245,6 +245,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         unused_token=unused_token,
         link_closed=request.args.get("closed") == "1" and number < len(story.steps),
         poll=not fresh,
+        waiting_words=f"Waiting for the webhook to reach {mark.name}'s backend…",
         **backend,
     ), status
 
