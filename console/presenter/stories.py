@@ -359,6 +359,13 @@ BAD_NAME = (
 )
 
 
+def _problem_of(error: Exception) -> str:
+    """In words: an OSError said "[Errno 21] Is a directory: '/srv/.../x.json'" (the server's own path)."""
+    if isinstance(error, OSError):
+        return f"the file cannot be read ({(error.strerror or 'an error').lower()})"
+    return str(error)
+
+
 def all_stories() -> tuple[list[Story], list[BrokenStory]]:
     """Every story in the folder (by file name, so a number prefix orders them), and the broken files: those
     that cannot be read, and those whose name cannot be an address (`Bad Name.json` was skipped without a word)."""
@@ -372,7 +379,7 @@ def all_stories() -> tuple[list[Story], list[BrokenStory]]:
         try:
             good.append(_read(path))
         except (StoryError, OSError, UnicodeDecodeError) as error:
-            broken.append(BrokenStory(path.stem, str(error)))
+            broken.append(BrokenStory(path.stem, _problem_of(error)))
     return good, broken + _not_json()
 
 
@@ -386,7 +393,7 @@ def problem(key: str) -> str | None:
     try:
         _read(path)
     except (StoryError, OSError, UnicodeDecodeError) as error:
-        return str(error)
+        return _problem_of(error)
     return None
 
 

@@ -214,8 +214,11 @@ def test_a_story_saved_as_yaml_or_with_another_ending_is_listed_not_skipped(app,
     (tmp_path / "71-caps.JSON").write_text(_story({"caption": "x"}))
     (tmp_path / "72-win.json.txt").write_text(_story({"caption": "x"}))
     (tmp_path / "notes.txt").write_text("not a story")
+    (tmp_path / "73-folder.json").mkdir()  # a folder named like a story: "[Errno 21] ... '/srv/...'" before
     app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
     page = html.unescape(visitor.get("/present").get_data(as_text=True))
+    assert "73-folder.json</code>: the file cannot be read (is a directory)" in page
+    assert str(tmp_path) not in page
     assert "70-own.yaml</code>: a story is a .json file (JSON, not YAML): save it as 70-own.json" in page
     assert "71-caps.JSON</code>: a story is a .json file (JSON): save it as 71-caps.json" in page
     assert "72-win.json.txt</code>: a story is a .json file (JSON): save it as 72-win.json" in page
