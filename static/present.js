@@ -213,13 +213,15 @@
   function showWaiting(on) {
     var cue = find("[data-autoplay-wait]");
     if (cue) cue.hidden = !on;
+    showState();
   }
 
   function showState() {
     var note = find("[data-autoplay-state]");
     if (!note) return;
     var parts = [];
-    if (autoplaying()) parts.push("Autoplay on");
+    var cue = find("[data-autoplay-wait]");
+    if (autoplaying()) parts.push(cue && !cue.hidden ? "Autoplay on, waiting: → continues" : "Autoplay on");
     if (driver) parts.push(driver.hurry ? "Filling in Link, faster" : "Filling in Link (→: faster)");
     note.textContent = parts.join(" · ");
   }

@@ -739,6 +739,14 @@ def test_autoplay_waiting_at_a_pause_step_shows_the_presenter_a_small_cue(page, 
     # (autoplay carries on from step 4 at test speed, so the stage is only known to have left step 3)
     page.locator('#stage:not([data-step="3"])').wait_for()
     assert not page.locator("[data-autoplay-wait]").is_visible()
+    # With the controls shown the corner cue would sit on their key hints line: the controls' note says it instead.
+    page.goto(f"{console_live.url}/present/10-standard-switch?speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    page.keyboard.press("?")
+    page.keyboard.press("a")
+    page.locator('#stage[data-step="3"]:not(.is-busy)').wait_for()
+    expect(page.locator("[data-autoplay-state]")).to_have_text("Autoplay on, waiting: → continues")
+    assert not cue.is_visible()
     # Without autoplay (a new page), nothing waits on the presenter's behalf: no cue at the pause step.
     page.goto(f"{console_live.url}/present/10-standard-switch?step=3&speed={FAST}")
     page.locator("html[data-stage-ready]").wait_for(state="attached")
