@@ -1118,3 +1118,21 @@ def test_the_printed_summary_names_whose_webhook_each_row_is(app, visitor):
     rows = re.findall(r'<tr data-summary-event="direct_deposit_switch.added">.*?</tr>', page, re.S)
     assert len(rows) >= 2
     assert any("· Customer 1</span>" in r for r in rows) and any("· Customer 2</span>" in r for r in rows)
+
+
+def test_back_to_the_stage_from_the_summary_returns_to_the_step_it_was_opened_at(app, visitor):
+    """`s` mid-demo, then "Back to the stage", went to the story's title, where → starts a new run on a fresh
+    workspace: the demo's run was lost to one mistaken key."""
+    key = "10-standard-switch"
+    for number in (1, 2):
+        assert run_step(app, visitor, key, number).status_code == 303
+    stage = html.unescape(visitor.get(f"/present/{key}?step=2&brand=Acme").get_data(as_text=True))
+    summary_href = re.search(r'data-summary href="([^"]+)"', stage).group(1)
+    assert "step=2" in summary_href
+    summary = html.unescape(visitor.get(summary_href).get_data(as_text=True))
+    back = re.search(r'data-back-to-stage href="([^"]+)"', summary).group(1)
+    assert back.startswith(f"/present/{key}?") and "step=2" in back and "brand=Acme" in back
+    assert 'data-step="2"' in visitor.get(back).get_data(as_text=True)
+    for bad in ("x", "-1", "999"):
+        page = visitor.get(f"/present/{key}/summary?step={bad}")
+        assert page.status_code == 200

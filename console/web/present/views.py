@@ -559,8 +559,13 @@ def present_summary(key: str):
         # Two customers' identical "switch succeeded" rows say whose each is, as on the stage (paper had no names).
         switches = timeline.workspace_jobs(workspace, SANDBOX) if has_workspace() else []
         feed.name_customers([jt.job for jt in switches], events)
+    # The step the stage was at when `s` was pressed: "Back to the stage" returns there. It went to the title, where
+    # → starts a new run (a fresh workspace): one `s` by mistake mid-demo and the run was gone.
+    back_step = request.args.get("step", "")
+    back_step = min(int(back_step), len(story.steps)) if back_step.isdigit() else 0
     return render_template(
         "console/present/present_summary.html",
+        back_step=back_step,
         other_run=other,
         story=story,
         brand=mark,
