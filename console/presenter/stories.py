@@ -303,7 +303,10 @@ _PARSED_MOST = 512  # more files than that in the folder: read the rest each tim
 def _read(path: Path) -> Story:
     status = path.stat()
     if status.st_size > MAX_FILE_BYTES:
-        raise StoryError(f"the file is larger than {MAX_FILE_BYTES} bytes")
+        raise StoryError(
+            f"the file is {status.st_size:,} bytes, more than a story's {MAX_FILE_BYTES:,} "
+            f"(at most {MAX_STEPS} steps of {MAX_CAPTION} characters)"
+        )
     version = (status.st_ino, status.st_mtime_ns, status.st_ctime_ns, status.st_size)
     known = _parsed.get(path)
     if known is None or known[0] != version:

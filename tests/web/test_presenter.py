@@ -207,6 +207,13 @@ def test_a_story_file_saved_with_a_byte_order_mark_or_not_in_utf8(app, visitor, 
     assert "30-deep.json</code>: not valid JSON: nested too deeply" in page
 
 
+def test_a_huge_story_file_says_how_big_it_is_and_the_limit(app, visitor, tmp_path):
+    (tmp_path / "40-huge.json").write_text(_story({"caption": "x"}, summary="s" * 100) + " " * 70_000)
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    page = html.unescape(visitor.get("/present").get_data(as_text=True))
+    assert "40-huge.json</code>: the file is 70,1" in page and "bytes, more than a story's 64,000" in page
+
+
 def test_a_story_saved_as_yaml_or_with_another_ending_is_listed_not_skipped(app, visitor, tmp_path):
     """Only *.json files are read: a story saved as YAML, as "Story.JSON" or as Windows' "story.json.txt" was skipped
     without a word, simply missing on the day."""
