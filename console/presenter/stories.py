@@ -186,10 +186,13 @@ def _step(number: int, raw: Any) -> Step:
 
 def _in_order(steps: tuple[Step, ...]) -> None:
     """Steps that can only fail on the stage, whatever the presenter does, said when the file is read: Link
-    opened or completed before any token exists, opened again after its token was used, an on-demand update
-    before a switch, a refused webhook awaited while the receiver answers 200."""
+    opened or completed before any token exists, opened again after its token was used, a scenario whose answers
+    cannot complete the token's preset, an on-demand update before a switch, a refused webhook awaited while the
+    receiver answers 200."""
     token = None  # None: no Link token yet; else the step that created it, and whether it has been used
+    preset = ""
     used_by = 0
+    misfit = current_app.extensions.get("story_scenario_fits")
     switched = False
     failing = False
     for number, step in enumerate(steps, 1):
@@ -200,7 +203,7 @@ def _in_order(steps: tuple[Step, ...]) -> None:
                     f"{where}: an on_demand token updates an account already connected: put a complete_link "
                     "step (a first switch) before it"
                 )
-            token, used_by = number, 0
+            token, used_by, preset = number, 0, step.arguments.get("preset", "")
         elif step.action in ("open_link", "complete_link"):
             if token is None:
                 raise StoryError(
@@ -212,6 +215,9 @@ def _in_order(steps: tuple[Step, ...]) -> None:
                     "create_link_token step between them"
                 )
             if step.action == "complete_link":
+                problem = misfit(preset, step.arguments.get("scenario")) if misfit else None
+                if problem:
+                    raise StoryError(f"{where}: {problem} (the token of step {token})")
                 used_by, switched = number, True
         elif step.action == "set_inbox_behaviour":
             failing = step.arguments.get("behaviour") == "fail"

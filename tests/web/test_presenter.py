@@ -154,6 +154,12 @@ COMPLETE = {"caption": "done", "action": "complete_link", "scenario": "user_good
         (_story(TOKEN, COMPLETE, OPEN), "step 3 (open_link): step 2 already used the Link token of step 1"),
         (_story({**TOKEN, "preset": "on_demand"}), "step 1 (create_link_token): an on_demand token"),
         (
+            _story({**TOKEN, "preset": "federal"}, COMPLETE),
+            "step 2 (complete_link): scenario 'user_good' cannot complete a federal token (the API would refuse it): "
+            "use preset standard or direct (the token of step 1)",
+        ),
+        (_story(TOKEN, {**COMPLETE, "scenario": "prime_one"}), "use preset prime_one"),
+        (
             _story({"caption": "x", "action": "wait_for_event", "type": "account.added", "refused": True}),
             "a refused webhook needs the receiver failing",
         ),
@@ -185,6 +191,29 @@ COMPLETE = {"caption": "done", "action": "complete_link", "scenario": "user_good
 def test_a_story_writers_mistake_is_named_before_the_demo(app, document, problem):
     with app.app_context(), pytest.raises(stories.StoryError, match=re.escape(problem)):
         stories.parse("bad", document)
+
+
+@pytest.mark.parametrize(
+    "preset", ["standard", "direct", "prime_one", "prime_several", "prime_none", "federal"]
+)
+@pytest.mark.parametrize(
+    "scenario", ["user_good", "prime_one", "prime_several", "prime_none", "federal_federal_sent"]
+)
+def test_a_scenario_is_refused_on_reading_exactly_when_the_api_would_refuse_it(
+    app, visitor, preset, scenario
+):
+    """A scenario whose answers cannot complete the token's preset (prime_one after a standard token) failed only on
+    the stage, with the API's 400; the read-time check agrees with the API on every pair."""
+    with app.app_context():
+        refused_on_reading = actions.scenario_misfit(preset, scenario) is not None
+        ws = workspace(app, visitor)
+        actions.perform(ws, "create_link_token", {"preset": preset})
+        try:
+            actions.perform(ws, "complete_link", {"scenario": scenario})
+            refused_by_api = False
+        except actions.ActionFailed:
+            refused_by_api = True
+    assert refused_on_reading == refused_by_api
 
 
 def test_words_with_angle_brackets_that_are_not_html_are_fine(app):

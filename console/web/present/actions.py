@@ -306,6 +306,31 @@ def _scenario_known(value: Any) -> str | None:
     return f"scenario {value!r} is not a key of the scenario gallery (/scenarios){hint}"
 
 
+# A scenario's answers complete only some tokens (the API refuses the rest with a 400, on the stage): by the preset
+# the scenario's own row is built from, the token presets it cannot complete, and the presets that fit. Found by
+# completing every preset with every kind of scenario; an on_demand token takes any.
+_PRIME_ONLY = frozenset(linkform.PRESET_KEYS) - {"on_demand"}
+MISFITS = {
+    "prime_one": (_PRIME_ONLY - {"prime_one"}, "prime_one"),
+    "prime_several": (_PRIME_ONLY - {"prime_several"}, "prime_several"),
+    "federal": (frozenset({"direct", "prime_one", "prime_several"}), "federal or standard"),
+}
+CREDENTIALS_MISFIT = (frozenset({"prime_one", "prime_several", "federal"}), "standard or direct")
+
+
+def scenario_misfit(preset: str, scenario: str) -> str | None:
+    """Why the scenario's answers cannot complete a token of `preset`, or None when they can."""
+    found = scenarios.get(scenario)
+    if found is None:
+        return None  # named by the argument check
+    refused, fits = MISFITS.get(found.preset, CREDENTIALS_MISFIT)
+    if preset not in refused:
+        return None
+    return (
+        f"scenario {scenario!r} cannot complete a {preset} token (the API would refuse it): use preset {fits}"
+    )
+
+
 # name -> (function, argument check). The check runs when a story is read, so a bad file is reported
 # before the demo rather than during it.
 ACTIONS: dict[str, tuple[Callable[..., Outcome], Callable[[dict], str | None]]] = {
