@@ -532,6 +532,8 @@ def present_step(key: str, number: int):
         "number": number,
         "caption": _caption(story, number, _brand(), _profile()),
         "message": message,
+        # A replaced run cannot be retried (a retry fails the same way): the message says to press r instead.
+        "retry": message != OTHER_RUN,
     }
     return _stage(story, number - 1, failure=failure, status=422)
 
