@@ -643,6 +643,36 @@ def test_the_stage_hints_that_question_mark_shows_the_controls_then_the_hint_fad
     assert not hint.is_visible()
 
 
+def test_on_a_touch_screen_the_short_links_picker_names_the_controls_not_keys(browser, live_server):
+    """The picker said "→ or space for the next step, ← back, f full screen, ? the keys" on a tablet with no keys."""
+    from tests.browser.conftest import BACKSTOP_MS
+
+    with live_server.app.app_context():
+        from console.extensions import db
+        from console.presenter import brand, profiles
+
+        profile, _secret = profiles.create(
+            brand.from_args({"brand": "Acme Bank"}), [], owner="t", contact=None
+        )
+        db.session.commit()
+        slug = profile.slug
+    for touch, shown, hidden in (
+        (True, "tap “Presenter's controls”", "→ or space"),
+        (False, "→ or space", "tap"),
+    ):
+        context = browser.new_context(
+            viewport={"width": 390, "height": 844}, has_touch=touch, is_mobile=touch
+        )
+        context.set_default_timeout(BACKSTOP_MS)
+        try:
+            page = context.new_page()
+            page.goto(f"{live_server.url}/p/{slug}")
+            lead = page.locator(".picker-lead").inner_text()
+            assert shown in lead and hidden not in lead, (touch, lead)
+        finally:
+            context.close()
+
+
 def test_on_a_touch_screen_the_hint_stays_and_a_tap_shows_and_hides_the_controls(browser, console_live):
     """A tablet or phone driving the demo has no ? key: the hint is the way to the controls, so it does not fade."""
     from tests.browser.conftest import BACKSTOP_MS
