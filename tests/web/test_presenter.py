@@ -372,7 +372,9 @@ def test_create_link_token_calls_the_api_and_the_call_shows_on_the_right(app, vi
 def test_open_link_needs_an_unused_token(app, visitor):
     with app.app_context():
         ws = workspace(app, visitor)
-        with pytest.raises(actions.ActionFailed, match="create_link_token step must come first"):
+        with pytest.raises(
+            actions.ActionFailed, match="the story was opened midway rather than run from its start"
+        ):
             actions.perform(ws, "open_link", {})
         actions.perform(ws, "create_link_token", {"preset": "standard"})
         assert actions.perform(ws, "open_link", {}).open_link is True
@@ -424,6 +426,16 @@ def test_a_stage_whose_run_another_tab_replaced_says_so_instead_of_acting_on_tha
     assert visitor.get(f"/present/backend?pulse=stale&run={run_b}").status_code == 200
     assert run_b != run_a
     assert visitor.post(step_url(b, 2), {"run": run_b}).status_code == 303  # the current run goes on
+
+
+def test_a_stage_opened_midway_in_a_new_browser_says_to_start_from_the_title(app, other_visitor):
+    """A bookmarked mid-story address in a browser with no run: → failed with "No Link token yet: a
+    create_link_token step must come first", a story writer's words shown to the room."""
+    key = "10-standard-switch"
+    other_visitor.get(f"/present/{key}?step=3")
+    page = html.unescape(other_visitor.post(step_url(key, 4)).get_data(as_text=True))
+    assert "Step 4 did not work." in page and "Press r, then → to run it from the beginning." in page
+    assert "create_link_token" not in page[page.index("Step 4 did not work.") :][:400]
 
 
 def test_complete_link_runs_the_scenario_and_a_refusal_is_a_sentence(app, visitor):

@@ -61,7 +61,13 @@ def _failed_call(what: str, row) -> ActionFailed:
 def _newest_token(workspace: Workspace) -> linktokens.Kept:
     kept = linktokens.newest(workspace.id)
     if kept is None:
-        raise ActionFailed("No Link token yet: a create_link_token step must come first.")
+        # A story file always creates one first (checked when it is read): the stage was opened mid-story (a
+        # bookmark, yesterday's address) in a browser whose run never got there. It said "a create_link_token step
+        # must come first", a story writer's words, to the room.
+        raise ActionFailed(
+            "This run has no Link token yet: the story was opened midway rather than run from its start. "
+            "Press r, then → to run it from the beginning."
+        )
     return kept
 
 
