@@ -236,6 +236,12 @@ def _json_hint(error: json.JSONDecodeError) -> str:
         return " (a comma after the last item? JSON allows none)"
     if after == "'":
         return " (JSON needs double quotes)"
+    if error.msg == "Expecting ',' delimiter":
+        return " (a comma missing between two items?)"
+    if error.msg == "Extra data":
+        return " (something after the story's last closing brace: one story per file)"
+    if error.msg == "Invalid control character at":
+        return " (a line break inside quotes? keep each caption on one line)"
     return ""
 
 

@@ -180,6 +180,15 @@ COMPLETE = {"caption": "done", "action": "complete_link", "scenario": "user_good
         ('{"title": "T", "steps": [{"caption": "x"},]}', "line 1, column 43"),
         ('{"title": "T", "steps": [{"caption": "x"},]}', "a comma after the last item"),
         ("{'title': 'T'}", "JSON needs double quotes"),
+        (
+            '{"title": "T", "steps": [{"caption": "a"} {"caption": "b"}]}',
+            "a comma missing between two items?",
+        ),
+        (
+            '{"title": "T", "steps": [{"caption": "a"}]}\n{"title": "U"}',
+            "line 2, column 1: Extra data (something",
+        ),
+        ('{"title": "T", "steps": [{"caption": "one\ntwo"}]}', "a line break inside quotes?"),
         ("[" * 5000 + "]" * 5000, "nested too deeply"),
         # HTML is shown as typed on the stage ("<b>" in front of the room): named instead.
         (_story({"caption": "Paid <b>early</b>"}), "step 1: the caption holds HTML (<b>)"),
