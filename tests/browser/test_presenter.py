@@ -444,6 +444,12 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     img = page.locator(".app-bar img.app-logo")
     img.wait_for()
     assert img.evaluate("img => img.complete && img.naturalWidth") == 48
+    # Ringed in the bar's type colour, so a logo in the brand colour itself does not vanish into the bar.
+    ring = img.evaluate("img => getComputedStyle(img).boxShadow")
+    on_brand = page.evaluate(
+        "getComputedStyle(document.documentElement).getPropertyValue('--on-brand').trim()"
+    )
+    assert "2px" in ring and on_brand in ("#ffffff", "#0b1220"), (ring, on_brand)
     assert page.locator(".app-bar span.app-logo").count() == 0
     assert page.locator(".app-name").inner_text() == "Acme Bank"
     press(page, "ArrowRight", 1)
