@@ -213,13 +213,15 @@
   function showWaiting(on) {
     var cue = find("[data-autoplay-wait]");
     if (cue) cue.hidden = !on;
+    showState();
   }
 
   function showState() {
     var note = find("[data-autoplay-state]");
     if (!note) return;
     var parts = [];
-    if (autoplaying()) parts.push("Autoplay on");
+    var cue = find("[data-autoplay-wait]");
+    if (autoplaying()) parts.push(cue && !cue.hidden ? "Autoplay on, waiting: → continues" : "Autoplay on");
     if (driver) parts.push(driver.hurry ? "Filling in Link, faster" : "Filling in Link (→: faster)");
     note.textContent = parts.join(" · ");
   }
@@ -326,9 +328,20 @@
       });
   }
 
+  var WAITING_NOTE_MS = 700;
+
   function submit(form) {
     if (!form) return;
     go(form.action, { method: "POST", body: new FormData(form) });
+    // A step that waits for a webhook may take seconds (a slow receiver, a busy worker): after a moment the room
+    // reads what is awaited under the caption, rather than a dimmed caption and nothing happening.
+    var waiting = form.dataset.waiting;
+    if (waiting) {
+      var s = stage();
+      window.setTimeout(function () {
+        if (busy && stage() === s) setNote(waiting);
+      }, WAITING_NOTE_MS);
+    }
   }
 
   // → and autoplay: the next step, after filling in Link on screen when that step completes it.

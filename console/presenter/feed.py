@@ -42,6 +42,15 @@ STATE_WORDS = {
     UNVERIFIED: "signature not verified",
 }
 FAILED_ANSWER = "fail"  # the inbox's behaviour when it answered 500 (console.web.webhooks.inbox.FAIL)
+# The inbox's behaviour when it held its answer past the sender's timeout (console.web.webhooks.inbox.TIMEOUT): the
+# sender counts that delivery as failed and retries it, so it is refused too, in its own words. It read
+# "delivered, answered 200" while the stage's wait_for_event said no webhook had arrived.
+TIMED_OUT_ANSWER = "timeout"
+NOT_ACCEPTED = (FAILED_ANSWER, TIMED_OUT_ANSWER)
+TIMED_OUT_WORDS = {
+    REFUSED: "answered too late (timed out): will retry",
+    REDELIVERED: "timed out, then delivered on the retry",
+}
 
 
 def _words(name: str) -> str:
@@ -133,8 +142,8 @@ def event_rows(messages: list[Any]) -> list[EventRow]:
         row = rows[key]
         row.deliveries = len(row.messages)
         row.verified = all(m.verified for m in row.messages)
-        refused = [m for m in row.messages if m.behaviour == FAILED_ANSWER]
-        accepted = [m for m in row.messages if m.behaviour != FAILED_ANSWER and m.verified]
+        refused = [m for m in row.messages if m.behaviour in NOT_ACCEPTED]
+        accepted = [m for m in row.messages if m.behaviour not in NOT_ACCEPTED and m.verified]
         if not row.verified and not accepted:
             row.state = UNVERIFIED
         elif refused and accepted:
@@ -144,6 +153,8 @@ def event_rows(messages: list[Any]) -> list[EventRow]:
         else:
             row.state = DELIVERED
         row.state_words = STATE_WORDS[row.state]
+        if refused and all(m.behaviour == TIMED_OUT_ANSWER for m in refused):
+            row.state_words = TIMED_OUT_WORDS.get(row.state, row.state_words)
         if row.state == DELIVERED and row.deliveries > 1:
             row.state_words += f" ({row.deliveries} copies: at least once)"
         result.append(row)
@@ -233,6 +244,22 @@ def split_calls(calls: list[Any]) -> tuple[list[CallRow], list[CallRow]]:
 
 def job_words(name: str) -> str:
     return JOB_WORDS.get(name, _words(name))
+
+
+# The app's own status line in the phone, by the newest switch's outcome. A federal benefits switch ends "sent" (to
+# the agency): its line said "Your paycheck now comes here" under a Social Security story.
+PHONE_WORDS = {
+    None: "Get paid up to two days early: move your direct deposit here.",
+    "success": "✓ Your paycheck now comes here.",
+    "sent": "✓ Sent to the agency: your benefit payments will come here.",
+    "pending": "Switch in progress…",
+    "processing": "Switch in progress…",
+}
+PHONE_FAILED = "The switch did not go through. You can try again."
+
+
+def phone_words(outcome: str | None) -> str:
+    return PHONE_WORDS.get(outcome or None, PHONE_FAILED)
 
 
 def short_time(value: datetime | str | None) -> str:

@@ -35,7 +35,7 @@ from console.core.timeutil import utcnow
 from console.extensions import db
 from console.presenter import brand as brands
 from console.presenter.models import PresenterProfile
-from console.presenter.stories import MAX_CAPTION, Story
+from console.presenter.stories import MAX_CAPTION, TAG, Story
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,12 @@ def _clean_captions(
             text = " ".join(text.split())
             if len(text) > MAX_CAPTION:
                 errors.append(FieldError(name, f"is {len(text)} characters long; at most {MAX_CAPTION}"))
+                continue
+            tag = TAG.search(text)
+            if tag:  # shown as typed on the stage: "<b>" in front of the room
+                errors.append(
+                    FieldError(name, f"holds HTML ({tag.group(0)[:40]}): write plain text, no tags")
+                )
                 continue
             if text and text != step.caption:
                 captions.setdefault(story.key, {})[str(number)] = text

@@ -45,6 +45,7 @@ def init_app(app: Flask) -> None:
         csrf.exempt(view)
     # The stories (a domain package) check each step against the stage's actions without importing them.
     app.extensions["story_actions"] = story_actions.argument_checks()
+    app.extensions["story_scenario_fits"] = story_actions.scenario_misfit
     headers.init_app(app)
     configure_session_cookie(app)
 

@@ -246,6 +246,54 @@ def test_a_story_added_as_a_file_appears_without_code(page, live_server, tmp_pat
     assert caption(page) == "Welcome, Acme."
 
 
+@pytest.mark.parametrize("size", [(1280, 720), (390, 844)])
+def test_a_storys_own_long_title_wraps_beside_its_summary_and_stays_on_the_screen(
+    page, live_server, tmp_path, size
+):
+    """A title of the longest allowed kind took half the caption bar on one line at 1280x720 (the summary squeezed
+    into nine lines beside it) and ran off the right edge of a phone-sized window."""
+    story = {
+        "title": "Harbor Bank: paychecks that arrive early, even when things go wrong",
+        "summary": "Members get paid up to two days early when their paycheck lands here; switching takes a minute.",
+        "steps": [{"caption": "Welcome, {brand}."}],
+    }
+    (tmp_path / "01-harbor.json").write_text(json.dumps(story))
+    live_server.app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    page.set_viewport_size({"width": size[0], "height": size[1]})
+    page.goto(live_server.url + "/present/01-harbor")
+    title = page.locator(".caption-count").bounding_box()
+    bar = page.locator(".caption-bar").bounding_box()
+    assert title["x"] + title["width"] <= size[0]  # on the screen
+    assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+    if size[0] > 600:
+        assert title["width"] <= bar["width"] / 4, (title, bar)  # the summary keeps the bar's width
+        assert (
+            page.locator("#caption").bounding_box()["height"] <= 3 * 1.35 * 16 * 1.6 + 4
+        )  # three lines at most
+
+
+def test_while_a_step_waits_for_a_slow_webhook_the_room_reads_what_is_awaited(page, live_server, tmp_path):
+    """A wait_for_event step looks for its webhook for up to PRESENTER_WAIT_SECONDS: with a slow receiver (or here,
+    no worker at all) the stage showed only a dimmed caption for seconds, then the failure."""
+    story = {
+        "title": "Slow",
+        "steps": [
+            {"caption": "Hello {brand}."},
+            {"caption": "The webhook arrives.", "action": "wait_for_event", "type": "account.added"},
+        ],
+    }
+    (tmp_path / "01-slow.json").write_text(json.dumps(story))
+    live_server.app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    live_server.app.config["PRESENTER_WAIT_SECONDS"] = 4
+    page.goto(live_server.url + "/present/01-slow?brand=Acme")
+    press(page, "ArrowRight", 1)
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("[data-drive-note]")).to_have_text("Waiting for the webhook to reach Acme's backend…")
+    assert page.locator('#stage[data-step="1"]').count() == 1  # still looking, not yet failed
+    expect(page.locator(".failure")).to_contain_text("Step 2 did not work.")
+    expect(page.locator("[data-drive-note]")).to_have_text("")  # the note leaves with the wait
+
+
 # --- autoplay drives Link in the phone ---------------------------------------------------------------
 
 # story -> (event types the right panel must show at the end, the Link screens filled in on the phone,
@@ -396,6 +444,12 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     img = page.locator(".app-bar img.app-logo")
     img.wait_for()
     assert img.evaluate("img => img.complete && img.naturalWidth") == 48
+    # Ringed in the bar's type colour, so a logo in the brand colour itself does not vanish into the bar.
+    ring = img.evaluate("img => getComputedStyle(img).boxShadow")
+    on_brand = page.evaluate(
+        "getComputedStyle(document.documentElement).getPropertyValue('--on-brand').trim()"
+    )
+    assert "2px" in ring and on_brand in ("#ffffff", "#0b1220"), (ring, on_brand)
     assert page.locator(".app-bar span.app-logo").count() == 0
     assert page.locator(".app-name").inner_text() == "Acme Bank"
     press(page, "ArrowRight", 1)
@@ -595,6 +649,36 @@ def test_the_stage_hints_that_question_mark_shows_the_controls_then_the_hint_fad
     assert not hint.is_visible()
 
 
+def test_on_a_touch_screen_the_short_links_picker_names_the_controls_not_keys(browser, live_server):
+    """The picker said "→ or space for the next step, ← back, f full screen, ? the keys" on a tablet with no keys."""
+    from tests.browser.conftest import BACKSTOP_MS
+
+    with live_server.app.app_context():
+        from console.extensions import db
+        from console.presenter import brand, profiles
+
+        profile, _secret = profiles.create(
+            brand.from_args({"brand": "Acme Bank"}), [], owner="t", contact=None
+        )
+        db.session.commit()
+        slug = profile.slug
+    for touch, shown, hidden in (
+        (True, "tap “Presenter's controls”", "→ or space"),
+        (False, "→ or space", "tap"),
+    ):
+        context = browser.new_context(
+            viewport={"width": 390, "height": 844}, has_touch=touch, is_mobile=touch
+        )
+        context.set_default_timeout(BACKSTOP_MS)
+        try:
+            page = context.new_page()
+            page.goto(f"{live_server.url}/p/{slug}")
+            lead = page.locator(".picker-lead").inner_text()
+            assert shown in lead and hidden not in lead, (touch, lead)
+        finally:
+            context.close()
+
+
 def test_on_a_touch_screen_the_hint_stays_and_a_tap_shows_and_hides_the_controls(browser, console_live):
     """A tablet or phone driving the demo has no ? key: the hint is the way to the controls, so it does not fade."""
     from tests.browser.conftest import BACKSTOP_MS
@@ -612,9 +696,11 @@ def test_on_a_touch_screen_the_hint_stays_and_a_tap_shows_and_hides_the_controls
         hint.tap()
         controls = page.locator("nav.controls")
         assert controls.is_visible() and not hint.is_visible()
+        # No keyboard here: the controls name no keys ("(r)", "Press r to run it again" asked for keys it has not).
+        assert not re.search(r"\((r|f|s|\?|Enter)\)|Press r", controls.inner_text()), controls.inner_text()
         controls.get_by_role("button", name="Next →").tap()
         page.locator('#stage[data-step="1"]').wait_for(state="attached")
-        page.locator("nav.controls").get_by_role("button", name="Hide the controls (?)").tap()
+        page.locator("nav.controls").get_by_role("button", name="Hide the controls", exact=True).tap()
         assert not page.locator("nav.controls").is_visible() and hint.is_visible()
     finally:
         context.close()
@@ -689,6 +775,14 @@ def test_autoplay_waiting_at_a_pause_step_shows_the_presenter_a_small_cue(page, 
     # (autoplay carries on from step 4 at test speed, so the stage is only known to have left step 3)
     page.locator('#stage:not([data-step="3"])').wait_for()
     assert not page.locator("[data-autoplay-wait]").is_visible()
+    # With the controls shown the corner cue would sit on their key hints line: the controls' note says it instead.
+    page.goto(f"{console_live.url}/present/10-standard-switch?speed={FAST}")
+    page.locator("html[data-stage-ready]").wait_for(state="attached")
+    page.keyboard.press("?")
+    page.keyboard.press("a")
+    page.locator('#stage[data-step="3"]:not(.is-busy)').wait_for()
+    expect(page.locator("[data-autoplay-state]")).to_have_text("Autoplay on, waiting: → continues")
+    assert not cue.is_visible()
     # Without autoplay (a new page), nothing waits on the presenter's behalf: no cue at the pause step.
     page.goto(f"{console_live.url}/present/10-standard-switch?step=3&speed={FAST}")
     page.locator("html[data-stage-ready]").wait_for(state="attached")

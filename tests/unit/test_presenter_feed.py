@@ -61,6 +61,19 @@ def test_a_refused_event_will_retry_until_it_is_delivered_then_says_so_in_one_ro
     assert row.deliveries == 2 and not feed.still_refused([row])
 
 
+def test_a_delivery_answered_past_the_senders_timeout_is_refused_until_delivered():
+    late = message("e1", "direct_deposit_switch.added", "success", behaviour="timeout")
+    (row,) = feed.event_rows([late])
+    assert (row.state, row.state_words, row.state_tone) == (
+        "refused",
+        "answered too late (timed out): will retry",
+        "bad",
+    )
+    assert feed.still_refused([row])
+    (row,) = feed.event_rows([message("e1", "direct_deposit_switch.added", "success", n=1), late])
+    assert (row.state, row.state_words) == ("redelivered", "timed out, then delivered on the retry")
+
+
 def test_an_unverified_delivery_and_a_repeat_delivery_are_named():
     (row,) = feed.event_rows([message("e1", "account.added", verified=False)])
     assert row.state_words == "signature not verified" and row.words == "Account connected"
@@ -89,3 +102,11 @@ def test_the_backends_calls_are_apart_from_the_stages_set_up_and_sandbox_only_ca
         "Register the webhook receiver",
     ]
     assert all(c.setup for c in setup) and not any(c.setup for c in yours)
+
+
+def test_the_phone_says_paycheck_for_a_switch_and_benefit_payments_for_a_federal_one():
+    assert feed.phone_words(None).startswith("Get paid up to two days early")
+    assert feed.phone_words("success") == "✓ Your paycheck now comes here."
+    assert "benefit payments" in feed.phone_words("sent") and "paycheck" not in feed.phone_words("sent")
+    assert feed.phone_words("processing") == feed.phone_words("pending") == "Switch in progress…"
+    assert feed.phone_words("error") == "The switch did not go through. You can try again."

@@ -119,6 +119,168 @@ def test_a_bad_story_file_says_what_is_wrong(app, document, problem):
         stories.parse("bad", document)
 
 
+def _story(*steps: dict, **top) -> str:
+    return json.dumps({"title": "T", **top, "steps": list(steps)})
+
+
+TOKEN = {"caption": "token", "action": "create_link_token", "preset": "standard"}
+OPEN = {"caption": "open", "action": "open_link"}
+COMPLETE = {"caption": "done", "action": "complete_link", "scenario": "user_good"}
+
+
+@pytest.mark.parametrize(
+    ("document", "problem"),
+    [
+        # A sales engineer's slips, each named with where it is and, for a near miss, what was meant.
+        (_story({"caption": "x"}, sumary="s"), "unknown key 'sumary' (did you mean 'summary'?)"),
+        ('{"title": "T", "step": [{"caption": "x"}]}', "unknown key 'step' (did you mean 'steps'?)"),
+        (_story({"caption": "x", "puase": True}), "step 1: unknown key 'puase' (did you mean 'pause'?)"),
+        (_story({**OPEN, "pasue": True}), "step 1: unknown key 'pasue' (did you mean 'pause'?)"),
+        (_story({**TOKEN, "action": "create_link_tokens"}), "(did you mean 'create_link_token'?)"),
+        (_story({**TOKEN, "preset": "standrd"}), "not 'standrd' (did you mean 'standard'?)"),
+        (_story(TOKEN, {**COMPLETE, "scenario": "user_goood"}), "'user_goood' is not a key of the scenario"),
+        (_story(TOKEN, {**COMPLETE, "scenario": "user_goood"}), "(did you mean 'user_good'?)"),
+        (
+            _story({"caption": "x", "action": "set_inbox_behaviour", "behavior": "fail"}),
+            "does not take 'behavior' (did you mean 'behaviour'?)",
+        ),
+        (
+            _story({"caption": "x", "action": "wait_for_event", "type": "direct_deposit_switch.add"}),
+            "(did you mean 'direct_deposit_switch.added'?)",
+        ),
+        # Steps that could only fail on the stage, said when the file is read.
+        (_story(OPEN), "step 1 (open_link): there is no Link token yet"),
+        (_story(COMPLETE), "step 1 (complete_link): there is no Link token yet"),
+        (_story(TOKEN, COMPLETE, OPEN), "step 3 (open_link): step 2 already used the Link token of step 1"),
+        (_story({**TOKEN, "preset": "on_demand"}), "step 1 (create_link_token): an on_demand token"),
+        (
+            _story({**TOKEN, "preset": "federal"}, COMPLETE),
+            "step 2 (complete_link): scenario 'user_good' cannot complete a federal token (the API would refuse it): "
+            "use preset standard or direct (the token of step 1)",
+        ),
+        (_story(TOKEN, {**COMPLETE, "scenario": "prime_one"}), "use preset prime_one"),
+        (
+            _story({"caption": "x", "action": "wait_for_event", "type": "account.added", "refused": True}),
+            "a refused webhook needs the receiver failing",
+        ),
+        (_story({"caption": "x", "action": "advance_clock", "days": 1e12}), "days must be at most 400"),
+        (_story({"caption": "x", "action": "advance_clock", "business_days": 1000}), "at most 260"),
+        ('{"title": "T", "steps": [{"caption": "x", "action": "advance_clock", "days": NaN}]}', "positive"),
+        (
+            '{"title": "T", "steps": [{"caption": "x", "action": "advance_clock", "hours": Infinity}]}',
+            "positive",
+        ),
+        (
+            _story({"caption": "x", "action": "wait_for_event", "type": "account.added", "count": 10**9}),
+            "count must be a whole number from 1 to 50",
+        ),
+        # Words too long for the stage, and JSON slips in words.
+        ('{"title": "' + "T" * 81 + '", "steps": [{"caption": "x"}]}', "title is longer than 80"),
+        (_story({"caption": "x"}, summary="s" * 401), "summary is longer than 400"),
+        ('{"title": "T", "steps": [{"caption": "x"},]}', "line 1, column 43"),
+        ('{"title": "T", "steps": [{"caption": "x"},]}', "a comma after the last item"),
+        ("{'title': 'T'}", "JSON needs double quotes"),
+        (
+            '{"title": "T", "steps": [{"caption": "a"} {"caption": "b"}]}',
+            "a comma missing between two items?",
+        ),
+        (
+            '{"title": "T", "steps": [{"caption": "a"}]}\n{"title": "U"}',
+            "line 2, column 1: Extra data (something",
+        ),
+        ('{"title": "T", "steps": [{"caption": "one\ntwo"}]}', "a line break inside quotes?"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        # HTML is shown as typed on the stage ("<b>" in front of the room): named instead.
+        (_story({"caption": "Paid <b>early</b>"}), "step 1: the caption holds HTML (<b>)"),
+        (_story({"caption": "x", "printed": "a<br/>b"}), "step 1: printed holds HTML (<br/>)"),
+        (_story({"caption": "x"}, title="<i>Acme</i>"), "the title holds HTML (<i>)"),
+        (_story({"caption": "x"}, summary='<a href="https://acme.example">us</a>'), "the summary holds HTML"),
+    ],
+)
+def test_a_story_writers_mistake_is_named_before_the_demo(app, document, problem):
+    with app.app_context(), pytest.raises(stories.StoryError, match=re.escape(problem)):
+        stories.parse("bad", document)
+
+
+@pytest.mark.parametrize(
+    "preset", ["standard", "direct", "prime_one", "prime_several", "prime_none", "federal"]
+)
+@pytest.mark.parametrize(
+    "scenario", ["user_good", "prime_one", "prime_several", "prime_none", "federal_federal_sent"]
+)
+def test_a_scenario_is_refused_on_reading_exactly_when_the_api_would_refuse_it(
+    app, visitor, preset, scenario
+):
+    """A scenario whose answers cannot complete the token's preset (prime_one after a standard token) failed only on
+    the stage, with the API's 400; the read-time check agrees with the API on every pair."""
+    with app.app_context():
+        refused_on_reading = actions.scenario_misfit(preset, scenario) is not None
+        ws = workspace(app, visitor)
+        actions.perform(ws, "create_link_token", {"preset": preset})
+        try:
+            actions.perform(ws, "complete_link", {"scenario": scenario})
+            refused_by_api = False
+        except actions.ActionFailed:
+            refused_by_api = True
+    assert refused_on_reading == refused_by_api
+
+
+def test_words_with_angle_brackets_that_are_not_html_are_fine(app):
+    with app.app_context():
+        story = stories.parse("ok", _story({"caption": "Press <Enter>: 1 < 2 and 3 > 2, I <3 it"}))
+    assert story.steps[0].caption == "Press <Enter>: 1 < 2 and 3 > 2, I <3 it"
+
+
+def test_a_story_file_saved_with_a_byte_order_mark_or_not_in_utf8(app, visitor, tmp_path):
+    story = json.dumps({"title": "Saved by Notepad", "steps": [{"caption": "One step"}]})
+    (tmp_path / "10-bom.json").write_bytes(b"\xef\xbb\xbf" + story.encode())
+    (tmp_path / "20-latin1.json").write_bytes(story.replace("Notepad", "Caf\u00e9").encode("latin-1"))
+    (tmp_path / "30-deep.json").write_text("[" * 3000 + "]" * 3000)
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    response = visitor.get("/present")
+    assert response.status_code == 200  # one file nested too deeply made the whole page a 500
+    page = html.unescape(response.get_data(as_text=True))
+    assert "Saved by Notepad" in page and "1 step<br>" in page  # a BOM is no mistake; one step, not "1 steps"
+    assert "20-latin1.json</code>: the file is not UTF-8 text (byte 0xe9 at position" in page
+    assert "30-deep.json</code>: not valid JSON: nested too deeply" in page
+
+
+def test_a_huge_story_file_says_how_big_it_is_and_the_limit(app, visitor, tmp_path):
+    (tmp_path / "40-huge.json").write_text(_story({"caption": "x"}, summary="s" * 100) + " " * 70_000)
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    page = html.unescape(visitor.get("/present").get_data(as_text=True))
+    assert "40-huge.json</code>: the file is 70,1" in page and "bytes, more than a story's 64,000" in page
+
+
+def test_a_story_saved_as_yaml_or_with_another_ending_is_listed_not_skipped(app, visitor, tmp_path):
+    """Only *.json files are read: a story saved as YAML, as "Story.JSON" or as Windows' "story.json.txt" was skipped
+    without a word, simply missing on the day."""
+    (tmp_path / "70-own.yaml").write_text("title: Our demo\nsteps:\n  - caption: Hello\n")
+    (tmp_path / "71-caps.JSON").write_text(_story({"caption": "x"}))
+    (tmp_path / "72-win.json.txt").write_text(_story({"caption": "x"}))
+    (tmp_path / "notes.txt").write_text("not a story")
+    (tmp_path / "73-folder.json").mkdir()  # a folder named like a story: "[Errno 21] ... '/srv/...'" before
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    page = html.unescape(visitor.get("/present").get_data(as_text=True))
+    assert "73-folder.json</code>: the file cannot be read (is a directory)" in page
+    assert str(tmp_path) not in page
+    assert "70-own.yaml</code>: a story is a .json file (JSON, not YAML): save it as 70-own.json" in page
+    assert "71-caps.JSON</code>: a story is a .json file (JSON): save it as 71-caps.json" in page
+    assert "72-win.json.txt</code>: a story is a .json file (JSON): save it as 72-win.json" in page
+    assert "notes.txt" not in page
+
+
+def test_a_broken_storys_stage_address_says_what_is_wrong(app, visitor, tmp_path):
+    (tmp_path / "70-own.json").write_text(_story(OPEN))
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    response = visitor.get("/present/70-own?brand=Acme")
+    assert response.status_code == 404
+    page = html.unescape(response.get_data(as_text=True))
+    assert "70-own.json</code>: step 1 (open_link): there is no Link token yet" in page
+    assert "another workspace" not in page
+    assert visitor.get("/present/71-missing").status_code == 404
+
+
 def test_a_story_added_as_a_file_appears_and_a_broken_one_is_listed(app, visitor, tmp_path):
     story = {"title": "Our own demo", "summary": "Made by sales.", "steps": [{"caption": "Hello {brand}"}]}
     (tmp_path / "70-own.json").write_text(json.dumps(story))
@@ -219,13 +381,70 @@ def test_create_link_token_calls_the_api_and_the_call_shows_on_the_right(app, vi
 def test_open_link_needs_an_unused_token(app, visitor):
     with app.app_context():
         ws = workspace(app, visitor)
-        with pytest.raises(actions.ActionFailed, match="create_link_token step must come first"):
+        with pytest.raises(
+            actions.ActionFailed, match="the story was opened midway rather than run from its start"
+        ):
             actions.perform(ws, "open_link", {})
         actions.perform(ws, "create_link_token", {"preset": "standard"})
         assert actions.perform(ws, "open_link", {}).open_link is True
         actions.perform(ws, "complete_link", {"scenario": "user_good"})
         with pytest.raises(actions.ActionFailed, match="already used"):
             actions.perform(ws, "open_link", {})
+
+
+def test_back_then_forward_at_the_link_step_opens_link_again_where_it_stands(app, visitor):
+    """At the open_link step the customer pressed Continue in the phone, the presenter pressed ← then →: step 3
+    failed ("already used or has expired"), and its Retry failed the same way, in front of the room."""
+    key = "10-standard-switch"
+    for number in (1, 2, 3):
+        assert run_step(app, visitor, key, number).status_code == 303
+    with app.app_context():
+        token = linktokens.newest(visitor.workspace_id).token
+    visitor.get(f"/sandbox/link?token={token}")
+    screen = visitor.post("/sandbox/link/step", data={"token": token, "action": "accept", "step": "intro"})
+    assert 'data-screen="search"' in screen.get_data(as_text=True)
+    visitor.get(f"/present/{key}?step=2")  # ←
+    again = visitor.post(step_url(key, 3))  # →
+    assert again.status_code == 303, html.unescape(again.get_data(as_text=True))[:3000]
+    stage = visitor.get(again.headers["Location"]).get_data(as_text=True)
+    assert f'data-open-token="{token}"' in stage  # Link opens again, at the search the customer reached
+
+
+def test_a_stage_whose_run_another_tab_replaced_says_so_instead_of_acting_on_that_run(app, visitor):
+    """Two tabs of one browser share its workspace: step 1 in tab B replaced tab A's run, and A's next step acted on
+    B's run and failed with "No verified webhook has arrived yet. Is the worker running?"."""
+    a, b = "50-failure-and-recovery", "10-standard-switch"
+    for number in (1, 2, 3):
+        assert run_step(app, visitor, a, number).status_code == 303
+    stage_a = visitor.get(f"/present/{a}?step=3").get_data(as_text=True)
+    run_a = re.search(r'name="run" value="([0-9a-f]{16})"', stage_a).group(1)
+    assert run_step(app, visitor, b, 1).status_code == 303  # tab B starts its story
+    stale = visitor.post(step_url(a, 4), {"run": run_a})
+    page = html.unescape(stale.get_data(as_text=True))
+    assert stale.status_code == 422
+    assert (
+        "Step 4 did not work." in page
+        and "Another tab or window of this browser started a story since" in page
+    )
+    assert "Retry step 4" not in page  # it would fail the same way: the sentence says to press r
+    # Tab A's panel keeps its own run rather than turning into tab B's.
+    assert visitor.get(f"/present/backend?pulse=stale&run={run_a}").status_code == 204
+    stage_b = visitor.get(f"/present/{b}?step=1").get_data(as_text=True)
+    run_b = re.search(r'name="run" value="([0-9a-f]{16})"', stage_b).group(1)
+    assert f"run={run_b}" in stage_b  # its own panel polls for its own run
+    assert visitor.get(f"/present/backend?pulse=stale&run={run_b}").status_code == 200
+    assert run_b != run_a
+    assert visitor.post(step_url(b, 2), {"run": run_b}).status_code == 303  # the current run goes on
+
+
+def test_a_stage_opened_midway_in_a_new_browser_says_to_start_from_the_title(app, other_visitor):
+    """A bookmarked mid-story address in a browser with no run: → failed with "No Link token yet: a
+    create_link_token step must come first", a story writer's words shown to the room."""
+    key = "10-standard-switch"
+    other_visitor.get(f"/present/{key}?step=3")
+    page = html.unescape(other_visitor.post(step_url(key, 4)).get_data(as_text=True))
+    assert "Step 4 did not work." in page and "Press r, then → to run it from the beginning." in page
+    assert "create_link_token" not in page[page.index("Step 4 did not work.") :][:400]
 
 
 def test_complete_link_runs_the_scenario_and_a_refusal_is_a_sentence(app, visitor):
@@ -288,6 +507,27 @@ def test_wait_for_event_finds_a_verified_delivery_and_gives_up_quickly(app, visi
             actions.perform(ws, "wait_for_event", {"type": "account.added", "redelivered": True})
 
 
+@pytest.mark.committing
+def test_a_webhook_the_receiver_answered_too_late_is_not_shown_delivered(app, visitor):
+    """The receiver held its answer past the sender's timeout: the stage said "No webhook has arrived yet. Is the
+    worker running?" while its panel showed the same event "delivered, answered 200"."""
+    app.config["PRESENTER_WAIT_SECONDS"] = 0.3
+    app.config["WEBHOOK_TIMEOUT_SECONDS"] = 0.3
+    with app.app_context():
+        ws = workspace(app, visitor)
+        actions.perform(ws, "create_link_token", {"preset": "standard"})
+        actions.perform(ws, "complete_link", {"scenario": "user_good"})
+        inbox.set_behaviour(ws.id, inbox.TIMEOUT)
+        db.session.commit()
+        deliver_due(app)
+        with pytest.raises(
+            actions.ActionFailed, match="reached the backend, but its receiver did not accept it"
+        ):
+            actions.perform(ws, "wait_for_event", {"type": "direct_deposit_switch.added"})
+    page = html.unescape(visitor.get("/present/backend").get_data(as_text=True))  # the panel the room sees
+    assert "answered too late (timed out): will retry" in page
+
+
 # --- the stage, step by step -----------------------------------------------------------------------
 
 
@@ -302,7 +542,7 @@ def test_every_shipped_story_runs_to_the_end(app, visitor, key):
         assert f"step={number}" in response.headers["Location"]
     page = visitor.get(f"/present/{key}?step={total}").get_data(as_text=True)
     assert "did not work" not in page
-    assert "The end. Press r to run it again." in page
+    assert 'The end.<span class="key-hint"> Press r to run it again.</span>' in page
     assert 'data-event-type="direct_deposit_switch.added"' in page
     assert "✓ signature verified" in page
 
@@ -317,6 +557,9 @@ def test_federal_story_shows_processing_then_sent(app, visitor):
     page = visitor.get(f"/present/{key}?step=5").get_data(as_text=True)
     assert 'data-job-outcome="sent"' in page
     assert "The sandbox clock moved ahead" in page
+    # A Social Security switch is not a paycheck: the app in the phone says where the benefit payments go.
+    assert "✓ Sent to the agency: your benefit payments will come here." in page
+    assert "paycheck now comes here" not in page
 
 
 @pytest.mark.committing
@@ -628,6 +871,11 @@ def test_a_caption_too_long_or_with_a_nul_is_named_on_the_form_and_nothing_is_sa
         f'<a href="#caption-{key}-2">Standard switch, step 2</a>: is 401 characters long; at most 400' in text
     )
     assert f'id="caption-{key}-2-error"' in text and 'aria-invalid="true"' in text
+    tagged = visitor.post(f"/present/profiles/{slug}", {f"caption-{key}-3": "Paid <strong>early</strong>"})
+    assert tagged.status_code == 400
+    assert "Standard switch, step 3</a>: holds HTML (&lt;strong&gt;): write plain text" in tagged.get_data(
+        as_text=True
+    )
     nul = visitor.post(f"/present/profiles/{slug}", {f"caption-{key}-4": "a\x00b"})
     assert nul.status_code == 400
     assert "Standard switch, step 4</a>: must not contain NUL" in nul.get_data(as_text=True)
@@ -888,3 +1136,61 @@ def test_the_failure_story_shows_every_customers_switch_and_names_the_customer_o
     ]
     assert "· Customer 2</span>" in switch_rows[0] and "<code>end_user_id user_" in switch_rows[0]
     assert any("· Customer 1</span>" in item for item in items)
+
+
+def test_brand_in_a_storys_title_and_summary_is_the_prospects_name_everywhere(
+    app, visitor, other_visitor, tmp_path
+):
+    """The stage filled {brand} in a story's summary, but the start page, the short link's picker and the printed
+    summary showed "{brand}" itself to the prospect."""
+    story = {
+        "title": "{brand}: paychecks that arrive",
+        "summary": "A member moves their paycheck to {brand}.",
+        "steps": [{"caption": "Welcome to {brand}."}],
+    }
+    (tmp_path / "60-own.json").write_text(json.dumps(story))
+    app.config["PRESENTER_STORIES_DIR"] = str(tmp_path)
+    slug, _ = save_profile(visitor, brand="Harbor Bank")
+    pages = {
+        "start": visitor.get("/present?brand=Harbor+Bank"),
+        "picker": other_visitor.get(f"/p/{slug}"),
+        "stage": other_visitor.get(f"/present/60-own?profile={slug}"),
+        "summary": other_visitor.get(f"/present/60-own/summary?profile={slug}"),
+    }
+    for name, response in pages.items():
+        text = html.unescape(response.get_data(as_text=True))
+        assert response.status_code == 200, name
+        assert "{brand}" not in text, name
+        assert "Harbor Bank: paychecks that arrive" in text, name
+        assert "A member moves their paycheck to Harbor Bank." in text, name
+
+
+@pytest.mark.committing
+def test_the_printed_summary_names_whose_webhook_each_row_is(app, visitor):
+    """On paper the failure story's two "Direct deposit switch succeeded" rows did not say which customer's each
+    was; the stage did."""
+    key = "50-failure-and-recovery"
+    for number in range(1, 12):
+        assert run_step(app, visitor, key, number).status_code == 303, number
+    page = visitor.get(f"/present/{key}/summary").get_data(as_text=True)
+    rows = re.findall(r'<tr data-summary-event="direct_deposit_switch.added">.*?</tr>', page, re.S)
+    assert len(rows) >= 2
+    assert any("· Customer 1</span>" in r for r in rows) and any("· Customer 2</span>" in r for r in rows)
+
+
+def test_back_to_the_stage_from_the_summary_returns_to_the_step_it_was_opened_at(app, visitor):
+    """`s` mid-demo, then "Back to the stage", went to the story's title, where → starts a new run on a fresh
+    workspace: the demo's run was lost to one mistaken key."""
+    key = "10-standard-switch"
+    for number in (1, 2):
+        assert run_step(app, visitor, key, number).status_code == 303
+    stage = html.unescape(visitor.get(f"/present/{key}?step=2&brand=Acme").get_data(as_text=True))
+    summary_href = re.search(r'data-summary href="([^"]+)"', stage).group(1)
+    assert "step=2" in summary_href
+    summary = html.unescape(visitor.get(summary_href).get_data(as_text=True))
+    back = re.search(r'data-back-to-stage href="([^"]+)"', summary).group(1)
+    assert back.startswith(f"/present/{key}?") and "step=2" in back and "brand=Acme" in back
+    assert 'data-step="2"' in visitor.get(back).get_data(as_text=True)
+    for bad in ("x", "-1", "999"):
+        page = visitor.get(f"/present/{key}/summary?step={bad}")
+        assert page.status_code == 200

@@ -7,6 +7,7 @@ screen; the stage never shows a traceback or a raw response body.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,8 +16,10 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import func, select
 
+from console.clock.moves import MAX_ADVANCE
 from console.events.models import EVENT_TYPES
 from console.extensions import db
+from console.presenter.stories import did_you_mean
 from console.web.link import form as linkform
 from console.web.link import guide as linkguide
 from console.web.link import tokens as linktokens
@@ -58,7 +61,13 @@ def _failed_call(what: str, row) -> ActionFailed:
 def _newest_token(workspace: Workspace) -> linktokens.Kept:
     kept = linktokens.newest(workspace.id)
     if kept is None:
-        raise ActionFailed("No Link token yet: a create_link_token step must come first.")
+        # A story file always creates one first (checked when it is read): the stage was opened mid-story (a
+        # bookmark, yesterday's address) in a browser whose run never got there. It said "a create_link_token step
+        # must come first", a story writer's words, to the room.
+        raise ActionFailed(
+            "This run has no Link token yet: the story was opened midway rather than run from its start. "
+            "Press r, then → to run it from the beginning."
+        )
     return kept
 
 
@@ -86,7 +95,9 @@ def create_link_token(workspace: Workspace, preset: str, org_name: str | None = 
 def open_link(workspace: Workspace) -> Outcome:
     kept = _newest_token(workspace)
     view = linkguide.view(workspace, kept.link_token_id, kept.token, kept.origin)
-    if view is None or view.state.kind != linkguide.UNUSED:
+    # Unused, or open and not finished (the presenter pressed Continue, then ← and → again): Link resumes at its
+    # screen, as after a reload. Only an open Link was refused here, with a retry that could never work.
+    if view is None or view.state.kind not in (linkguide.UNUSED, linkguide.OPEN):
         raise ActionFailed("The newest Link token was already used or has expired: create a new one first.")
     return Outcome("Link opens in the app", open_link=True)
 
@@ -156,6 +167,17 @@ def verified_count(
     return db.session.scalar(select(func.count(func.distinct(query.subquery().c.event_id)))) or 0
 
 
+def _not_accepted(workspace: Workspace, event_type: str) -> bool:
+    """Some verified delivery of the type was answered 500 or past the sender's timeout."""
+    found = db.session.scalar(
+        select(func.count()).select_from(
+            _messages(workspace, event_type, (inbox.FAIL, inbox.TIMEOUT)).subquery()
+        )
+    )
+    db.session.rollback()
+    return bool(found)
+
+
 def _looked_for(type: str, refused: bool, redelivered: bool) -> str:
     if refused:
         return f"refused {type} webhook"
@@ -176,6 +198,14 @@ def wait_for_event(
         if found >= count:
             return Outcome(f"{_looked_for(type, refused, redelivered)} arrived")
         if time.monotonic() >= deadline:
+            if not refused and _not_accepted(workspace, type):
+                # The receiver is slow or failing: the webhook did arrive, and the sender will retry it. "Is the
+                # worker running?" sent the presenter looking for the wrong problem, the panel showing it arrive.
+                raise ActionFailed(
+                    f"The {type} webhook reached the backend, but its receiver did not accept it (it answered "
+                    "500 or too late): the sender will retry. Set the receiver to answer 200, move the clock "
+                    "ahead, then retry the step."
+                )
             raise ActionFailed(
                 f"No {_looked_for(type, refused, redelivered)} has arrived yet (looked for {limit:g} s). "
                 "Is the worker running? Retry the step."
@@ -185,44 +215,86 @@ def wait_for_event(
 
 
 def _one_of(name: str, allowed) -> Callable[[Any], str | None]:
-    return lambda value: None if value in allowed else f"{name} must be one of {', '.join(allowed)}"
+    def check(value: Any) -> str | None:
+        if isinstance(value, str) and value in allowed:
+            return None
+        return f"{name} must be one of {', '.join(allowed)}, not {value!r}{did_you_mean(value, allowed)}"
+
+    return check
+
+
+def _unexpected(args: dict[str, Any], allowed) -> str:
+    """'does not take 'x' (did you mean 'y'?)' for the first argument a step's action does not take."""
+    extra = sorted(k for k in args if k not in allowed)[0]
+    return f"does not take {extra!r}{did_you_mean(extra, allowed)}"
+
+
+# The clock moves at most MAX_ADVANCE at once (the API refuses more): a story asking for more failed only on the
+# stage. Business days are counted on the calendar with weekends and holidays: 260 (a year's) stay within it.
+CLOCK_MOST = {
+    "seconds": MAX_ADVANCE.total_seconds(),
+    "hours": MAX_ADVANCE.total_seconds() / 3600,
+    "days": float(MAX_ADVANCE.days),
+    "business_days": 260,
+}
 
 
 def _check_clock(args: dict[str, Any]) -> str | None:
     given = [k for k in args if k in (*CLOCK_UNITS, "next")]
     if len(given) != 1 or len(args) != 1:
+        extra = [k for k in args if k not in (*CLOCK_UNITS, "next")]
+        if extra:
+            return _unexpected(args, (*CLOCK_UNITS, "next"))
         return f"give exactly one of {', '.join(CLOCK_UNITS)} or next"
     unit = given[0]
     value = args[unit]
     if unit == "next":
         return None if value is True else "next must be true"
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         return f"{unit} must be a positive number"
     if unit == "business_days" and not isinstance(value, int):
         return "business_days must be a whole number"
+    if value > CLOCK_MOST[unit]:
+        return f"{unit} must be at most {CLOCK_MOST[unit]:g} (the clock moves at most {MAX_ADVANCE.days} days at once)"
     return None
 
 
+WAIT_ARGUMENTS = ("type", "count", "refused", "redelivered")
+MAX_WAIT_COUNT = 50  # more events than a story's switches send: the step could only time out on the stage
+
+
 def _check_wait(args: dict[str, Any]) -> str | None:
-    if set(args) - {"type", "count", "refused", "redelivered"}:
-        return "takes type, and optionally count, refused or redelivered"
+    if set(args) - set(WAIT_ARGUMENTS):
+        return (
+            f"{_unexpected(args, WAIT_ARGUMENTS)}: takes type, and optionally count, refused or redelivered"
+        )
     for flag in ("refused", "redelivered"):
         if not isinstance(args.get(flag, False), bool):
             return f"{flag} must be true or false"
     if args.get("refused") and args.get("redelivered"):
         return "give refused or redelivered, not both"
-    if args.get("type") not in EVENT_TYPES:
-        return f"type must be one of {', '.join(EVENT_TYPES)}"
+    if "type" not in args:
+        return f"needs type, one of {', '.join(EVENT_TYPES)}"
+    problem = _one_of("type", EVENT_TYPES)(args["type"])
+    if problem:
+        return problem
     count = args.get("count", 1)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
-        return "count must be a positive whole number"
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_WAIT_COUNT:
+        return f"count must be a whole number from 1 to {MAX_WAIT_COUNT}"
     return None
 
 
 def _exactly(name: str, check: Callable[[Any], str | None]) -> Callable[[dict], str | None]:
     def checker(args: dict[str, Any]) -> str | None:
-        if set(args) != {name}:
-            return f"takes exactly {name}"
+        if set(args) - {name}:
+            return f"{_unexpected(args, (name,))}: takes exactly {name}"
+        if name not in args:
+            return f"takes exactly {name}, and it is missing"
         return check(args[name])
 
     return checker
@@ -235,7 +307,34 @@ def _no_arguments(args: dict[str, Any]) -> str | None:
 def _scenario_known(value: Any) -> str | None:
     if isinstance(value, str) and scenarios.get(value) is not None:
         return None
-    return "scenario must be a key of the scenario gallery (/scenarios), e.g. user_good"
+    keys = [s.key for s in scenarios.all_scenarios(with_steps=False)]
+    hint = did_you_mean(value, keys) or " (e.g. user_good)"
+    return f"scenario {value!r} is not a key of the scenario gallery (/scenarios){hint}"
+
+
+# A scenario's answers complete only some tokens (the API refuses the rest with a 400, on the stage): by the preset
+# the scenario's own row is built from, the token presets it cannot complete, and the presets that fit. Found by
+# completing every preset with every kind of scenario; an on_demand token takes any.
+_PRIME_ONLY = frozenset(linkform.PRESET_KEYS) - {"on_demand"}
+MISFITS = {
+    "prime_one": (_PRIME_ONLY - {"prime_one"}, "prime_one"),
+    "prime_several": (_PRIME_ONLY - {"prime_several"}, "prime_several"),
+    "federal": (frozenset({"direct", "prime_one", "prime_several"}), "federal or standard"),
+}
+CREDENTIALS_MISFIT = (frozenset({"prime_one", "prime_several", "federal"}), "standard or direct")
+
+
+def scenario_misfit(preset: str, scenario: str) -> str | None:
+    """Why the scenario's answers cannot complete a token of `preset`, or None when they can."""
+    found = scenarios.get(scenario)
+    if found is None:
+        return None  # named by the argument check
+    refused, fits = MISFITS.get(found.preset, CREDENTIALS_MISFIT)
+    if preset not in refused:
+        return None
+    return (
+        f"scenario {scenario!r} cannot complete a {preset} token (the API would refuse it): use preset {fits}"
+    )
 
 
 # name -> (function, argument check). The check runs when a story is read, so a bad file is reported

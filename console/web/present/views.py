@@ -15,6 +15,7 @@ the profile in its signed session: the one that saved it, or one that opened its
 
 from __future__ import annotations
 
+import hashlib
 import logging
 
 from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
@@ -103,6 +104,20 @@ def _used(profile) -> None:
         db.session.commit()
 
 
+OTHER_RUN = (
+    "Another tab or window of this browser started a story since, and a browser presents one run at a time: this "
+    "stage's run was replaced. Press r to start this story again, or close the other tab."
+)
+
+
+def _run_mark() -> str:
+    """Which run the stage shows (a digest of its workspace's id; "" before one exists): a step posted from a stage
+    whose run another tab has since replaced would act on that tab's run."""
+    if not has_workspace():
+        return ""
+    return hashlib.sha256(f"presenter-run:{g.console_workspace.id}".encode()).hexdigest()[:16]
+
+
 def _caption(story: stories.Story, number: int, mark: brand.Brand, profile=None) -> str:
     """Step `number`'s caption on this stage (the profile's edit, if any), the prospect's name filled in."""
     text = profiles.caption(profile, story, number) if number else story.summary
@@ -118,6 +133,15 @@ def _brand(profile=None) -> brand.Brand:
 def _story_or_404(key: str) -> stories.Story:
     story = stories.get(key)
     if story is None:
+        problem = stories.problem(key)
+        if problem is not None:
+            # A bookmarked stage whose file was broken since said "Not found ... another workspace": say what
+            # is wrong with the file, and where, so it is fixed before the call.
+            abort(
+                Response(
+                    render_template("console/present/present_broken.html", key=key, problem=problem), 404
+                )
+            )
         abort(404)
     return story
 
@@ -150,6 +174,7 @@ def backend_context(kept: linktokens.Kept | object | None = _NOT_READ) -> dict:
         "pulse": live.pulse(workspace),
         "link_token_id": kept.link_token_id if kept else "",
         "clock": _clock(workspace),
+        "run": _run_mark(),
         **WORDS,
     }
 
@@ -160,6 +185,7 @@ WORDS = {
     "job_words": feed.job_words,
     "outcome_words": feed.outcome_words,
     "tone": feed.tone,
+    "phone_words": feed.phone_words,
 }
 
 
@@ -181,6 +207,7 @@ def _fresh_backend() -> dict:
         "pulse": "",
         "link_token_id": "",
         "clock": None,
+        "run": "",
         **WORDS,
     }
 
@@ -218,6 +245,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         unused_token=unused_token,
         link_closed=request.args.get("closed") == "1" and number < len(story.steps),
         poll=not fresh,
+        waiting_words=f"Waiting for the webhook to reach {mark.name}'s backend…",
         **backend,
     ), status
 
@@ -447,8 +475,11 @@ def present_profile(slug: str):
 
 @routes.get("/present/backend")
 def present_backend():
-    """The live poll of the backend panel: 204 while nothing in the workspace changed."""
+    """The live poll of the backend panel: 204 while nothing in the workspace changed, and for a stage whose run
+    another tab has replaced (its panel turned into that tab's run; it keeps its own, and its next step says why)."""
     if live.unchanged(g.console_workspace, request.args.get("pulse")):
+        return "", 204
+    if request.args.get("run") and request.args.get("run") != _run_mark():
         return "", 204
     return render_template("console/present/_present_backend.html", oob=True, **backend_context())
 
@@ -471,6 +502,9 @@ def present_step(key: str, number: int):
         abort(404)
     step = story.steps[number - 1]
     try:
+        posted_run = request.form.get("run", "")
+        if number > 1 and posted_run and posted_run != _run_mark():
+            raise actions.ActionFailed(OTHER_RUN)
         if number == 1 and not g.get("console_workspace_created"):
             # Every run starts fresh: a new workspace (API key, inbox, clock at real time), never an earlier
             # run's webhooks, job or used Link token on the stage. Counted like any request that creates one.
@@ -498,6 +532,8 @@ def present_step(key: str, number: int):
         "number": number,
         "caption": _caption(story, number, _brand(), _profile()),
         "message": message,
+        # A replaced run cannot be retried (a retry fails the same way): the message says to press r instead.
+        "retry": message != OTHER_RUN,
     }
     return _stage(story, number - 1, failure=failure, status=422)
 
@@ -520,8 +556,18 @@ def present_summary(key: str):
     ran = session.get(RUN_KEY)
     ours = ran == key  # else the workspace holds another story's run, or none: nothing of it is this story's
     other = stories.get(ran) if ran and not ours else None
+    events = feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows) if ours else []
+    if events:
+        # Two customers' identical "switch succeeded" rows say whose each is, as on the stage (paper had no names).
+        switches = timeline.workspace_jobs(workspace, SANDBOX) if has_workspace() else []
+        feed.name_customers([jt.job for jt in switches], events)
+    # The step the stage was at when `s` was pressed: "Back to the stage" returns there. It went to the title, where
+    # → starts a new run (a fresh workspace): one `s` by mistake mid-demo and the run was gone.
+    back_step = request.args.get("step", "")
+    back_step = min(int(back_step), len(story.steps)) if back_step.isdigit() else 0
     return render_template(
         "console/present/present_summary.html",
+        back_step=back_step,
         other_run=other,
         story=story,
         brand=mark,
@@ -532,9 +578,7 @@ def present_summary(key: str):
         ],
         date=utcnow().strftime("%d %B %Y").lstrip("0"),
         contact=profile.contact if profile else None,
-        events=list(reversed(feed.event_rows(inbox.page(workspace.id, limit=SUMMARY_ROWS).rows)))
-        if ours
-        else [],
+        events=list(reversed(events)),
         calls=list(reversed(feed.call_rows(requestlog.page(workspace.id, limit=SUMMARY_ROWS).rows)))
         if ours
         else [],
