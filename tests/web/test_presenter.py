@@ -206,7 +206,7 @@ def test_a_story_writers_mistake_is_named_before_the_demo(app, document, problem
     "preset", ["standard", "direct", "prime_one", "prime_several", "prime_none", "federal"]
 )
 @pytest.mark.parametrize(
-    "scenario", ["user_good", "prime_one", "prime_several", "prime_none", "federal_federal_sent"]
+    "scenario", ["user_good", "prime_one", "prime_several", "prime_none", "federal_sent"]
 )
 def test_a_scenario_is_refused_on_reading_exactly_when_the_api_would_refuse_it(
     app, visitor, preset, scenario
