@@ -7,6 +7,7 @@ import json
 import os
 import socket
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -194,6 +195,38 @@ def world_person(person_id: str, workspace_id: str | None, mode: str | None) -> 
         except (ValueError, LookupError) as exc:
             raise click.ClickException(str(exc)) from exc
         click.echo(json.dumps(summary, indent=2, default=str))
+
+
+@main.group()
+def stories() -> None:
+    """Presenter story files."""
+
+
+@stories.command("check")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def stories_check(paths: tuple[Path, ...]) -> None:
+    """Read story files as the stage will, and name each mistake with its step (the stories folder when no
+    file is given: PRESENTER_STORIES_DIR, else the built-in stories). Exits 1 if any file is broken."""
+    from console.presenter import stories as story_files
+
+    app = _app()
+    with app.app_context():
+        if paths:
+            results = [(path.name, *story_files.check_file(path)) for path in paths]
+        else:
+            good, broken = story_files.all_stories()
+            results = [(f"{story.key}.json", story, None) for story in good]
+            results += [(b.file_name, None, b.problem) for b in broken]
+    for name, story, problem in results:
+        if story is not None:
+            count = len(story.steps)
+            click.echo(f"ok      {name}: {story.title} ({count} step{'' if count == 1 else 's'})")
+        else:
+            click.echo(f"broken  {name}: {problem}")
+    if not results:
+        click.echo("no story files found")
+    if any(story is None for _, story, _ in results):
+        raise SystemExit(1)
 
 
 @main.group()

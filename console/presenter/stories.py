@@ -381,20 +381,34 @@ def _problem_of(error: Exception) -> str:
     return str(error)
 
 
+def check_file(path: Path) -> tuple[Story | None, str | None]:
+    """One file as the stage would read it from the stories folder: its story, or what is wrong with it in
+    words (`console stories check`, before a demo)."""
+    name, lower = path.name, path.name.lower()
+    if not lower.endswith(".json") or not name.endswith(".json"):
+        meant = next((suffix for suffix in NOT_JSON if lower.endswith(suffix)), path.suffix or "(none)")
+        stem = name[: -len(meant)] if lower.endswith(meant) else path.stem
+        return None, f"a story is a .json file ({meant} is not read): save it as {stem}.json"
+    if not KEY.match(path.stem):
+        suggested = re.sub(r"[^a-z0-9_-]+", "-", path.stem.lower()).strip("-_")[:64] or "story"
+        return None, BAD_NAME.format(suggested=suggested)
+    try:
+        return _read(path), None
+    except (StoryError, OSError, UnicodeDecodeError) as error:
+        return None, _problem_of(error)
+
+
 def all_stories() -> tuple[list[Story], list[BrokenStory]]:
     """Every story in the folder (by file name, so a number prefix orders them), and the broken files: those
     that cannot be read, and those whose name cannot be an address (`Bad Name.json` was skipped without a word)."""
     good: list[Story] = []
     broken: list[BrokenStory] = []
     for path in _files():
-        if not KEY.match(path.stem):
-            suggested = re.sub(r"[^a-z0-9_-]+", "-", path.stem.lower()).strip("-_")[:64] or "story"
-            broken.append(BrokenStory(path.stem, BAD_NAME.format(suggested=suggested)))
-            continue
-        try:
-            good.append(_read(path))
-        except (StoryError, OSError, UnicodeDecodeError) as error:
-            broken.append(BrokenStory(path.stem, _problem_of(error)))
+        story, problem_found = check_file(path)
+        if story is not None:
+            good.append(story)
+        else:
+            broken.append(BrokenStory(path.stem, problem_found or ""))
     return good, broken + _not_json()
 
 

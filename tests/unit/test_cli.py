@@ -455,3 +455,34 @@ def test_the_head_read_from_the_migration_files_is_alembics():
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     assert head_revisions() == set(ScriptDirectory.from_config(config).get_heads())
+
+
+def test_stories_check_names_each_mistake_before_the_demo_and_fails_the_command(run_cli, tmp_path):
+    """A sales engineer checks a story file the night before, from the shell: each broken file with what is
+    wrong and where, exit status 1; the built-in folder reads clean."""
+    folder = tmp_path / "stories"
+    folder.mkdir()
+    good = {"title": "Ours", "summary": "S", "steps": [
+        {"caption": "A token", "action": "create_link_token", "preset": "standard"}]}  # fmt: skip
+    (folder / "60-ours.json").write_text(json.dumps(good))
+    typo = {
+        **good,
+        "steps": [*good["steps"], {"caption": "Done", "action": "complete_link", "scenario": "user_goood"}],
+    }
+    (folder / "70-typo.json").write_text(json.dumps(typo))
+    (folder / "80-yaml.yaml").write_text("title: x\n")
+    checked = run_cli("stories", "check", *sorted(str(p) for p in folder.iterdir()), check=False)
+    assert checked.returncode == 1
+    lines = checked.stdout.splitlines()
+    assert lines[0] == "ok      60-ours.json: Ours (1 step)"
+    assert lines[1].startswith("broken  70-typo.json: step 2 (complete_link)") and "'user_good'" in lines[1]
+    assert (
+        lines[2]
+        == "broken  80-yaml.yaml: a story is a .json file (.yaml is not read): save it as 80-yaml.json"
+    )
+    # The configured folder, read as the stage reads it.
+    folder_check = run_cli("stories", "check", check=False, env={"PRESENTER_STORIES_DIR": str(folder)})
+    assert folder_check.returncode == 1 and "broken  70-typo.json" in folder_check.stdout
+    assert "broken  80-yaml.yaml" in folder_check.stdout
+    built_in = run_cli("stories", "check")
+    assert "broken" not in built_in.stdout and "ok      10-standard-switch.json" in built_in.stdout
