@@ -218,8 +218,8 @@ def run_due(
     """Run up to `limit` due tasks, each in its own transaction, and report those that ran, in order.
 
     On SQLite the due tasks are read in batches (one query per task was a good part of an advance's time
-    with thousands due); a task that schedules one due before the rest of the batch sends it back to the
-    database, so the order stays run_after, due_at, creation. A task another worker ran meanwhile is not
+    with thousands due); when a task schedules one that sorts before some of the batch, those go back to the
+    database, which orders them with the new one, so the order stays run_after, due_at, creation. A task another worker ran meanwhile is not
     claimed again (the guarded claim)."""
     fired: list[dict[str, Any]] = []
     batch: list[tuple] = []
@@ -242,14 +242,11 @@ def run_due(
             fired.append(ran)
         scheduled = db.session.info.pop(_SCHEDULED_HERE, [])
         if batch and scheduled:
-            upcoming = _order_key(*batch[-1][1:])
-            if any(key < upcoming and key[0] <= _naive(utcnow()) for key in scheduled):
-                batch = []  # it runs before what the batch holds: read the order from the database again
+            # A new task runs before every task of the batch that sorts after it, not only before the next
+            # one: keep what sorts before it, and the database gives the order of the rest once that is run.
+            earliest = min(scheduled)
+            batch = [row for row in batch if _order_key(*row[1:]) < earliest]
     return fired
-
-
-def _naive(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _any_due(workspace_id: uuid.UUID | None) -> bool:
