@@ -81,7 +81,7 @@ class Service:
                 f"{response.headers.get('Location', '?')}: the key is not sent on to it; give --api as the "
                 "service's own URL."
             )
-        retry_after = _seconds(response.headers.get("Retry-After"))
+        retry_after = retry_after_seconds(response.headers.get("Retry-After"))
         if response.status_code == 429:
             raise Unavailable(f"rate limited; retry after {retry_after or 1:g} s", retry_after or 1.0)
         if response.status_code >= 500:
@@ -97,7 +97,8 @@ class Service:
         return response
 
 
-def _seconds(value: str | None) -> float | None:
+def retry_after_seconds(value: str | None) -> float | None:
+    """A Retry-After header's wait in seconds; None when absent or not a number (an HTTP date)."""
     try:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:

@@ -18,7 +18,7 @@ from typing import Any
 from requests import Response
 
 from console.link.sandbox_data import sandbox_test_data
-from console.listener import Fatal, Service, Unavailable, error_message
+from console.listener import Fatal, Service, Unavailable, error_message, retry_after_seconds
 from console.web.scenarios.gallery import Scenario, all_scenarios, current_key
 
 
@@ -92,7 +92,8 @@ def _post(service: Service, path: str, body: dict[str, Any], sleep: Callable[[fl
         # A try that timed out may still be running on the server: its key answers 409 IN_USE until it ends.
         if _code(response) != "IDEMPOTENCY_KEY_IN_USE" or attempt == ATTEMPTS - 1:
             return response
-        sleep(float(response.headers.get("Retry-After") or 1))
+        wait = retry_after_seconds(response.headers.get("Retry-After"))
+        sleep(wait if wait is not None else 1.0)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

@@ -46,6 +46,10 @@ class BadCursor(ValueError):
     """A cursor this service did not make (or made for another list)."""
 
 
+class OtherFilters(BadCursor):
+    """A cursor of this list made under other filters (its 400 says to keep the first page's filters)."""
+
+
 def _encode_value(value: Any) -> list:
     if isinstance(value, datetime):
         return [DATETIME_TAG, value.isoformat()]
@@ -154,20 +158,18 @@ def decode_list_cursor(cursor: str, list_: str, tags: Sequence[str], *, name: st
             raise BadCursor("made for another list")
         made_for = items[0]
         if made_for != list_:
-            other_filters = isinstance(made_for, str) and made_for.split("?")[0] == list_.split("?")[0]
-            raise BadCursor(
-                "made for this list with other filters" if other_filters else "made for another list"
-            )
+            if isinstance(made_for, str) and made_for.split("?")[0] == list_.split("?")[0]:
+                raise OtherFilters("made for this list with other filters")
+            raise BadCursor("made for another list")
         return [_decode_value(item, tag) for item, tag in zip(items[1:], tags, strict=True)]
-    except (ValueError, binascii.Error) as exc:  # BadCursor, JSON, UTF-8, UUID and datetime errors
-        if str(exc) == "made for this list with other filters":
-            message = (
-                "was returned for other filters: send each page's cursor with the same filters as the "
-                "first page (only limit may change), or leave it out to start again"
-            )
-        else:
-            message = "is not a cursor this list returned"
+    except OtherFilters as exc:
+        message = (
+            "was returned for other filters: send each page's cursor with the same filters as the "
+            "first page (only limit may change), or leave it out to start again"
+        )
         raise ValidationFailed([FieldError(name, message)]) from exc
+    except (ValueError, binascii.Error) as exc:  # BadCursor, JSON, UTF-8, UUID and datetime errors
+        raise ValidationFailed([FieldError(name, "is not a cursor this list returned")]) from exc
 
 
 def page_limit() -> int:

@@ -50,6 +50,12 @@ _writers: weakref.WeakSet[Writer] = weakref.WeakSet()
 _inherited: list[Any] = []  # connections a forked child got from its parent (see `Writer._reset`)
 
 
+def _foreign_key_refused(exc: IntegrityError) -> bool:
+    """True when the database refused a row for a reference to a row that is gone (PostgreSQL's SQLSTATE
+    23503, SQLite's "FOREIGN KEY constraint failed"), not for another constraint."""
+    return getattr(exc.orig, "sqlstate", None) == "23503" or "FOREIGN KEY constraint failed" in str(exc.orig)
+
+
 class Writer:
     def __init__(self, app: Flask, *, interval: float, capacity: int) -> None:
         self.app = app
@@ -203,13 +209,20 @@ class Writer:
                 with self._transaction(engine) as conn:
                     _direct_insert(tuple(chunk[0])).write_many(conn, chunk)
                 continue
-            except IntegrityError:
-                # Expected: a workspace or class deleted while its rows waited here. One line, not a traceback
-                # in the log of every deletion.
-                log.info(
-                    "Request log chunk of %d refused (a workspace deleted meanwhile); writing rows one by one",
-                    len(chunk),
-                )
+            except IntegrityError as exc:
+                if not _foreign_key_refused(exc):
+                    # Any other constraint is a bug: its rows then fail one by one without a word, so the
+                    # database's own account is logged here.
+                    log.info(
+                        "Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True
+                    )
+                else:
+                    # Expected: a workspace or class deleted while its rows waited here. One line, not a
+                    # traceback in the log of every deletion.
+                    log.info(
+                        "Request log chunk of %d refused (a workspace deleted meanwhile); writing rows one by one",
+                        len(chunk),
+                    )
             except Exception:
                 log.info("Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True)
             for row in chunk:

@@ -19,7 +19,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import Select, exists, select, update
+from sqlalchemy import Select, exists, select, tuple_, update
+from sqlalchemy.orm import aliased
 
 from console.clock.services import real_time_of
 from console.core.timeutil import isoformat, utcnow
@@ -108,6 +109,8 @@ def fired_dict(task: ScheduledTask) -> dict[str, Any]:
 
 # Session info key: the order keys of the tasks scheduled in the current transaction (see `schedule`).
 _SCHEDULED_HERE = "scheduler.scheduled_here"
+# What _run_one answers when it could not claim the task (None: claimed, but it failed).
+_NOT_CLAIMED: dict[str, Any] = {"claimed": False}
 # How many due tasks SQLite's run_due reads in one query (PostgreSQL locks and reads them one by one).
 _SQLITE_BATCH = 200
 
@@ -130,12 +133,30 @@ def _due_query(workspace_id: uuid.UUID | None, *, skip_locked: bool, limit: int 
     return query.limit(limit)
 
 
-def _claim(task_id: uuid.UUID) -> ScheduledTask | None:
+# One alias for every claim, so SQLAlchemy's statement cache compiles the claim once, not at every task.
+_EARLIER = aliased(ScheduledTask, name="earlier")
+
+
+def _claim(task_id: uuid.UUID, *, first_due: bool = False) -> ScheduledTask | None:
     """Mark the task done in the current transaction and return it as claimed (one statement: UPDATE ...
-    RETURNING); None when another worker got it first."""
+    RETURNING); None when another worker got it first or, with `first_due`, while a due task of its
+    workspace sorts before it (a batch read earlier cannot know what another run scheduled since)."""
+    conditions = [ScheduledTask.id == task_id, ScheduledTask.status == PENDING]
+    if first_due:
+        earlier = _EARLIER
+        conditions.append(
+            ~exists().where(
+                earlier.status == PENDING,
+                # The runnable index's range: only pending tasks up to this one's run_after are looked at.
+                earlier.run_after <= ScheduledTask.run_after,
+                earlier.workspace_id == ScheduledTask.workspace_id,
+                tuple_(earlier.run_after, earlier.due_at, earlier.created_at)
+                < tuple_(ScheduledTask.run_after, ScheduledTask.due_at, ScheduledTask.created_at),
+            )
+        )
     claim = (
         update(ScheduledTask)
-        .where(ScheduledTask.id == task_id, ScheduledTask.status == PENDING)
+        .where(*conditions)
         .values(status="done", attempts=ScheduledTask.attempts + 1, finished_at=utcnow(), last_error=None)
         .execution_options(synchronize_session=False, populate_existing=True)
     )
@@ -180,14 +201,15 @@ def _record_failure(task_id: uuid.UUID, error: Exception) -> None:
     db.session.commit()
 
 
-def _run_one(task_id: uuid.UUID) -> dict[str, Any] | None:
-    """Claim and run one selected task in the current transaction, then commit; what ran (fired_dict),
-    or None if it did not run. What it scheduled is left in the session's info (_SCHEDULED_HERE)."""
+def _run_one(task_id: uuid.UUID, *, first_due: bool = False) -> dict[str, Any] | None:
+    """Claim (see `_claim`) and run one selected task in the current transaction, then commit; what ran
+    (fired_dict), or None if it did not run (`_NOT_CLAIMED` when it was not claimed). What it scheduled is
+    left in the session's info (_SCHEDULED_HERE)."""
     db.session.info[_SCHEDULED_HERE] = []
-    claimed = _claim(task_id)
+    claimed = _claim(task_id, first_due=first_due)
     if claimed is None:
         db.session.rollback()
-        return None
+        return _NOT_CLAIMED
     try:
         task = _execute(claimed)
         fired = fired_dict(task)  # before the commit, which would expire the task and cost a reload
@@ -218,11 +240,13 @@ def run_due(
     """Run up to `limit` due tasks, each in its own transaction, and report those that ran, in order.
 
     On SQLite the due tasks are read in batches (one query per task was a good part of an advance's time
-    with thousands due); a task that schedules one due before the rest of the batch sends it back to the
-    database, so the order stays run_after, due_at, creation. A task another worker ran meanwhile is not
-    claimed again (the guarded claim)."""
+    with thousands due); when a task schedules one that sorts before some of the batch, those go back to the
+    database, which orders them with the new one, so the order stays run_after, due_at, creation. What the
+    batch cannot know (a task another run scheduled or ran meanwhile) the claim checks: it takes a task only
+    while no due task of its workspace sorts before it, and a refused claim reads the batch again."""
     fired: list[dict[str, Any]] = []
     batch: list[tuple] = []
+    batched = db.session.get_bind().dialect.name != "postgresql"  # PostgreSQL reads and locks one at a time
     for _ in range(limit):
         if stop is not None and stop.is_set():
             break
@@ -237,19 +261,20 @@ def run_due(
                 continue
             break
         task_id = batch.pop()[0]
-        ran = _run_one(task_id)
+        ran = _run_one(task_id, first_due=batched)
+        scheduled = db.session.info.pop(_SCHEDULED_HERE, [])
+        if ran is _NOT_CLAIMED:
+            # Another run took it, or scheduled one that sorts before it: the batch may be stale.
+            batch = []
+            continue
         if ran is not None:
             fired.append(ran)
-        scheduled = db.session.info.pop(_SCHEDULED_HERE, [])
         if batch and scheduled:
-            upcoming = _order_key(*batch[-1][1:])
-            if any(key < upcoming and key[0] <= _naive(utcnow()) for key in scheduled):
-                batch = []  # it runs before what the batch holds: read the order from the database again
+            # A new task runs before every task of the batch that sorts after it, not only before the next
+            # one: keep what sorts before it, and the database gives the order of the rest once that is run.
+            earliest = min(scheduled)
+            batch = [row for row in batch if _order_key(*row[1:]) < earliest]
     return fired
-
-
-def _naive(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def _any_due(workspace_id: uuid.UUID | None) -> bool:

@@ -227,11 +227,17 @@ def joined_with_form(cohort: Cohort, form_token: str) -> Joined | None:
     found = db.session.execute(
         select(CohortMember, Workspace)
         .join(Workspace, Workspace.id == CohortMember.workspace_id)
-        .where(CohortMember.cohort_id == cohort.id, CohortMember.join_form_hash == _form_hash(form_token))
+        .where(CohortMember.join_form_hash == _form_hash(form_token))
     ).first()
     if found is None:
         return None
     member, workspace = found
+    if member.cohort_id != cohort.id:
+        # The hash is unique across classes: this form, sent to another class's address, could only fail on
+        # it when written. Refused here, by name, with nothing made.
+        raise ValidationFailed(
+            [FieldError("join_form", "This join form is another class's. Send the form on this page again.")]
+        )
     if timeutil.utcnow() - _aware(member.joined_at) > JOIN_FORM_REPLAY:
         raise ValidationFailed(
             [

@@ -206,6 +206,21 @@ def _refuses_signed(checks: list[dict]) -> str | None:
     )
 
 
+def _answers_if_none_passed(checks: list[dict]) -> set[str] | None:
+    """What the failed checks' requests got back, in words (`_answer`), when no check that sent a request
+    passed (the endpoint is down, or answers everything alike); None when one did. `_why_failed` says it in
+    a sentence, `_failure_label` in a word: one reading of the report for both."""
+    if any(c.get("passed") and c.get("exchanges") for c in checks):
+        return None
+    return {
+        _answer(e["received"])
+        for c in checks
+        if not c.get("passed")
+        for e in c.get("exchanges") or []
+        if e.get("received")
+    }
+
+
 def _why_failed(report: dict | None) -> str:
     """The cause of a failed report: the failing checks' names when some check passed, else what came back.
 
@@ -215,10 +230,8 @@ def _why_failed(report: dict | None) -> str:
     """
     checks = (report or {}).get("checks", [])
     failed = [c for c in checks if not c.get("passed")]
-    if not any(c.get("passed") and c.get("exchanges") for c in checks):
-        answers = {
-            _answer(e["received"]) for c in failed for e in c.get("exchanges") or [] if e.get("received")
-        }
+    answers = _answers_if_none_passed(checks)
+    if answers is not None:
         if len(answers) == 1:
             (answer,) = answers
             if answer.startswith("answered "):
@@ -252,10 +265,8 @@ def _failure_label(report: dict | None) -> str:
     """`_why_failed` in a word or two, for a grid cell: what a trainer walks over to fix."""
     checks = (report or {}).get("checks", [])
     failed = {str(c.get("name")) for c in checks if not c.get("passed")}
-    if not any(c.get("passed") and c.get("exchanges") for c in checks):
-        answers = {
-            _answer(e["received"]) for c in checks if not c.get("passed") for e in c.get("exchanges") or []
-        }
+    answers = _answers_if_none_passed(checks)
+    if answers is not None:
         if len(answers) == 1:
             (answer,) = answers
             if answer.startswith("answered "):

@@ -502,7 +502,7 @@ def test_a_paused_webhook_is_checked_too(app, api, workspace):
         assert run_check(api, hook["id"])["passed"] is True
 
 
-def test_with_an_idempotency_key_a_retry_replays_the_run(app, api, workspace):
+def test_with_an_idempotency_key_a_retry_replays_the_run_and_where_to_poll_it(app, api, workspace):
     with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
         hook = create_webhook(api, rx.url, events=["account.added"])
         path = f"/sandbox/webhooks/{hook['id']}/conformance"
@@ -512,6 +512,12 @@ def test_with_an_idempotency_key_a_retry_replays_the_run(app, api, workspace):
     assert first.status_code == again.status_code == 202
     assert again.headers["Idempotent-Replayed"] == "true" and again.get_json() == first.get_json()
     assert len(rx.requests) == 7  # the retry did not queue a second run
+    # The 202 says where to poll in Location too, and the replay says the same.
+    run_id = first.get_json()["data"]["id"]
+    assert first.headers["Location"] == f"/sandbox/v1{path}/{run_id}"
+    assert again.headers["Location"] == first.headers["Location"]
+    polled = api.client.get(first.headers["Location"], headers=api.headers())
+    assert polled.status_code == 200 and polled.get_json()["data"]["status"] == "done"
 
 
 def test_the_built_in_inbox_passes_even_on_an_advanced_clock(app, api, workspace):
@@ -585,20 +591,3 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
     assert signed_event["received"]["status"] is None and signed_event["received"]["error"].startswith(
         "timeout"
     )
-
-
-def test_the_202_says_where_to_poll_and_a_replay_says_it_too(app, api, workspace):
-    with Receiver(Endpoint(workspace.secrets["sandbox"])) as rx:
-        hook = create_webhook(api, rx.url, events=["account.added"])
-        path = f"/sandbox/webhooks/{hook['id']}/conformance"
-        first = api.post(path, headers={"Idempotency-Key": "conformance-location"})
-        again = api.post(path, headers={"Idempotency-Key": "conformance-location"})
-        assert runs.run_due(app) == 1
-    run_id = first.get_json()["data"]["id"]
-    assert first.status_code == 202 and first.headers["Location"] == f"/sandbox/v1{path}/{run_id}"
-    assert (
-        again.headers["Idempotent-Replayed"] == "true"
-        and again.headers["Location"] == first.headers["Location"]
-    )
-    polled = api.client.get(first.headers["Location"], headers=api.headers())
-    assert polled.status_code == 200 and polled.get_json()["data"]["status"] == "done"

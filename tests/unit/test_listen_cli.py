@@ -345,9 +345,19 @@ def test_trigger_in_ci_waits_out_the_rate_limit_and_retries_with_one_idempotency
     from console.extensions import db
     from console.link_tokens.models import LinkToken
 
-    app.extensions["ratelimiter"] = RateLimiter(
-        "memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1/second")
-    )
+    # One call per 3 s: the completion follows the token's creation well within that even on a busy machine
+    # (with 1/s, a creation slower than a second let the completion through, and nothing was retried).
+    limiter = RateLimiter("memory://", dict.fromkeys(app.config["RATE_LIMITS"], "1 per 3 seconds"))
+    verdicts = []
+    real_hit = limiter.hit
+
+    def recording_hit(mode, key_id):
+        verdict = real_hit(mode, key_id)
+        verdicts.append(verdict.allowed)
+        return verdict
+
+    limiter.hit = recording_hit
+    app.extensions["ratelimiter"] = limiter
     server = Server(app)
     server.start()
     try:
@@ -357,6 +367,7 @@ def test_trigger_in_ci_waits_out_the_rate_limit_and_retries_with_one_idempotency
     finally:
         server.stop()
     assert result.returncode == 0, result.stderr
+    assert False in verdicts, verdicts  # a 429 was answered, and waited out
     run = json.loads(result.stdout)
     assert run["outcome"] == "success" and run["error"] is None
     with app.app_context():

@@ -106,3 +106,24 @@ def test_training_names_that_read_alike_before_the_unique_name_keep_the_first_jo
             keys = dict(connection.execute(text("SELECT name, name_key FROM training_members")).all())
         db.engine.dispose()
     assert keys == {"Ada": name_key("Ada"), "  ADA ": None, "Grace": name_key("Grace")}
+
+
+def test_the_training_join_form_migration_downgrades_and_upgrades_again(tmp_path):
+    """c8e1f4a2d7b3 adds two unique constraints in SQLite batch mode; its downgrade drops them by name, so a
+    name the upgrade did not give them would fail only on the way down."""
+    from flask_migrate import downgrade, upgrade
+    from sqlalchemy import inspect
+
+    from console.db.schema import bind_migrations
+
+    app = create_app(base_config(f"sqlite:///{tmp_path / 'down.db'}"))
+    with app.app_context():
+        directory = bind_migrations(app)
+        upgrade(directory=directory)
+        downgrade(directory=directory, revision="a7d3e9c1b5f2")
+        columns = {c["name"] for c in inspect(db.engine).get_columns("training_members")}
+        assert not {"join_form_hash", "name_key"} & columns
+        upgrade(directory=directory)
+        uniques = {u["name"] for u in inspect(db.engine).get_unique_constraints("training_members")}
+        db.engine.dispose()
+    assert {"uq_training_members_join_form_hash", "uq_training_members_cohort_id"} <= uniques

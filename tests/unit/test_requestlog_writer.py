@@ -101,6 +101,25 @@ def test_a_batch_is_written_in_chunks_and_a_bad_row_costs_only_itself(
     assert len(transactions) == 3 + 2 + 1
 
 
+def test_a_chunk_refused_for_another_reason_keeps_its_traceback(app, client, workspace, caplog):
+    """Only a row whose workspace is gone (a foreign key) is the expected refusal said in one line: any other
+    constraint (a bug writing a NULL) was reported as "a workspace deleted meanwhile" without the database's
+    words, and its rows, retried one by one, failed silently, so the cause was logged nowhere."""
+    from console.requestlog import writer as writer_module
+
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+    for _ in range(2):
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+    writer._rows[1]["method"] = None  # NOT NULL: not a deleted workspace
+    with caplog.at_level(logging.INFO, logger=writer_module.log.name):
+        writer.close()
+    assert not [r for r in caplog.records if "workspace deleted meanwhile" in r.getMessage()]
+    failed = [r for r in caplog.records if "chunk of 2 failed" in r.getMessage()]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert len(_rows(app, workspace.id)) == 1
+
+
 @pytest.mark.committing
 def test_the_writer_keeps_one_connection_and_hands_the_write_gate_back(app, client, workspace):
     """Flush after flush on the same connection (no open and close each time), never holding the gate."""

@@ -259,3 +259,42 @@ def test_the_claim_works_without_update_returning(app, workspace, monkeypatch):
         _add(ws, "test.record", timedelta(seconds=-1), "old-sqlite")
         assert [f["summary"] for f in scheduler.run_due()] == ["ran old-sqlite"]
         assert scheduler.run_due() == []
+
+
+def test_a_task_scheduled_between_later_tasks_of_the_batch_runs_in_its_place(app, workspace):
+    """SQLite reads due tasks in batches. A task that schedules one due after the next task it holds but
+    before a later one (here due at 11 minutes, between 5 and 15) must still run in due order: the batch was
+    compared with its next task only, so the new one ran after everything the batch held."""
+    with app.app_context():
+        ws = _ws(workspace)
+        _add(ws, "test.chain", timedelta(minutes=1), "chain", left=1)  # schedules "chain+" due at 11 minutes
+        _add(ws, "test.record", timedelta(minutes=5), "five")
+        _add(ws, "test.record", timedelta(minutes=15), "fifteen")
+        fired = moves.advance(ws, seconds=30 * 60)
+        assert RAN == ["chain", "five", "chain+", "fifteen"]
+        assert [f["due_at"] for f in fired] == sorted(f["due_at"] for f in fired)
+
+
+def test_a_task_another_run_schedules_meanwhile_runs_in_its_place(app, workspace, monkeypatch):
+    """SQLite reads due tasks in batches; a task scheduled by another run meanwhile (the worker's, during an
+    advance: not this run's own note) and due between two tasks of the batch ran only after the whole batch.
+    The claim now refuses a task while one of its workspace sorts before it, and the batch is read again."""
+    with app.app_context():
+        ws = _ws(workspace)
+        _add(ws, "test.record", timedelta(minutes=1), "one")
+        _add(ws, "test.record", timedelta(minutes=5), "five")
+        _add(ws, "test.record", timedelta(minutes=15), "fifteen")
+        real_run_one, calls = scheduler._run_one, []
+
+        def another_run_schedules_meanwhile(task_id, **kwargs):
+            ran = real_run_one(task_id, **kwargs)
+            calls.append(task_id)
+            if len(calls) == 1:  # committed by another session: not in this run's note
+                due = clock.now(ws) + timedelta(minutes=10 - 60)  # 10 minutes, once the clock moved an hour
+                db.session.add(scheduler.new_task(ws, "test.record", due, {"name": "other"}))
+                db.session.commit()
+            return ran
+
+        monkeypatch.setattr(scheduler, "_run_one", another_run_schedules_meanwhile)
+        moves.advance(ws, seconds=3600)
+        assert RAN == ["one", "five", "other", "fifteen"]

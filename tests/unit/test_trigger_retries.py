@@ -65,3 +65,16 @@ def test_the_last_failure_is_raised_once_the_tries_are_used_up():
     with pytest.raises(Unavailable, match="cannot connect to http://x"):
         trigger.run_scenario(service, "success", sleep=slept.append)
     assert slept == [1, 2, 4]
+
+
+def test_an_in_use_answer_whose_retry_after_is_a_date_waits_a_second_instead_of_crashing():
+    """Retry-After may be an HTTP date (a proxy's): the in-use retry parsed it with float() and the run died
+    with a ValueError, where the 429 path (the listener's own parsing) already fell back to a second."""
+    dated = answer(
+        409,
+        {"error": {"code": "IDEMPOTENCY_KEY_IN_USE", "message": "still running"}},
+        **{"Retry-After": "Sat, 28 Nov 2026 22:00:00 GMT"},
+    )
+    slept: list[float] = []
+    run = trigger.run_scenario(Scripted(TOKEN, dated, DONE), "success", sleep=slept.append)
+    assert run.outcome == "success" and slept == [1.0]

@@ -325,6 +325,25 @@ def test_a_join_forms_token_replays_the_join_only_in_the_browser_it_was_given_to
     assert _members_and_hooks(app) == (["Ada"], 1)
 
 
+def test_a_join_form_sent_to_another_class_is_refused_by_name_not_a_500(app, trainer, cohort):
+    """A form's token is unique across classes but was looked up in the class it was sent to: the same form
+    posted to another class's join address (a second class the same morning, a resent request) passed every
+    check, then its row broke the unique token and the join answered 500."""
+    path, form, first, _second = _one_form_two_sendings(app, cohort)
+    assert first.post(path, form).status_code == 302
+    other = create_cohort(trainer, name="Wednesday class")
+    other_path = "/" + other["join"].split("://", 1)[1].split("/", 1)[1]
+    response = first.post(other_path, {**form, "name": "Grace"})
+    page = unescape(response.get_data(as_text=True))
+    assert response.status_code == 400, page
+    assert "This join form is another class's" in page
+    assert _members_and_hooks(app) == (["Ada"], 1)
+    fresh = JOIN_FORM.search(page).group(1)  # the page answered offers this class's own form
+    response = first.post(other_path, {**form, "name": "Grace", "join_form": fresh})
+    assert response.status_code == 302, unescape(response.get_data(as_text=True))
+    assert sorted(_members_and_hooks(app)[0]) == ["Ada", "Grace"]
+
+
 def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monkeypatch):
     from console.training import cohorts
 

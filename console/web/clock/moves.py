@@ -210,6 +210,12 @@ def move_context(advance=None, confirm=None, form_error=None, form=None, scope: 
         "api_error": api_error,
         "confirm": confirm,
         "confirm_shown": CONFIRM_SHOWN,
+        # The clock is the whole workspace's: the modes other than sandbox whose tokens the move would expire.
+        "confirm_other_modes": list(
+            dict.fromkeys(t.link_token.mode for t in confirm["tokens"] if t.link_token.mode != "sandbox")
+        )
+        if confirm
+        else [],
         "form_errors": form_errors,
         "form": form or {},
         "next_item": _next_item()
