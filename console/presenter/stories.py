@@ -412,28 +412,22 @@ def all_stories() -> tuple[list[Story], list[BrokenStory]]:
     return good, broken + _not_json()
 
 
-def problem(key: str) -> str | None:
-    """What is wrong with the story file `key`, when there is one and it cannot be read; None otherwise."""
+def _by_key(key: str) -> tuple[Story | None, str | None]:
+    """The story file `key` in the stories folder, read: (its story, None), (None, what is wrong with it), or
+    (None, None) when there is no such file or `key` is not a file name."""
     if not KEY.match(key or ""):
-        return None
+        return None, None
     path = stories_dir() / f"{key}.json"
     if not path.is_file():
-        return None
-    try:
-        _read(path)
-    except (StoryError, OSError, UnicodeDecodeError) as error:
-        return _problem_of(error)
-    return None
+        return None, None
+    return check_file(path)
+
+
+def problem(key: str) -> str | None:
+    """What is wrong with the story file `key`, when there is one and it cannot be read; None otherwise."""
+    return _by_key(key)[1]
 
 
 def get(key: str) -> Story | None:
     """One story by key; None for an unknown key, a broken file, or a key that is not a file name."""
-    if not KEY.match(key or ""):
-        return None
-    path = stories_dir() / f"{key}.json"
-    if not path.is_file():
-        return None
-    try:
-        return _read(path)
-    except (StoryError, OSError, UnicodeDecodeError):
-        return None
+    return _by_key(key)[0]
