@@ -96,7 +96,7 @@ def training_grid(browser, url: str, app) -> None:
     page.get_by_role("button", name="Create cohort").click()
     join_link = page.locator("#join-link").inner_text()
     page.get_by_role("link", name="Open the grid").click()
-    seed_class(app, join_link, url)
+    seed_class(app, join_link, url, check_endpoints=True)
     # The room's setup (docs/training.md): PUBLIC_URL is the trainer's laptop on the LAN.
     app.config.update(PUBLIC_URL="http://192.168.1.10:5000", LISTEN_HOST="0.0.0.0")
     page.reload()

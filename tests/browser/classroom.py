@@ -9,6 +9,7 @@ trainees meant to look stuck, their joining time moved back (nothing else can ma
 from __future__ import annotations
 
 import re
+import time
 from datetime import timedelta
 
 import requests
@@ -108,9 +109,29 @@ def _scenarios() -> dict:
     return table
 
 
-def seed_class(app, join_link: str, root: str, count: int = 20) -> list[str]:
+def check_endpoint(root: str, secret: str, deadline_seconds: float = 60) -> None:
+    """The trainee runs the conformance check on the endpoint they registered (127.0.0.1:9, where nothing
+    listens: the grid's cell reads `down`) and waits for its report."""
+    call = _backend(root, secret)
+    hook = call("GET", "/webhooks")[0]
+    headers = {"x-api-secret": secret, "Service-Version": "2023-11-22"}
+    path = f"{root}/sandbox/v1/sandbox/webhooks/{hook['id']}/conformance"
+    started = requests.post(path, headers=headers, timeout=60)
+    assert started.status_code == 202, started.text
+    deadline = time.monotonic() + deadline_seconds
+    while call("GET", f"/sandbox/webhooks/{hook['id']}/conformance")["status"] != "done":
+        assert time.monotonic() < deadline, "the conformance run did not finish"
+        time.sleep(0.2)
+
+
+def seed_class(
+    app, join_link: str, root: str, count: int = 20, *, check_endpoints: bool = False
+) -> list[str]:
     """`count` trainees joined through `join_link`, each a little further than the one before (every fifth
-    has done nothing and joined 15 minutes ago: stuck). Returns their names in joining order."""
+    has done nothing and joined 15 minutes ago: stuck). Returns their names in joining order.
+
+    `check_endpoints`: those who stopped at registering their endpoint then run the conformance check on it
+    and fail (docs/screenshots.py: the grid's red cells)."""
     from console.extensions import db
     from console.keys.models import ApiKey
     from console.keys.services import secret_of
@@ -135,5 +156,8 @@ def seed_class(app, join_link: str, root: str, count: int = 20) -> list[str]:
         db.session.commit()
     for index, name in enumerate(names):
         if index % 5 != 4:
-            progress(root, secrets[name], (0, 1, 2, 3, 4, 1, 3, 4)[index % 8])
+            steps = (0, 1, 2, 3, 4, 1, 3, 4)[index % 8]
+            progress(root, secrets[name], steps)
+            if check_endpoints and steps == 3:
+                check_endpoint(root, secrets[name])
     return names
