@@ -18,6 +18,7 @@ from console.web.shared import throttle
 from console.workspaces.collection import collect_idle
 from console.workspaces.models import Workspace
 from tests.web.conftest import Visitor
+from tests.web.helpers import sandbox_secret
 from tests.web.test_training import create_cohort, join
 
 pytestmark = pytest.mark.both_backends
@@ -171,6 +172,24 @@ def test_after_a_class_is_deleted_its_open_pages_polls_say_so(app, trainer):
     assert trainer.post(f"/training/{cohort['id']}/delete").status_code == 303
     assert other.get(f"/training/{cohort['id']}/grid").status_code == 404
     assert ada.get("/training/me/progress").status_code == 410
+    # A reload of the trainee's page says the class was deleted (it said "not in a training cohort").
+    reloaded = ada.get("/training/me").get_data(as_text=True)
+    assert 'id="class-deleted"' in reloaded and "Tuesday class" in reloaded
+    assert "not in a training cohort" not in reloaded
+
+
+def test_a_trainee_who_opened_another_workspace_is_not_told_their_class_was_deleted(app, trainer):
+    cohort = create_cohort(trainer)
+    ada = join(app, cohort, "Ada")
+    elsewhere = Visitor(app.test_client()).start()
+    opened = ada.post(
+        "/workspace/open",
+        {"secret": sandbox_secret(app, elsewhere.workspace_id)},
+        headers={"Referer": "http://localhost/training/me"},
+    )
+    assert opened.status_code == 302 and ada.workspace_id == elsewhere.workspace_id
+    page = ada.get("/training/me").get_data(as_text=True)
+    assert "not in a training cohort" in page and 'id="class-deleted"' not in page
 
 
 def test_deleting_a_cohort_removes_it_its_memberships_and_trainees_workspaces(app, trainer):

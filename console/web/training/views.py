@@ -234,6 +234,9 @@ def training_export(cohort_id: str):
 # The join forms this browser was given (a short hash of each, the newest few): a form's one-time token
 # replays a join only from the browser it was rendered for, not from anyone who read it.
 JOIN_FORMS_KEY = "training_join_forms"
+# The class this browser last joined ({"cohort": id, "name": ...}): once its trainer deletes it (with the
+# trainee's workspace), /training/me can say so instead of "not in a training cohort".
+JOINED_CLASS_KEY = "training_joined_class"
 JOIN_FORMS_KEPT = 5
 
 
@@ -319,6 +322,7 @@ def training_join_submit(token: str):
         )
     # The form's first sending registers the console's inbox; its second only enters the same workspace.
     enter_workspace(joined.workspace, register_inbox=not joined.again)
+    session[JOINED_CLASS_KEY] = {"cohort": str(cohort.id), "name": cohort.name}
     return redirect(url_for("console.training_me"))
 
 
@@ -326,7 +330,7 @@ def _me_context() -> dict:
     workspace = g.console_workspace
     found = cohorts.membership(workspace.id)
     if found is None:
-        return {"member": None}
+        return {"member": None, "deleted_class": _deleted_class()}
     member, cohort = found
     return {
         "member": member,
@@ -335,6 +339,18 @@ def _me_context() -> dict:
         "pulse": cohorts.pulse([workspace.id]),
         "held": workspace.held_link_token_id,
     }
+
+
+def _deleted_class() -> str | None:
+    """The name of the class this browser joined, when its trainer has deleted it since."""
+    joined = session.get(JOINED_CLASS_KEY)
+    if not isinstance(joined, dict):
+        return None
+    try:
+        cohorts.get_cohort(joined.get("cohort", ""))
+    except NotFound:
+        return str(joined.get("name") or "") or None
+    return None  # the class is still there: this browser opened another workspace since
 
 
 @routes.get("/training/me", endpoint="training_me")
