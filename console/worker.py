@@ -18,7 +18,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from flask import Flask
@@ -114,34 +114,38 @@ class Heartbeat:
         self._next = 0.0
 
     def maybe_beat(self) -> None:
-        from console.extensions import db
         from console.health.services import HEARTBEAT_SECONDS, beat
 
         if time.monotonic() < self._next:
             return
         self._next = time.monotonic() + HEARTBEAT_SECONDS
-        with self.app.app_context():
-            try:
-                beat(self.worker_id)
-                db.session.commit()
-            except Exception:
-                db.session.rollback()
-                log.exception("Could not write the worker heartbeat; trying again in %s s", HEARTBEAT_SECONDS)
-            finally:
-                db.session.remove()
+        failed = self._write(beat)
+        if failed is not None:
+            log.error(
+                "Could not write the worker heartbeat; trying again in %s s",
+                HEARTBEAT_SECONDS,
+                exc_info=failed,
+            )
 
     def forget(self) -> None:
         """Remove this worker's heartbeat (a clean stop): `/healthz` no longer counts it as running."""
-        from console.extensions import db
         from console.health.services import forget
+
+        if self._write(forget) is not None:
+            log.warning("Could not remove the worker heartbeat; /healthz shows it until it is stale")
+
+    def _write(self, change: Callable[[str], object]) -> Exception | None:
+        """Apply `change(worker_id)` and commit, in a session of its own; the error if it failed (rolled back)."""
+        from console.extensions import db
 
         with self.app.app_context():
             try:
-                forget(self.worker_id)
+                change(self.worker_id)
                 db.session.commit()
-            except Exception:
+                return None
+            except Exception as error:
                 db.session.rollback()
-                log.warning("Could not remove the worker heartbeat; /healthz shows it until it is stale")
+                return error
             finally:
                 db.session.remove()
 
