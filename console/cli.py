@@ -118,17 +118,24 @@ def run(host: str, port: int, processes: int | None, threads: int, pin_cpus: boo
         ) as exc:  # a database restored or moved, SECRET_KEY newly set: say which to set
             raise click.ClickException(str(exc)) from None
         click.echo(banner)
+        from console import served
+        from console.config import public_root
+
+        served.record(public_root(app.config))  # what later commands print (console.served)
         # Nothing opened here may be shared with the processes forked next.
         db.session.remove()
         db.engine.dispose()
-    serve(
-        host=host,
-        port=port,
-        processes=processes or default_processes(),
-        threads=threads,
-        run_worker=app.config["RUN_WORKER"],
-        pin_cpus=pin_cpus,
-    )
+    try:
+        serve(
+            host=host,
+            port=port,
+            processes=processes or default_processes(),
+            threads=threads,
+            run_worker=app.config["RUN_WORKER"],
+            pin_cpus=pin_cpus,
+        )
+    finally:
+        served.forget()
 
 
 def _check_free(host: str, port: int) -> None:
@@ -311,12 +318,13 @@ def keys_create(mode: str, workspace_id: str | None, label: str, as_json: bool) 
 
 
 def _root_url() -> str:
-    """The root printed in base URLs: the app's `public_root` (PUBLIC_URL, else where it listens)."""
+    """The root printed in base URLs: PUBLIC_URL, else the running server's, else HOST and PORT
+    (`console.served`, the order every command shares)."""
     from flask import current_app
 
-    from console.config import public_root
+    from console import served
 
-    return public_root(current_app.config)
+    return served.root(current_app.config)
 
 
 @keys.command("list")
@@ -442,9 +450,17 @@ def keys_roll(key_id: str, grace: str, as_json: bool) -> None:
         click.echo(f"Secret (shown once, store it now): {created.secret}")
 
 
+def _running_root() -> str | None:
+    from console import served
+
+    return served.running_root()
+
+
 API_OPTION = click.option(
     "--api",
     envvar="CONSOLE_API",
+    default=_running_root,
+    show_default="the `console run` of this instance folder, while it runs",
     help="The service's root URL (or its sandbox base URL), e.g. http://192.168.1.10:5000. Env: CONSOLE_API.",
 )
 KEY_OPTION = click.option(

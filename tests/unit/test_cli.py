@@ -486,3 +486,19 @@ def test_stories_check_names_each_mistake_before_the_demo_and_fails_the_command(
     assert "broken  80-yaml.yaml" in folder_check.stdout
     built_in = run_cli("stories", "check")
     assert "broken" not in built_in.stdout and "ok      10-standard-switch.json" in built_in.stdout
+
+
+def test_keys_print_the_base_url_of_the_running_server_not_port_5000(upgraded, run_cli, tmp_path):
+    """`make run PORT=5001`, then `console keys create --json` in another shell (no PORT there): it printed
+    http://127.0.0.1:5000/sandbox. `console run` records where it serves in the instance folder."""
+    from console import served
+
+    served.record("http://127.0.0.1:5001", folder=tmp_path / "instance")  # this process is "the server"
+    no_server_env = {"PORT": None, "HOST": None, "PUBLIC_URL": None}
+    created = json.loads(run_cli("keys", "create", "--mode", "sandbox", "--json", env=no_server_env).stdout)
+    assert created["base_url"] == "http://127.0.0.1:5001/sandbox"
+    rolled = json.loads(run_cli("keys", "roll", created["id"], "--json", env=no_server_env).stdout)
+    assert rolled["base_url"] == "http://127.0.0.1:5001/sandbox"
+    with_public = {**no_server_env, "PUBLIC_URL": "https://demo.example.com"}
+    created = json.loads(run_cli("keys", "create", "--mode", "production", "--json", env=with_public).stdout)
+    assert created["base_url"] == "https://demo.example.com"
