@@ -32,7 +32,12 @@ class Credentials(RequestModel):
 
 class Mfa(RequestModel):
     method: (
-        one_of(MFA_METHODS, description="For platform matching; defaults to the first offered.") | None
+        one_of(
+            MFA_METHODS,
+            description="Platform matching: one of the methods offered (default: the first). Otherwise, "
+            "when given, the login's own method.",
+        )
+        | None
     ) = None
     code: text(MAX_TEXT, blank=True) | None = None
 
@@ -97,7 +102,16 @@ def _choose_match(flow: Flow, body: CompletionRequest) -> None:
 
 def _choose_method(flow: Flow, body: CompletionRequest) -> None:
     method = body.mfa.method if body.mfa else None
-    flow.choose_mfa_method(method or flow.mfa_options()[0])
+    offered = flow.mfa_options()
+    if method is not None and method not in offered:
+        # Link's method screen lists only these; its own message ("Choose one of the listed ...") names none.
+        raise LinkError(
+            "INVALID_MFA_METHOD",
+            f"mfa.method {method} is not offered for this platform: send one of {', '.join(offered)} "
+            "(or leave it out for the first).",
+            recoverable=True,
+        )
+    flow.choose_mfa_method(method or offered[0])
 
 
 def _select(flow: Flow, body: CompletionRequest) -> None:
@@ -132,6 +146,16 @@ def _login(flow: Flow, body: CompletionRequest) -> None:
 def _mfa(flow: Flow, body: CompletionRequest) -> None:
     method = flow.row.mfa_method
     mfa = _need(body.mfa, "MFA_REQUIRED", f"This login asks for a {method} code: give mfa {{code}}.")
+    if mfa.method is not None and mfa.method != method:
+        # The method is the account's (a sandbox user_mfa_* user's, or the one chosen on platform matching's
+        # method screen), not the caller's: Link's code screen offers no choice. Accepting another one let
+        # a CI pass with a method its users never see. Not an attempt: the code was not checked.
+        raise LinkError(
+            "INVALID_MFA_METHOD",
+            f"This login sends its code by {method}, the account's own MFA method (a person cannot choose "
+            f"it): send mfa.method {method}, or leave it out.",
+            recoverable=True,
+        )
     flow.submit_mfa(mfa.code or "")
 
 

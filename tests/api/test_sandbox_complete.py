@@ -14,6 +14,7 @@ from console.link_tokens.models import LinkToken
 from console.workspaces.models import Workspace
 from console.world.seed_data import (
     EMPLOYER_IDS,
+    PAYROLL_PLATFORMS,
     PLATFORM_IDS,
     SANDBOX_MATCH_EXPECTED,
     SANDBOX_MATCH_IDENTITIES,
@@ -138,6 +139,31 @@ def test_mfa_right_and_wrong(api, method):
     link_error(complete(api, token, mfa={"code": "000000"}), "INVALID_MFA_CODE")
     data = ok(complete(api, token, mfa={"method": method, "code": "123456"}))
     assert data["outcome"] == "success"
+
+
+@pytest.mark.parametrize(("method", "other"), [("sms", "email"), ("email", "totp"), ("totp", "sms")])
+def test_an_mfa_method_other_than_the_test_user_s_is_refused_naming_it(api, method, other):
+    """A person cannot choose how a login's code is sent (Link's code screen offers no choice): a headless
+    call naming another method succeeded, so a CI could pass with a method its users never see."""
+    token = new_token(api)
+    link_error(
+        complete(api, token, platform_id=PAYCREST, credentials=creds(f"user_mfa_{method}")), "MFA_REQUIRED"
+    )
+    error = link_error(complete(api, token, mfa={"method": other, "code": "123456"}), "INVALID_MFA_METHOD")
+    assert f"by {method}" in error["message"] and f"send mfa.method {method}" in error["message"]
+    # Not a code attempt: the flow stays on the code step, and the right method (or none) goes on.
+    data = ok(complete(api, token, mfa={"method": method, "code": "123456"}))
+    assert data["outcome"] == "success"
+
+
+def test_platform_matching_refuses_a_method_it_does_not_offer_naming_those_it_does(api):
+    token = new_token(api, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["one"]})
+    slug = SANDBOX_MATCH_EXPECTED["one"][0]
+    offered = next(row[5] for row in PAYROLL_PLATFORMS if row[0] == slug)
+    refused = next(method for method in ("sms", "email", "totp") if method not in offered)
+    body = {"matched_platform_id": str(PLATFORM_IDS[slug]), "mfa": {"method": refused, "code": "123456"}}
+    error = link_error(complete(api, token, **body), "INVALID_MFA_METHOD")
+    assert f"send one of {', '.join(offered)}" in error["message"]  # Link's screen said "the listed" only
 
 
 def test_allocations(api):
