@@ -39,7 +39,9 @@
   var driver = null; // the Link driver while it runs: {cancelled: null | "takeover" | "stop", hurry: bool}
   var queued = null; // a story key pressed while a step was loading: run once the stage is drawn
   var HURRY = 10; // → while Link is being filled in: the rest this many times faster
-  var pendingNote = ""; // a note for the next stage rendered (why Link completed without the phone)
+  var pendingNote = ""; // a note for the next stage rendered (Link completed without the phone)
+  // Why it did, for the presenter only: in the controls (hidden from the room), never under the caption.
+  var pendingDetail = "";
 
   function readSpeed() {
     var value = parseFloat(new URLSearchParams(window.location.search).get("speed"));
@@ -274,7 +276,9 @@
     var s = stage();
     if (s && s.dataset.openToken) openLink(s.dataset.openToken);
     if (pendingNote) setNote(pendingNote);
-    pendingNote = "";
+    var detail = find("[data-drive-detail]");
+    if (detail) detail.textContent = pendingDetail;
+    pendingNote = pendingDetail = "";
     fitPhone();
     markClippedPanels();
     showState();
@@ -470,7 +474,11 @@
           return;
         }
         if (window.console) window.console.warn("Presenter: Link could not be driven in the phone:", err);
-        pendingNote = "Link completed behind the scenes (the phone could not be driven: " + err.message + ").";
+        // The room reads the caption area: a calm line, never an error's text (a prospect took "could not
+        // be driven: Link did not move on from its login screen" for a broken product).
+        pendingNote = "Link finished for the customer.";
+        pendingDetail =
+          "For you only: the phone could not be filled in (" + err.message + "), so the server completed Link.";
         submit(form); // the step completes Link headlessly from wherever it stands
       }
     );
