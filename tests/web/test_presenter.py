@@ -1082,6 +1082,24 @@ def test_the_shipped_stories_read_true_on_paper(app):
                 )
 
 
+def test_the_shipped_captions_say_what_the_room_sees_link_do(app):
+    """Captions read by a prospect: no stage direction in parentheses ("(Their first switch, done for the demo
+    without opening Link.)"), and after an on-demand update's token no caption has the customer log in: Link
+    skips login for it (spec, On-demand update; docs/link.md), and the story said "the customer only logs in"
+    over a phone that showed no login screen."""
+    with app.app_context():
+        for story in stories.all_stories()[0]:
+            preset = None
+            for step in story.steps:
+                assert not re.fullmatch(r"\(.*\)", step.caption.strip()), (story.key, step.caption)
+                if step.action == "create_link_token":
+                    preset = step.arguments.get("preset")
+                elif preset == "on_demand" and step.action in ("open_link", "complete_link"):
+                    assert not re.search(r"\blog(s|ged)? in\b", step.caption, re.I), (story.key, step.caption)
+        on_demand = stories.get("40-on-demand-update")
+        assert "on-demand update" in on_demand.title.lower()  # the spec's name for it
+
+
 @pytest.mark.committing  # the story's steps run on the stage's thread pool
 def test_the_panel_speaks_words_with_the_api_name_beside_and_keeps_set_up_calls_apart(app, visitor):
     key = "50-failure-and-recovery"
