@@ -55,7 +55,7 @@ DEFAULT_COHORTS_PER_TRAINER = 20
 DEFAULT_TRAINEES_PER_COHORT = 60
 # How long the same join form, sent again, answers with the membership it made (a double submit, a resent
 # POST after a lost answer) rather than being read as someone else taking the name.
-JOIN_FORM_REPLAY = timedelta(minutes=10)
+JOIN_FORM_TOKEN_REPLAY = timedelta(minutes=10)
 
 
 class Joined(NamedTuple):
@@ -207,27 +207,29 @@ def closed(cohort: Cohort) -> ServiceError | None:
     )
 
 
-def new_join_form() -> str:
-    """The one-time token a join form carries (rendered in it as `join_form`): see `join`."""
+def new_join_form_token() -> str:
+    """A join form's one-time token (its field `join_form_token`): see `join`. Not the join link's token
+    (`by_join_token`), which the whole room shares."""
     return secrets.token_urlsafe(18)
 
 
-def _form_hash(form_token: str) -> str:
-    return _hash(f"join-form:{form_token}")
+def join_form_token_hash(join_form_token: str) -> str:
+    """What is kept of a join form token: the member row holds it, the browser's session a prefix of it."""
+    return _hash(f"join-form:{join_form_token}")
 
 
-def joined_with_form(cohort: Cohort, form_token: str) -> Joined | None:
-    """The membership this join form made already, if it was sent before, or None.
+def earlier_join(cohort: Cohort, join_form_token: str) -> Joined | None:
+    """The membership this join form token made already, if its form was sent before, or None.
 
-    Within JOIN_FORM_REPLAY of that join, the form's second sending is answered with the same membership
+    Within JOIN_FORM_TOKEN_REPLAY of that join, the form's second sending is answered with the same membership
     (the trainee lands on their page). Later, the form is spent: it is refused by name, never read as a new
     trainee taking a name (the token only ever reached the browser the form was rendered for)."""
-    if not form_token:
+    if not join_form_token:
         return None
     found = db.session.execute(
         select(CohortMember, Workspace)
         .join(Workspace, Workspace.id == CohortMember.workspace_id)
-        .where(CohortMember.join_form_hash == _form_hash(form_token))
+        .where(CohortMember.join_form_token_hash == join_form_token_hash(join_form_token))
     ).first()
     if found is None:
         return None
@@ -236,26 +238,32 @@ def joined_with_form(cohort: Cohort, form_token: str) -> Joined | None:
         # The hash is unique across classes: this form, sent to another class's address, could only fail on
         # it when written. Refused here, by name, with nothing made.
         raise ValidationFailed(
-            [FieldError("join_form", "This join form is another class's. Send the form on this page again.")]
+            [
+                FieldError(
+                    "join_form_token", "This join form is another class's. Send the form on this page again."
+                )
+            ]
         )
-    if timeutil.utcnow() - _aware(member.joined_at) > JOIN_FORM_REPLAY:
+    if timeutil.utcnow() - _aware(member.joined_at) > JOIN_FORM_TOKEN_REPLAY:
         raise ValidationFailed(
             [
                 FieldError(
-                    "join_form",
+                    "join_form_token",
                     f"This join form was used already, to join as {member.name}, more than "
-                    f"{JOIN_FORM_REPLAY.seconds // 60} minutes ago. Open the join link again.",
+                    f"{JOIN_FORM_TOKEN_REPLAY.seconds // 60} minutes ago. Open the join link again.",
                 )
             ]
         )
     return Joined(member, workspace, again=True)
 
 
-def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], None] | None = None) -> Joined:
+def join(
+    cohort: Cohort, name: str, join_form_token: str = "", admit: Callable[[], None] | None = None
+) -> Joined:
     """A named, kept workspace with a sandbox key for a trainee, in the cohort. The caller commits
     (and registers the console's inbox, as for every console workspace, unless `again`).
 
-    `form_token`: the join form's one-time token (`new_join_form`). The same form sent twice, even at the
+    `join_form_token`: the join form's one-time token (`new_join_form_token`). The same form sent twice, even at the
     same moment (a double submit that reached the server twice), joins once: the second sending answers
     with the first's membership (`again`), not a "name already taken" refusal and a second row. Its hash is
     unique, so of two joins racing past the check below only one row is written; the other finds it.
@@ -264,7 +272,7 @@ def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], No
     console's joins-per-minute throttle, which raises RateLimited). A refused name, a class that is full or
     the same form sent again does not count: a room retyping names after clashes must not use up the
     minute's joins of the trainees still to come."""
-    again = joined_with_form(cohort, form_token)
+    again = earlier_join(cohort, join_form_token)
     if again is not None:
         return again
     over = closed(cohort)
@@ -273,7 +281,7 @@ def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], No
     cleaned = clean_name(name, what="yourself")
     # Lock the cohort row (PostgreSQL) so two joins at the same moment cannot both take the last place.
     db.session.execute(select(Cohort.id).where(Cohort.id == cohort.id).with_for_update())
-    again = joined_with_form(cohort, form_token)  # the other sending held the lock until it committed
+    again = earlier_join(cohort, join_form_token)  # the other sending held the lock until it committed
     if again is not None:
         return again
     limit = trainees_per_cohort()
@@ -288,7 +296,7 @@ def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], No
     if taken is not None:
         # The other sending of this very form may have committed since the check above (on SQLite, with no
         # lock, nothing keeps it out): its row, seen here by its name, is this join, not a clash.
-        again = joined_with_form(cohort, form_token)
+        again = earlier_join(cohort, join_form_token)
         if again is not None:
             return again
         raise _name_taken(taken)
@@ -302,7 +310,7 @@ def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], No
         name=cleaned,
         name_key=name_key(cleaned),
         joined_at=timeutil.utcnow(),
-        join_form_hash=_form_hash(form_token) if form_token else None,
+        join_form_token_hash=join_form_token_hash(join_form_token) if join_form_token else None,
     )
     db.session.add(member)
     try:
@@ -312,7 +320,7 @@ def join(cohort: Cohort, name: str, form_token: str = "", admit: Callable[[], No
         # its row holds this form's hash (the same join, sent twice) or this name (someone else, at the same
         # moment: without the unique name both were written, two identical rows). Nothing of this one is kept.
         db.session.rollback()
-        again = joined_with_form(cohort, form_token)
+        again = earlier_join(cohort, join_form_token)
         if again is not None:
             return again
         taken = _same_name(cohort, cleaned)

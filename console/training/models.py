@@ -49,7 +49,9 @@ class CohortMember(IdMixin, db.Model):
     # compatibility forms aside). None only for a member whose name repeated an earlier one's before it was kept.
     name_key: Mapped[str | None] = mapped_column(String(64))
     joined_at: Mapped[datetime]  # real time
-    # sha256 of the one-time token the join form carried (console.training.cohorts.join): the same form
-    # sent twice (a double submit that reached the server twice) finds this row instead of joining again.
-    # None for members who joined before it was kept, or without a form.
-    join_form_hash: Mapped[str | None] = mapped_column(String(64), unique=True)
+    # cohorts.join_form_token_hash of the join form token the join carried (console.training.cohorts.join):
+    # the same form sent twice (a double submit that reached the server twice) finds this row instead of
+    # joining again. None for members who joined before it was kept, or without a form. The column keeps the
+    # name its applied migration gave it (join_form_hash): renaming it would rebuild the table on SQLite in a
+    # migration of its own for no change in meaning; the attribute carries the one name.
+    join_form_token_hash: Mapped[str | None] = mapped_column("join_form_hash", String(64), unique=True)

@@ -201,7 +201,7 @@ def test_a_browser_that_joined_is_told_so_and_cannot_join_twice(app, cohort, tra
     assert 'name="name"' in Visitor(app.test_client()).get(path).get_data(as_text=True)
 
 
-JOIN_FORM = re.compile(r'name="join_form" value="([^"]+)"')
+JOIN_FORM_TOKEN = re.compile(r'name="join_form_token" value="([^"]+)"')
 
 
 def _one_form_two_sendings(app, cohort: dict) -> tuple[str, dict, Visitor, Visitor]:
@@ -211,9 +211,9 @@ def _one_form_two_sendings(app, cohort: dict) -> tuple[str, dict, Visitor, Visit
     path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
     page = first.get(path).get_data(as_text=True)
     form = {"name": "Ada", "csrf_token": first.csrf}
-    token = JOIN_FORM.search(page)
+    token = JOIN_FORM_TOKEN.search(page)
     if token is not None:  # none before the fix: the form was the same for every sending
-        form["join_form"] = token.group(1)
+        form["join_form_token"] = token.group(1)
     second = Visitor(app.test_client())
     second.client.set_cookie("session", first.client.get_cookie("session").value)
     second.csrf = first.csrf
@@ -287,8 +287,8 @@ def test_two_browsers_joining_under_one_name_at_the_same_moment_make_one_row(app
     forms = []
     for visitor in (first, second):
         page = visitor.get(path).get_data(as_text=True)
-        token = JOIN_FORM.search(page)
-        forms.append({"name": "Ada", **({"join_form": token.group(1)} if token else {})})
+        token = JOIN_FORM_TOKEN.search(page)
+        forms.append({"name": "Ada", **({"join_form_token": token.group(1)} if token else {})})
     real, answers, started = cohorts.create_workspace, [], []
 
     def first_lands_meanwhile(*args, **kwargs):
@@ -317,7 +317,7 @@ def test_a_join_forms_token_replays_the_join_only_in_the_browser_it_was_given_to
     assert first.post(path, form).status_code == 302
     other = Visitor(app.test_client())
     other.get(path)
-    response = other.post(path, {"name": "Ada", "join_form": form["join_form"]})
+    response = other.post(path, {"name": "Ada", "join_form_token": form["join_form_token"]})
     assert response.status_code == 400
     assert "Someone in this class already joined as Ada" in unescape(response.get_data(as_text=True))
     with other.client.session_transaction() as session:
@@ -338,8 +338,8 @@ def test_a_join_form_sent_to_another_class_is_refused_by_name_not_a_500(app, tra
     assert response.status_code == 400, page
     assert "This join form is another class's" in page
     assert _members_and_hooks(app) == (["Ada"], 1)
-    fresh = JOIN_FORM.search(page).group(1)  # the page answered offers this class's own form
-    response = first.post(other_path, {**form, "name": "Grace", "join_form": fresh})
+    fresh = JOIN_FORM_TOKEN.search(page).group(1)  # the page answered offers this class's own form
+    response = first.post(other_path, {**form, "name": "Grace", "join_form_token": fresh})
     assert response.status_code == 302, unescape(response.get_data(as_text=True))
     assert sorted(_members_and_hooks(app)[0]) == ["Ada", "Grace"]
 
@@ -349,7 +349,7 @@ def test_a_join_form_sent_again_long_after_is_refused_by_name(app, cohort, monke
 
     path, form, first, second = _one_form_two_sendings(app, cohort)
     first.post(path, form)
-    monkeypatch.setattr(cohorts, "JOIN_FORM_REPLAY", cohorts.JOIN_FORM_REPLAY * 0)
+    monkeypatch.setattr(cohorts, "JOIN_FORM_TOKEN_REPLAY", cohorts.JOIN_FORM_TOKEN_REPLAY * 0)
     response = second.post(path, {**form, "name": "Someone else"})
     page = unescape(response.get_data(as_text=True))
     assert response.status_code == 400 and "This join form was used already, to join as Ada" in page

@@ -8,8 +8,6 @@ workspace: they see their own exercises at `/training/me`, never the grid or any
 
 from __future__ import annotations
 
-import hashlib
-
 from flask import Response, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from markupsafe import Markup
 
@@ -231,30 +229,31 @@ def training_export(cohort_id: str):
     )
 
 
-# The join forms this browser was given (a short hash of each, the newest few): a form's one-time token
-# replays a join only from the browser it was rendered for, not from anyone who read it.
-JOIN_FORMS_KEY = "training_join_forms"
+# The join form tokens this browser was given (the first 16 characters of each one's hash, the newest few): a
+# join form token replays a join only from the browser it was rendered for, not from anyone who read it.
+JOIN_FORM_TOKENS_KEY = "training_join_form_tokens"
 # The class this browser last joined ({"cohort": id, "name": ...}): once its trainer deletes it (with the
 # trainee's workspace), /training/me can say so instead of "not in a training cohort".
 JOINED_CLASS_KEY = "training_joined_class"
-JOIN_FORMS_KEPT = 5
+JOIN_FORM_TOKENS_KEPT = 5
 
 
-def _new_join_form() -> str:
-    form_token = cohorts.new_join_form()
-    kept = [f for f in session.get(JOIN_FORMS_KEY) or [] if isinstance(f, str)]
-    session[JOIN_FORMS_KEY] = [*kept, _form_mark(form_token)][-JOIN_FORMS_KEPT:]
-    return form_token
+def _new_join_form_token() -> str:
+    join_form_token = cohorts.new_join_form_token()
+    kept = [f for f in session.get(JOIN_FORM_TOKENS_KEY) or [] if isinstance(f, str)]
+    session[JOIN_FORM_TOKENS_KEY] = [*kept, _kept_of(join_form_token)][-JOIN_FORM_TOKENS_KEPT:]
+    return join_form_token
 
 
-def _form_mark(form_token: str) -> str:
-    return hashlib.sha256(form_token.encode()).hexdigest()[:16]
+def _kept_of(join_form_token: str) -> str:
+    """What the session keeps of a join form token: a prefix of its hash (the cookie stays small)."""
+    return cohorts.join_form_token_hash(join_form_token)[:16]
 
 
-def _own_join_form() -> str:
-    """The join form's token if this browser was given it, else "" (a join without one)."""
-    form_token = request.form.get("join_form", "")
-    return form_token if form_token and _form_mark(form_token) in (session.get(JOIN_FORMS_KEY) or []) else ""
+def _own_join_form_token() -> str:
+    """The join form token sent, if this browser was given it, else "" (a join without one)."""
+    sent = request.form.get("join_form_token", "")
+    return sent if sent and _kept_of(sent) in (session.get(JOIN_FORM_TOKENS_KEY) or []) else ""
 
 
 @routes.get("/training/join/<token>", endpoint="training_join")
@@ -268,7 +267,7 @@ def training_join(token: str):
         token=token,
         errors={},
         form={},
-        join_form=_new_join_form(),
+        join_form_token=_new_join_form_token(),
         joined=joined,
         refused=over,
         closed=over is not None,
@@ -288,9 +287,11 @@ def training_join_submit(token: str):
     if _joined_as(cohort) is not None:
         return redirect(url_for("console.training_me"))
     form = {"name": request.form.get("name", "")}
-    form_token = _own_join_form()
+    join_form_token = _own_join_form_token()
     try:
-        joined = cohorts.join(cohort, form["name"], form_token, admit=lambda: throttle.check_joins(cohort.id))
+        joined = cohorts.join(
+            cohort, form["name"], join_form_token, admit=lambda: throttle.check_joins(cohort.id)
+        )
     except ValidationFailed as exc:
         db.session.rollback()
         errors = {f.name: f.message for f in exc.fields}
@@ -300,7 +301,7 @@ def training_join_submit(token: str):
             token=token,
             errors=errors,
             form=form,
-            join_form=_new_join_form(),
+            join_form_token=_new_join_form_token(),
             joined=None,
         ), 400
     except ServiceError as exc:  # full, archived, or too many joins this minute: said on the page
@@ -312,7 +313,7 @@ def training_join_submit(token: str):
                 token=token,
                 errors={},
                 form=form,
-                join_form=_new_join_form(),
+                join_form_token=_new_join_form_token(),
                 joined=None,
                 refused=exc,
                 closed=cohorts.closed(cohort) is not None,
