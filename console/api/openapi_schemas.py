@@ -6,6 +6,7 @@ them (`console.api.openapi.BODIES`), so the document cannot drift from what is e
 
 from __future__ import annotations
 
+from console.conformance.sender import REASONS
 from console.events.models import EVENT_TYPES
 from console.jobs.plans import OUTCOMES
 from console.webhooks.models import DELIVERY_STATUSES
@@ -537,6 +538,13 @@ RESPONSE_SCHEMAS: dict[str, dict] = {
             "error": {
                 "type": ["string", "null"],
                 "description": "The network error, when there was no answer.",
+            },
+            "reason": {
+                "type": ["string", "null"],
+                "enum": [*REASONS, None],
+                "description": "Why there was no answer, as a code to branch on (error is for people): "
+                "timeout, refused (the egress rules refused the URL: nothing was sent), unreachable, not_http. "
+                "null when an answer came. Absent from reports made before it was recorded.",
             },
         },
         ["status", "latency_ms", "headers", "body_excerpt", "error"],

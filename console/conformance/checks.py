@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from console.conformance.sender import CONFORMANCE_HEADER, Received, Request, Target
+from console.conformance.sender import CONFORMANCE_HEADER, TIMEOUT, Received, Request, Target
 from console.events.models import EVENT_TYPES
 from console.events.queries import sample_payload
 from console.versions import PRIME_MIN_VERSION
@@ -119,9 +119,8 @@ class Run:
         if in_flight is not None:
             request, sent_at = in_flight
             error = f"timeout: no complete answer within {self.plan.timeout:g} s"
-            exchanges.append(
-                Exchange(request, Received(None, int((time.monotonic() - sent_at) * 1000), error=error))
-            )
+            waited = int((time.monotonic() - sent_at) * 1000)
+            exchanges.append(Exchange(request, Received(None, waited, error=error, reason=TIMEOUT)))
         return exchanges
 
 
@@ -187,7 +186,7 @@ def acceptance_warning(received: Received) -> str | None:
 def not_accepted(received: Received) -> str:
     """What a refusal of a good delivery means for real deliveries, and where to look."""
     if received.status is None:
-        if received.error and received.error.startswith("timeout"):
+        if received.reason == TIMEOUT:
             return (
                 f"{_status(received)}: real deliveries would be retried, then fail. Answer within 15 s; do slow "
                 "work after answering."

@@ -22,6 +22,14 @@ from console.webhooks.excerpt import Excerpt, answer_excerpt
 
 CONFORMANCE_HEADER = "x-service-conformance"
 
+# Why a request got no HTTP answer (`Received.reason`): data for what reads a report (the check's advice, the
+# training grid's word, a CI script), so none of them reads the error's words, which are for people.
+TIMEOUT = "timeout"  # no answer within the check's deadline
+REFUSED = "refused"  # the egress rules refused the URL or its address: nothing was sent
+UNREACHABLE = "unreachable"  # no connection, the host does not resolve, TLS refused, closed or reset
+NOT_HTTP = "not_http"  # something answered, not in HTTP
+REASONS = (TIMEOUT, REFUSED, UNREACHABLE, NOT_HTTP)
+
 # In-process inbox calls each take a database connection from the serving process's pool (and on
 # SQLite the write lock); a run's dozen checks share a couple of slots rather than drain the pool.
 _INBOX_SLOTS = threading.BoundedSemaphore(2)
@@ -65,6 +73,7 @@ class Received:
     headers: dict[str, str] = field(default_factory=dict)
     excerpt: str | None = None
     error: str | None = None
+    reason: str | None = None  # one of REASONS when status is None
 
     @property
     def accepted(self) -> bool:
@@ -81,6 +90,7 @@ class Received:
             "headers": self.headers,
             "body_excerpt": self.excerpt,
             "error": self.error,
+            "reason": self.reason,
         }
 
 
@@ -106,13 +116,26 @@ def send(webhook: Target, request: Request, *, transport: Transport, timeout: fl
             )
     except (OSError, http.client.HTTPException, AddressRefused, urls.UrlRefused) as exc:
         latency_ms = int((time.perf_counter() - started) * 1000)
-        return Received(None, latency_ms, error=describe_error(exc, timeout))
+        return Received(None, latency_ms, error=describe_error(exc, timeout), reason=reason_of(exc))
     latency_ms = int((time.perf_counter() - started) * 1000)
     return _received(answer_excerpt(status, headers, raw), latency_ms)
 
 
-def _received(excerpt: Excerpt, latency_ms: int, error: str | None = None) -> Received:
-    return Received(excerpt.status, latency_ms, excerpt.headers, excerpt.body, error)
+def reason_of(exc: BaseException) -> str:
+    """The reason code of a request that raised `exc` (`describe_error` says it in words)."""
+    if isinstance(exc, AddressRefused | urls.UrlRefused):
+        return REFUSED
+    if isinstance(exc, TimeoutError):
+        return TIMEOUT
+    if isinstance(exc, http.client.BadStatusLine | http.client.LineTooLong | http.client.UnknownProtocol):
+        return NOT_HTTP
+    return UNREACHABLE
+
+
+def _received(
+    excerpt: Excerpt, latency_ms: int, error: str | None = None, reason: str | None = None
+) -> Received:
+    return Received(excerpt.status, latency_ms, excerpt.headers, excerpt.body, error, reason)
 
 
 def _through_listener(webhook: Target, request: Request, transport: Transport, timeout: float) -> Received:
@@ -120,5 +143,16 @@ def _through_listener(webhook: Target, request: Request, transport: Transport, t
     with transport.app.app_context():
         answer = relay.round_trip(webhook.webhook_id, request.method, request.headers, request.body, timeout)
     return _received(
-        answer_excerpt(answer.status_code, (), answer.body), answer.latency_ms or 0, answer.error
+        answer_excerpt(answer.status_code, (), answer.body),
+        answer.latency_ms or 0,
+        answer.error,
+        _relay_reason(answer),
     )
+
+
+def _relay_reason(answer: relay.Answer) -> str | None:
+    """No answer through a listener: it timed out, or the listener could not reach the endpoint (its own
+    words only say how)."""
+    if answer.status_code is not None:
+        return None
+    return TIMEOUT if answer.timed_out else UNREACHABLE

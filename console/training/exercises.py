@@ -20,6 +20,7 @@ from sqlalchemy import select
 
 from console.conformance.models import ACTIVE as RUN_ACTIVE
 from console.conformance.models import DONE, ConformanceRun
+from console.conformance.sender import TIMEOUT
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
 from console.jobs.plans import PENDING, SENT, SUCCESS
@@ -209,7 +210,7 @@ def _refuses_signed(checks: list[dict]) -> str | None:
 def _answers_if_none_passed(checks: list[dict]) -> set[str] | None:
     """What the failed checks' requests got back, in words (`_answer`), when no check that sent a request
     passed (the endpoint is down, or answers everything alike); None when one did. `_why_failed` says it in
-    a sentence, `_failure_label` in a word: one reading of the report for both."""
+    a sentence; `_failure_label` reads the same checks as data (`_got_if_none_passed`)."""
     if any(c.get("passed") and c.get("exchanges") for c in checks):
         return None
     return {
@@ -262,26 +263,45 @@ _CHECK_LABELS = (
 
 
 def _failure_label(report: dict | None) -> str:
-    """`_why_failed` in a word or two, for a grid cell: what a trainer walks over to fix."""
+    """`_why_failed` in a word or two, for a grid cell: what a trainer walks over to fix.
+
+    Read from the report's data (each answer's `status`, else its `reason` code), never from its words: the
+    label said "down" for a timeout whose error was worded otherwise (a listener's, the inbox's)."""
     checks = (report or {}).get("checks", [])
     failed = {str(c.get("name")) for c in checks if not c.get("passed")}
-    answers = _answers_if_none_passed(checks)
-    if answers is not None:
-        if len(answers) == 1:
-            (answer,) = answers
-            if answer.startswith("answered "):
-                return "HTTP " + answer.removeprefix("answered ")
-            if answer.startswith("timeout"):
-                return "timeout"
-            return "down"
-        if answers:
-            return "no answer" if all(not a.startswith("answered ") for a in answers) else "failing"
+    got = _got_if_none_passed(checks)
+    if got is not None:
+        if len(got) == 1:
+            ((status, reason),) = got
+            if status is not None:
+                return f"HTTP {status}"
+            # A report kept before reasons were recorded has none: its endpoint did not answer, "down".
+            return "timeout" if reason == TIMEOUT else "down"
+        if got:
+            return "no answer" if all(status is None for status, _ in got) else "failing"
     if _refuses_signed(checks) is not None:
         return "wrong key?"
     for names, label in _CHECK_LABELS:
         if failed.intersection(names):
             return label
     return "failing" if failed else ""
+
+
+def _got_if_none_passed(checks: list[dict]) -> set[tuple[int | None, str | None]] | None:
+    """What the failed checks' requests got, as data: (HTTP status, None) or (None, reason code); None when
+    a check that sent a request passed (`_answers_if_none_passed` says the same in words)."""
+    if any(c.get("passed") and c.get("exchanges") for c in checks):
+        return None
+    return {
+        (
+            e["received"].get("status"),
+            None if e["received"].get("status") is not None else e["received"].get("reason"),
+        )
+        for c in checks
+        if not c.get("passed")
+        for e in c.get("exchanges") or []
+        if e.get("received")
+    }
 
 
 def check_missed_webhook(workspace: Workspace) -> Result:

@@ -337,6 +337,7 @@ class Answer:
     latency_ms: int | None
     body: str | None  # the start of the answer (at most 1 KB)
     error: str | None  # no HTTP answer: the listener's network error, or no listener answered in time
+    timed_out: bool = False  # no answer came through a listener within the timeout
 
 
 def round_trip(
@@ -385,7 +386,8 @@ def round_trip(
             if utcnow() >= expires:
                 picked = row is not None and row.status == DELIVERING
                 why = "the endpoint did not answer" if picked else "no listener fetched the request"
-                return Answer(None, None, None, f"timeout: {why} within {timeout:g} s (console listen)")
+                error = f"timeout: {why} within {timeout:g} s (console listen)"
+                return Answer(None, None, None, error, timed_out=True)
             with runslots.released():  # waiting on the listener, not running
                 time.sleep(ROUND_TRIP_POLL_SECONDS)
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -251,6 +252,7 @@ def test_the_run_is_bounded_by_the_timeout(app, api, workspace):
     assert elapsed < 30
     assert failed(report) == {*SENDING_CHECKS, "event:account.added"}
     assert "timeout" in by_name(report)["signed_event"]["received"]["error"]
+    assert by_name(report)["signed_event"]["received"]["reason"] == "timeout"  # as data, for CI and the grid
 
 
 def test_egress_policy_applies(app, api, workspace, monkeypatch):
@@ -258,8 +260,19 @@ def test_egress_policy_applies(app, api, workspace, monkeypatch):
     monkeypatch.setitem(app.config, "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", False)
     monkeypatch.setitem(app.config, "LISTEN_HOST", "0.0.0.0")
     report = run_check(api, hook["id"])
-    error = by_name(report)["signed_event"]["received"]["error"]
-    assert error.startswith("refused: URL") and "loopback" in error
+    received = by_name(report)["signed_event"]["received"]
+    assert received["error"].startswith("refused: URL") and "loopback" in received["error"]
+    assert received["reason"] == "refused"
+
+
+def test_an_endpoint_nobody_listens_on_is_unreachable_by_reason_code(app, api, workspace):
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    hook = create_webhook(api, f"http://127.0.0.1:{port}/hook", events=["account.added"])
+    received = by_name(run_check(api, hook["id"]))["signed_event"]["received"]
+    assert (received["status"], received["reason"]) == (None, "unreachable")
+    assert received["error"].startswith("connection failed")
 
 
 def test_behind_a_tls_proxy_a_loopback_service_is_not_read(app, api, workspace, monkeypatch):

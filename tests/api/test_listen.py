@@ -303,6 +303,7 @@ def test_round_trip_without_a_listener_times_out_with_a_clear_error(app, api):
     with app.app_context():
         answer = relay.round_trip(hook["id"], "POST", {}, "{}", timeout=0.3)
     assert answer.status_code is None and "no listener fetched the request" in answer.error
+    assert answer.timed_out  # what a conformance check's report records as reason "timeout"
 
 
 def _conforming_listener(api, webhook_id, secret, stop, answered):

@@ -20,16 +20,25 @@ NAMES = (
 )
 
 
+def _reason(status: int | None, error: str | None) -> str | None:
+    """The reason code the sender records beside these words (console.conformance.sender.reason_of)."""
+    if status is not None:
+        return None
+    return "timeout" if error and error.startswith("timeout") else "unreachable"
+
+
 def report(answers: dict[str, tuple[bool, int | None, str | None]]) -> dict:
-    checks = [
-        {
-            "name": name,
-            "passed": passed,
-            "received": {"status": status, "error": error},
-            "exchanges": [{"sent": {}, "received": {"status": status, "error": error}}],
-        }
-        for name, (passed, status, error) in answers.items()
-    ]
+    checks = []
+    for name, (passed, status, error) in answers.items():
+        received = {"status": status, "error": error, "reason": _reason(status, error)}
+        checks.append(
+            {
+                "name": name,
+                "passed": passed,
+                "received": received,
+                "exchanges": [{"sent": {}, "received": received}],
+            }
+        )
     checks.append({"name": "unsubscribed_event_not_sent", "passed": True, "received": None, "exchanges": []})
     return {"passed": False, "checks": checks}
 
@@ -90,3 +99,29 @@ def test_each_failure_has_a_word_for_the_grids_cell():
     assert {label: _failure_label(report(answers)) for label, answers in every.items()} == {
         label: label for label in every
     }
+
+
+def test_the_grids_word_comes_from_the_reason_code_not_the_errors_words():
+    """The label re-read the error text ("timeout…" or not): a timeout worded otherwise (a listener's, the
+    built-in inbox's) was labelled "down", and rewording an error would have changed the grid."""
+    no_answer = report(dict.fromkeys(NAMES, (False, None, "the built-in inbox is busy")))
+    for check in no_answer["checks"]:
+        for exchange in check["exchanges"]:
+            exchange["received"] = {**exchange["received"], "reason": "timeout"}
+    assert _failure_label(no_answer) == "timeout"
+    worded_like_a_timeout = report(dict.fromkeys(NAMES, (False, None, "timeout: whatever the words")))
+    for check in worded_like_a_timeout["checks"]:
+        for exchange in check["exchanges"]:
+            exchange["received"] = {**exchange["received"], "reason": "unreachable"}
+    assert _failure_label(worded_like_a_timeout) == "down"
+    mixed = report(dict.fromkeys(NAMES, (False, None, "x")))
+    mixed["checks"][0]["exchanges"][0]["received"] = {"status": None, "error": "x", "reason": "timeout"}
+    assert _failure_label(mixed) == "no answer"
+
+
+def test_a_report_kept_before_reason_codes_still_gets_a_word():
+    old = report(dict.fromkeys(NAMES, (False, None, "connection failed: could not connect to the host")))
+    for check in old["checks"]:
+        for exchange in check["exchanges"]:
+            exchange["received"].pop("reason", None)
+    assert _failure_label(old) == "down"
