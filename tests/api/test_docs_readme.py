@@ -23,6 +23,7 @@ from werkzeug.serving import make_server
 from console.api.ratelimit import RateLimiter
 from console.extensions import db
 from console.webhooks.delivery_loop import deliver_due
+from tests.waiting import wait_for
 
 pytestmark = [
     pytest.mark.committing,
@@ -57,6 +58,7 @@ def as_pasted(block: str, root: str, secret: str, hook_port: int | None = None) 
         ("sk_sandbox_…", secret),
         ("http://127.0.0.1:5000", root),
         ("127.0.0.1:8000", f"127.0.0.1:{hook_port}"),
+        ("localhost:8000", f"localhost:{hook_port}"),
         (".venv/bin/", f"{BIN}/"),
     ):
         block = block.replace(placeholder, value)
@@ -212,3 +214,22 @@ def test_the_clock_moves_of_jobs_md_work_after_the_clock_has_moved(root, workspa
     (jumped,), _rest = json_values(run(jump, tmp_path, **env))
     assert "error" not in jumped, jumped
     assert jumped["data"]["now"][11:16] == "14:00"
+
+
+def test_console_listen_of_webhooks_md_relays_to_the_readme_receiver(
+    root, workspace, readme_receiver, capsys, tmp_path
+):
+    """The listener as webhooks.md starts it, with the README's receiver behind it: no worker needed, the
+    listener fetches the deliveries itself."""
+    secret = workspace.secrets["sandbox"]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "SECRET": secret, "BASE": f"{root}/sandbox"}
+    block = as_pasted(doc_block("webhooks.md", "sh", "console listen"), root, secret, readme_receiver)
+    assert f"localhost:{readme_receiver}/hooks" in block
+    # Deliveries wait on the server until a listener fetches them, so the trigger need not wait for it to start.
+    with subprocess.Popen(["bash", "-c", f"exec {block.strip()}"], cwd=tmp_path, env=env) as listener:
+        try:
+            run(f"{BIN}/console trigger success --api $BASE --key $SECRET", tmp_path, **env)
+            arrived = wait_for(lambda: "direct_deposit_switch.added " in capsys.readouterr().out, seconds=20)
+            assert arrived, "the relayed delivery never reached the receiver"
+        finally:
+            listener.terminate()
