@@ -225,9 +225,16 @@ def test_console_listen_of_webhooks_md_relays_to_the_readme_receiver(
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "SECRET": secret, "BASE": f"{root}/sandbox"}
     block = as_pasted(doc_block("webhooks.md", "sh", "console listen"), root, secret, readme_receiver)
     assert f"localhost:{readme_receiver}/hooks" in block
-    # Deliveries wait on the server until a listener fetches them, so the trigger need not wait for it to start.
-    with subprocess.Popen(["bash", "-c", f"exec {block.strip()}"], cwd=tmp_path, env=env) as listener:
+    said = tmp_path / "listen.out"
+    with (
+        said.open("w") as out,
+        subprocess.Popen(
+            ["bash", "-c", f"exec {block.strip()}"], cwd=tmp_path, env=env, stdout=out
+        ) as listener,
+    ):
         try:
+            # Its relayed webhook exists once it says so; a switch before that has no delivery for it to fetch.
+            assert wait_for(lambda: "Ready: relaying" in said.read_text(), seconds=20), said.read_text()
             run(f"{BIN}/console trigger success --api $BASE --key $SECRET", tmp_path, **env)
             arrived = wait_for(lambda: "direct_deposit_switch.added " in capsys.readouterr().out, seconds=20)
             assert arrived, "the relayed delivery never reached the receiver"
