@@ -188,7 +188,7 @@ def world() -> None:
 
 
 @world.command("person")
-@click.argument("person_id")
+@click.argument("person_id", metavar="ID_OR_SLUG")
 @click.option("--workspace", "workspace_id", default=None, help="Show this workspace's payroll record.")
 @click.option("--mode", type=click.Choice(MODES), default=None)
 def world_person(person_id: str, workspace_id: str | None, mode: str | None) -> None:

@@ -92,9 +92,13 @@ def _http_error(exc: HTTPException):
         meant = _api_path_meant(exc)
         if meant is None:
             return _http_error_page(exc)
-        message = (
-            f"No endpoint at {request.path}. The API's paths start with /v1 after the mode's base: {meant}."
-        )
+        if "/v1/" in request.path:
+            # `$BASE/sandbox/v1/…` with BASE already ending in /sandbox: the endpoint is there, after a repeat.
+            message = (
+                f"No endpoint at {request.path}. It repeats part of the base URL: the endpoint is {meant}."
+            )
+        else:
+            message = f"No endpoint at {request.path}. The API's paths start with /v1 after the mode's base: {meant}."
         return error_response(404, *HTTP_ERRORS[404], message)
     type_, code = HTTP_ERRORS.get(exc.code or 500, ("UNKNOWN_ERROR", "HTTP_ERROR"))
     if exc.code == 404:
@@ -116,24 +120,32 @@ def _http_error(exc: HTTPException):
 
 def _api_path_meant(exc: HTTPException) -> str | None:
     """For an API call whose path lacks its /v1 (`POST /sandbox/link_tokens`; the spec's header example omits
-    the prefix), the path it meant, so that the caller gets the API's 404 saying so instead of a console page.
+    the prefix) or holds the API's path after a repeat of the base (`/sandbox/sandbox/v1/jobs`), the path it
+    meant, so that the caller gets the API's 404 saying so instead of a console page.
     An API call is told by its `x-api-secret` header (every call carries one) or a method a page link never
     uses; a browser's GET of an unknown page still gets the console's page."""
     if exc.code != 404 or ("x-api-secret" not in request.headers and request.method in ("GET", "HEAD")):
         return None
     adapter = current_app.url_map.bind("")
-    for prefix in sorted(URL_PREFIXES.values(), key=len, reverse=True):  # "/sandbox" before production's ""
-        if not request.path.startswith(prefix + "/"):
-            continue
-        meant = f"{prefix}/v1{request.path[len(prefix) :]}"
-        try:
-            adapter.match(meant, method=request.method)
-        except MethodNotAllowed:
-            return meant  # the path exists, for other methods: its /v1 is still what is missing
-        except HTTPException:
-            return None
-        return meant
-    return None
+    path = request.path
+    v1 = path.find("/v1/")
+    if v1 > 0:
+        # The API's path after something else (`/sandbox/sandbox/v1/jobs`: the base URL given twice), from its
+        # mode's prefix when one comes just before the /v1.
+        before = [prefix for prefix in URL_PREFIXES.values() if prefix and path[:v1].endswith(prefix)]
+        meant = path[v1 - len(before[0]) :] if before else path[v1:]
+    else:
+        prefix = next(
+            p for p in sorted(URL_PREFIXES.values(), key=len, reverse=True) if path.startswith(p + "/")
+        )
+        meant = f"{prefix}/v1{path[len(prefix) :]}"  # "/sandbox" before production's ""
+    try:
+        adapter.match(meant, method=request.method)
+    except MethodNotAllowed:
+        return meant  # the path exists, for other methods: only what is around it is wrong
+    except HTTPException:
+        return None
+    return meant
 
 
 # A console page's 404 (no such page, or one of another workspace's), here and in console.web.shared.blueprint.

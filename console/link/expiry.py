@@ -40,15 +40,16 @@ def expire_link_token(task: ScheduledTask, workspace: Workspace) -> dict[str, An
         return {"summary": "Link token no longer exists: nothing to expire"}
     session = _session_of(link_token.id)
     before = session.state if session is not None else None  # read now: loading the flow changes the row
+    had_matching_data = link_token.platform_matching is not None  # and erases this
     link_flow.load(link_token)
     if before is None:
         summary = f"Link token {link_token.id} expired unused"
     elif before in TERMINAL:
         summary = f"Link token {link_token.id} expired; its flow had already ended ({before})"
     else:
-        summary = (
-            f"Link token {link_token.id} expired mid-flow on {_screen(before)}; its matching data was erased"
-        )
+        summary = f"Link token {link_token.id} expired mid-flow on {_screen(before)}"
+        if had_matching_data:  # a standard switch's token has none: saying it was erased misled
+            summary += "; its matching data was erased"
     return {"summary": summary, "link_token_id": str(link_token.id)}
 
 

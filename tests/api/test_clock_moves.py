@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import timedelta
 
 from console.core.timeutil import isoformat, parse_datetime
-from tests.api.test_sandbox_complete import PAYCREST, complete, creds, new_token, ok
+from tests.api.test_sandbox_complete import PAYCREST, SANDBOX_MATCH_IDENTITIES, complete, creds, new_token, ok
 from tests.api.test_webhooks import LOCAL
 from tests.api.test_webhooks import create as create_webhook
 from tests.conftest import assert_error
@@ -149,7 +150,23 @@ def test_a_token_open_mid_flow_is_described_listed_and_expired_as_such(app, api,
         == f"Link token {opened['id']} will expire mid-flow (open on the intro screen)"
     )
     fired = {f["summary"] for f in ok(api.post("/sandbox/clock/advance", json={"hours": 2}))["fired"]}
+    # A standard switch's token carries no matching data, so nothing is said to be erased.
+    assert f"Link token {opened['id']} expired mid-flow on the intro screen" in fired
+
+
+def test_a_platform_matching_token_expired_mid_flow_says_its_matching_data_was_erased(app, api):
+    from console.extensions import db
+    from console.link import flow as link_flow
+    from console.link_tokens.models import LinkToken
+
+    matching = new_token(api, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["one"]})
+    with app.app_context():
+        link_flow.load(db.session.get(LinkToken, uuid.UUID(matching["id"])))  # Link shows its intro
+        db.session.commit()
+    fired = {f["summary"] for f in ok(api.post("/sandbox/clock/advance", json={"hours": 2}))["fired"]}
     assert (
-        f"Link token {opened['id']} expired mid-flow on the intro screen; its matching data was erased"
+        f"Link token {matching['id']} expired mid-flow on the intro screen; its matching data was erased"
         in fired
     )
+    with app.app_context():
+        assert db.session.get(LinkToken, uuid.UUID(matching["id"])).platform_matching is None

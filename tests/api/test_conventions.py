@@ -168,6 +168,28 @@ def test_an_api_call_without_v1_in_its_path_is_told_the_path_it_meant(client, wo
     assert client.get("/sandbox/nothing", headers=headers).content_type.startswith("text/html")
 
 
+def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, workspace):
+    """`$BASE/sandbox/v1/link_tokens` with BASE already ending in /sandbox (docs/api.md once showed that full
+    path beside the README's $BASE): it reached the console's HTML 404."""
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
+    response = client.post("/sandbox/sandbox/v1/link_tokens", json={}, headers=headers)
+    error = assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+    assert error["message"] == (
+        "No endpoint at /sandbox/sandbox/v1/link_tokens. It repeats part of the base URL: "
+        "the endpoint is /sandbox/v1/link_tokens."
+    )
+    assert (
+        "/development/v1/jobs."
+        in client.get("/x/development/v1/jobs", headers=headers).get_json()["error"]["message"]
+    )
+    assert (
+        "endpoint is /v1/jobs." in client.get("/api/v1/jobs", headers=headers).get_json()["error"]["message"]
+    )
+    # Not an endpoint after the repeat either, or not an API call: the console's page, as before.
+    assert client.get("/sandbox/sandbox/v1/nothing", headers=headers).content_type.startswith("text/html")
+    assert client.get("/sandbox/sandbox/v1/jobs").content_type.startswith("text/html")
+
+
 def test_unknown_method_is_405_in_the_error_shape(api):
     response = api.request("PATCH", "/link_tokens", json={})
     assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
