@@ -58,6 +58,23 @@
     action.focus();
   });
 
+  // Docks the instructions and keeps --link-guide-height, their height, up to date while docked: where they
+  // are a strip along the top, console.css hands it to the SDK as --link-inset-top, so Link opens below
+  // the strip and never covers it. Returns the function that undocks them.
+  function dockGuide(guide) {
+    var root = document.documentElement;
+    var measure = function () { root.style.setProperty("--link-guide-height", guide.getBoundingClientRect().height + "px"); };
+    guide.classList.add("docked");
+    measure();
+    var observer = window.ResizeObserver ? new window.ResizeObserver(measure) : null;
+    if (observer) observer.observe(guide);
+    return function () {
+      if (observer) observer.disconnect();
+      guide.classList.remove("docked");
+      root.style.removeProperty("--link-guide-height");
+    };
+  }
+
   function openLink(button) {
     if (!window.Link) {
       announce("The Link SDK did not load.");
@@ -69,9 +86,10 @@
     // What to enter in Link (looked up at each open: the state panel is swapped when Link closes).
     var guide = launcher.querySelector("[data-link-guide]");
     // Beside the Link modal while it is open, so each client event can be watched as it happens and the
-    // instructions read while typing: events to its right, instructions to its left.
+    // instructions read while typing: events to its right, instructions to its left. Narrower than that,
+    // the instructions become a strip along the top and Link opens below it (console.css).
     panel.classList.add("docked");
-    if (guide) guide.classList.add("docked");
+    var undockGuide = guide ? dockGuide(guide) : function () {};
     var callback = function (name) {
       return function (payload) { eventLine(list, "callback", name, payload); };
     };
@@ -84,7 +102,7 @@
       onExit: function (payload) {
         eventLine(list, "callback", "onExit", payload);
         panel.classList.remove("docked");
-        if (guide) guide.classList.remove("docked");
+        undockGuide();
         // The SDK gave focus back to the opener, but the token's state panel is about to be redrawn (the
         // opener with it): once it is, focus goes to the panel's first action (see htmx:afterSettle below).
         refocusAfterClose = launcher;

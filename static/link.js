@@ -5,7 +5,8 @@
  *   Link.close();
  *
  * Link opens in a modal dialog: an iframe served from the same origin as this script, full screen below
- * 480px wide. Focus moves into it, stays inside it while it is open (Tab wraps around, the close button
+ * 480px wide. A page that keeps a strip of itself visible above Link (an app bar, the console's hints) sets
+ * the CSS custom property --link-inset-top to its height: the dialog starts below it. Focus moves into it, stays inside it while it is open (Tab wraps around, the close button
  * included) and returns to the element that opened it; Escape closes it like its close button (onExit).
  * Messages are accepted only from that origin and only from that iframe; the iframe posts only to this
  * page's origin.
@@ -74,16 +75,17 @@
     current.iframe.contentWindow.postMessage({ source: "payroll-link-sdk", type: "close" }, LINK_ORIGIN);
   }
 
-  // Below this width Link takes the whole screen (a phone); above it, a centred panel.
+  // Below this width Link takes the whole dialog (a phone); above it, a centred panel. Sizes are of the
+  // dialog, not of the viewport: the dialog is the viewport less the page's --link-inset-top, and a fixed
+  // box follows the visible height under a phone's toolbars.
   var PHONE = "(max-width: 480px)";
 
   function fit() {
     if (!current) return;
     var phone = global.matchMedia && global.matchMedia(PHONE).matches;
     var f = current.iframe.style;
-    f.width = phone ? "100vw" : "min(420px, 100vw)";
-    f.height = phone ? "100vh" : "min(680px, 100vh)";
-    if (phone) f.height = "100dvh"; // the visible height under a phone's toolbars, where supported
+    f.width = phone ? "100%" : "min(420px, 100%)";
+    f.height = phone ? "100%" : "min(680px, 100%)";
     f.borderRadius = phone ? "0" : "12px";
   }
 
@@ -132,7 +134,8 @@
     overlay.setAttribute("aria-label", "Link");
     var s = overlay.style;
     s.position = "fixed";
-    s.inset = "0";
+    s.top = "var(--link-inset-top, 0px)";
+    s.right = s.bottom = s.left = "0";
     s.background = "rgba(15, 23, 42, 0.55)";
     s.display = "flex";
     s.alignItems = "center";
