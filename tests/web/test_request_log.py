@@ -230,3 +230,72 @@ def test_a_call_with_a_deeply_nested_body_has_a_detail_page(app, visitor):
     [row] = [r for r in rows_of(app, visitor.workspace_id) if r.request_id == request_id]
     detail = visitor.get(f"/requests/{row.id}")
     assert detail.status_code == 200 and "data=&#39;[[[[" in detail.get_data(as_text=True)
+
+
+def _cursor_and_hidden(page: str) -> tuple[str, str]:
+    found = re.search(r'id="request-poller" hx-get="[^"]*[?&]after=([^"&]+)&(?:amp;)?hidden=(\d+)', page)
+    assert found, "no live poller"
+    return found.group(1), found.group(2)
+
+
+def _live_url(page: str) -> str:
+    return re.search(r'id="request-poller" hx-get="([^"]+)"', page).group(1)
+
+
+def _hidden_count(page: str) -> int | None:
+    found = re.search(r"<span data-hidden-listener>([\d,]+)</span> listener\s+requests? hidden", page)
+    return int(found.group(1).replace(",", "")) if found else None
+
+
+def test_a_listeners_own_requests_are_hidden_behind_a_count_and_a_toggle(app, visitor):
+    """`console listen` polls once a second: the page lists the workspace's own calls, says how many of the
+    listener's requests it hid, and lists them on request; the live poll keeps the count up to date."""
+    api = outside(app, visitor)
+    opened = api.post("/sandbox/listen", json={})
+    listener = opened.get_json()["data"]
+    polls = [api.post(f"/sandbox/listen/{listener['id']}/poll", json={}) for _ in range(3)]
+    assert {p.status_code for p in polls} == {200}
+    real = api.post("/link_tokens", json=LINK_TOKEN)
+    assert real.status_code == 200
+    failed = api.post(f"/sandbox/listen/{uuid.uuid4()}/poll", json={})  # a listener's 404: not routine
+    assert failed.status_code == 404
+    writer_for(app).flush()
+    listeners = [r.headers["x-service-request-id"] for r in (opened, *polls)]
+
+    page = unescape(visitor.get("/requests").get_data(as_text=True))
+    assert real.headers["x-service-request-id"] in page and "/sandbox/v1/link_tokens" in page
+    assert failed.headers["x-service-request-id"] in page
+    assert not [r for r in listeners if r in page]
+    assert _hidden_count(page) == 4
+    assert "/requests?listener_requests=shown" in page
+
+    shown = unescape(visitor.get("/requests?listener_requests=shown").get_data(as_text=True))
+    assert all(r in shown for r in listeners)
+    assert real.headers["x-service-request-id"] in shown and "Hide them" in shown
+    assert _hidden_count(shown) is None
+    assert "listener_requests=shown" in _live_url(shown)  # the live poll keeps listing them
+
+    # Looked up by its request id, a poll is found whether they are shown or not.
+    assert listeners[1] in unescape(
+        visitor.get(f"/requests?request_id={listeners[1]}").get_data(as_text=True)
+    )
+
+    # Live: nothing new is a 204; another poll changes only the count (no row is prepended).
+    cursor, hidden = _cursor_and_hidden(page)
+    assert hidden == "4"
+    assert visitor.get(f"/requests/live?after={cursor}&hidden=4").status_code == 204
+    api.post(f"/sandbox/listen/{listener['id']}/poll", json={})
+    writer_for(app).flush()
+    answer = unescape(visitor.get(f"/requests/live?after={cursor}&hidden=4").get_data(as_text=True))
+    assert _hidden_count(answer) == 5
+    assert 'id="listener-requests"' in answer and "hx-swap-oob" in answer
+    assert "request-row" not in answer and "hidden=5" in answer
+
+
+def test_a_workspace_without_a_listener_says_nothing_about_one(app, visitor):
+    api = outside(app, visitor)
+    assert api.get("/webhooks").status_code == 200
+    writer_for(app).flush()
+    page = visitor.get("/requests").get_data(as_text=True)
+    assert re.search(r'<div id="listener-requests" class="listener-requests">\s*</div>', page)
+    assert _hidden_count(page) is None and "listener_requests=" not in page

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import func, not_, select
 
 from console.core.timeutil import utcnow
 from console.extensions import db
+from console.requestlog import listener_requests
 from console.requestlog.capture import stored_headers
 from console.requestlog.models import KeyUsageDay, RequestLogEntry
 from console.requestlog.redact import mask_api_secrets, redact_body, redact_pairs
@@ -116,6 +117,9 @@ class Filters:
     path: str = ""  # substring of the path
     key: str = ""  # an API key id
     request_id: str = ""  # exact x-service-request-id
+    listener_requests: str = (
+        ""  # "shown": list a listener's own requests too (console.requestlog.listener_requests)
+    )
 
     @classmethod
     def from_args(cls, args) -> Filters:
@@ -134,13 +138,26 @@ class Filters:
             path=arg("path"),
             key=key,
             request_id=arg("request_id"),
+            listener_requests="shown" if arg("listener_requests") == "shown" else "",
         )
 
     def as_args(self) -> dict[str, str]:
         """The non-empty filters, for links that keep them (the next page, polling)."""
         return {k: v for k, v in vars(self).items() if v}
 
-    def apply(self, query):
+    def args_with(self, **changes: str) -> dict[str, str]:
+        """The filters' args with some changed (an empty value drops one): a link to the same list, shown otherwise."""
+        return {k: v for k, v in {**self.as_args(), **changes}.items() if v}
+
+    @property
+    def hides_listener_requests(self) -> bool:
+        """Unless asked, a listener's own requests are left out; a request id is looked up whatever it is."""
+        return not self.listener_requests and not self.request_id
+
+    def apply(self, query, *, hiding: bool = True):
+        """The filters on a query of the log; `hiding=False` keeps the listener's requests (to count them)."""
+        if hiding and self.hides_listener_requests:
+            query = query.where(not_(listener_requests.clause()))
         if self.status:
             low = int(self.status[0]) * 100
             query = query.where(RequestLogEntry.status >= low, RequestLogEntry.status < low + 100)
@@ -179,6 +196,15 @@ def page(
     query = select(RequestLogEntry).where(RequestLogEntry.workspace_id == workspace_id)
     query = (filters or Filters()).apply(query)
     return keyset.newest_first(query, COLUMNS, cursor=cursor, limit=limit)
+
+
+def hidden_listener_requests(workspace_id: uuid.UUID, filters: Filters) -> int:
+    """How many rows the filters leave out only for being a listener's routine poll (0 when shown)."""
+    if not filters.hides_listener_requests:
+        return 0
+    query = select(func.count()).select_from(RequestLogEntry)
+    query = filters.apply(query.where(RequestLogEntry.workspace_id == workspace_id), hiding=False)
+    return int(db.session.scalar(query.where(listener_requests.clause())) or 0)
 
 
 def unlogged(workspace_id: uuid.UUID) -> int:

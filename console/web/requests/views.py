@@ -32,6 +32,7 @@ def requests_page():
     workspace_id = g.console_workspace.id
     filters = requestlog.Filters.from_args(request.args)
     found = requestlog.page(workspace_id, cursor=request.args.get("cursor"), filters=filters)
+    hidden_listener = requestlog.hidden_listener_requests(workspace_id, filters)
     keys = list_keys(workspace_id)
     return render_htmx(
         "console/requests/requests.html",
@@ -44,22 +45,26 @@ def requests_page():
         key_names={k.id: masked_secret(k) for k in keys},
         unlogged=requestlog.unlogged(workspace_id),
         live_cursor=requestlog.live_cursor(found.rows),
+        hidden_listener=hidden_listener,
     )
 
 
 @routes.get("/requests/live")
 def request_rows_live():
-    """Exchanges newer than `after`, for the live poll (204 when there are none)."""
+    """Exchanges newer than `after`, for the live poll, and the count of hidden listener requests when it is no
+    longer the `hidden` the page shows (204 when neither changed)."""
     after = request.args.get("after")
     filters = requestlog.Filters.from_args(request.args)
     rows = requestlog.newer(g.console_workspace.id, after, filters)
-    if not rows:
+    hidden_listener = requestlog.hidden_listener_requests(g.console_workspace.id, filters)
+    if not rows and str(hidden_listener) == request.args.get("hidden", "0"):
         return "", 204
     return render_template(
         "console/requests/_request_poll.html",
         rows=rows,
         live_cursor=requestlog.live_cursor(rows, after),
         filters=filters,
+        hidden_listener=hidden_listener,
     )
 
 
