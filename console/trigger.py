@@ -19,6 +19,7 @@ from requests import Response
 
 from console.link.sandbox_data import sandbox_test_data
 from console.listener import Fatal, Service, Unavailable, error_message, retry_after_seconds
+from console.training.client import pcc
 from console.web.scenarios.gallery import Scenario, all_scenarios, current_key
 
 
@@ -41,19 +42,29 @@ def resolve(name: str) -> Scenario:
     return scenarios[key]
 
 
-def listing() -> list[str]:
-    """Lines for `--list`: each scenario with its aliases, by group."""
+def table() -> dict[str, dict[str, Any]]:
+    """Every scenario by key, in the gallery's order (grouped as the sandbox test data table is), with its
+    group, description, aliases, token body and completion: what `--list` prints, and the table the training
+    room's pcc.py is served with (console/web/training), so both clients list and run the same scenarios."""
     by_key: dict[str, list[str]] = {}
     for alias, key in aliases().items():
         by_key.setdefault(key, []).append(alias)
-    lines, group = [], None
-    for scenario in all_scenarios(with_steps=False):
-        if scenario.group != group:
-            group = scenario.group
-            lines.append(f"{group}:")
-        also = f" (also: {', '.join(by_key[scenario.key])})" if scenario.key in by_key else ""
-        lines.append(f"  {scenario.key:<24} {scenario.description}{also}")
-    return lines
+    return {
+        scenario.key: {
+            "group": scenario.group,
+            "description": scenario.description,
+            "aliases": by_key.get(scenario.key, []),
+            "token_body": scenario.token_body(),
+            "completion": scenario.completion,
+        }
+        for scenario in all_scenarios(with_steps=False)
+    }
+
+
+def listing() -> list[str]:
+    """Lines for `--list`: each scenario with its aliases, by group. pcc.py formats them (it must stay
+    standard-library only and print them itself), so `pcc.py trigger --list` prints the very same lines."""
+    return pcc.listing(table())
 
 
 @dataclass(frozen=True)
@@ -118,4 +129,4 @@ def run_scenario(service: Service, name: str, *, sleep: Callable[[float], None] 
     return Run(scenario.key, token_id, data["job_id"], data["outcome"], data["state"], None)
 
 
-__all__ = ["Fatal", "Run", "Unavailable", "aliases", "listing", "resolve", "run_scenario"]
+__all__ = ["Fatal", "Run", "Unavailable", "aliases", "listing", "resolve", "run_scenario", "table"]

@@ -232,10 +232,36 @@ def served_client(app, visitor) -> types.ModuleType:
 def test_pcc_is_served_with_this_servers_root_and_the_scenarios(app, on_the_lan, trainer):
     pcc = served_client(app, trainer)
     assert pcc.DEFAULT_API == LAN
-    assert {"pending_then_success", "federal_sent", "user_good", "success"} <= set(pcc.SCENARIOS)
+    assert {"user_pending_success", "federal_sent", "user_good"} <= set(pcc.SCENARIOS)
+    assert (pcc.scenario_key("pending_then_success"), pcc.scenario_key("success")) == (
+        "user_pending_success",
+        "user_good",
+    )
+    assert pcc.scenario_key("no_such_scenario") is None
     imported = set(re.findall(r"^(?:import|from) (\w+)", (room.__file__ and pcc_source(app, trainer)), re.M))
     assert imported <= {"__future__", "argparse", "hashlib", "hmac", "json", "os", "signal", "sys", "time", "urllib",
                         "uuid", "datetime"}  # fmt: skip
+
+
+def test_pcc_and_console_trigger_list_the_same_scenarios_in_the_same_order(app, trainer, capsys):
+    """One table (console.trigger.table, in the gallery's order) and one formatter (pcc.listing): a trainee's
+    `pcc.py trigger --list` and a developer's `console trigger --list` print the same lines."""
+    from click.testing import CliRunner
+
+    from console.cli import main as console_cli
+
+    pcc = served_client(app, trainer)
+    assert pcc.main(["trigger", "--list"]) == 0
+    theirs = capsys.readouterr().out.splitlines()
+    ours = CliRunner().invoke(console_cli, ["trigger", "--list"])
+    assert ours.exit_code == 0, ours.output
+    assert theirs == ours.output.splitlines()
+    # Grouped as the sandbox test data table is, each scenario once, its aliases beside it.
+    assert theirs[0] == "Credentials:" and "Federal benefits:" in theirs
+    keys = [line.split()[0] for line in theirs if line.startswith("  ")]
+    assert keys == list(pcc.SCENARIOS) and len(keys) == len(set(keys))
+    assert keys.index("user_good") < keys.index("prime_one") < keys.index("federal_sent")
+    assert any(line.startswith("  user_good ") and "(also: success)" in line for line in theirs)
 
 
 def pcc_source(app, visitor) -> str:

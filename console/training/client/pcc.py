@@ -32,7 +32,8 @@ import uuid
 from datetime import datetime
 from urllib.parse import urlsplit
 
-# Filled in by the server that serves this file: its public root, and the sandbox scenarios by name.
+# Filled in by the server that serves this file: its public root, and the sandbox scenarios by key in the
+# server's order, each with its group, description, aliases, token body and completion (console.trigger.table).
 DEFAULT_API = ""
 SCENARIOS: dict = {}
 
@@ -246,10 +247,31 @@ def listen(api, key, forward_to, events=None, version=None):
             backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
 
 
+def listing(scenarios):
+    """Lines of `trigger --list`: each scenario by group, in the table's order, with the other names it answers
+    to. `console trigger --list` prints these same lines (console/trigger.py calls this function)."""
+    lines, group = [], None
+    for key, scenario in scenarios.items():
+        if scenario["group"] != group:
+            group = scenario["group"]
+            lines.append(f"{group}:")
+        also = f" (also: {', '.join(scenario['aliases'])})" if scenario["aliases"] else ""
+        lines.append(f"  {key:<24} {scenario['description']}{also}")
+    return lines
+
+
+def scenario_key(name):
+    """The key of the scenario `name` names (its key or one of its aliases), or None."""
+    if name in SCENARIOS:
+        return name
+    return next((key for key, scenario in SCENARIOS.items() if name in scenario["aliases"]), None)
+
+
 def trigger(api, key, name):
-    scenario = SCENARIOS.get(name)
-    if scenario is None:
+    found = scenario_key(name)
+    if found is None:
         raise Problem(f"unknown scenario {name!r}; `python3 pcc.py trigger --list` shows them")
+    scenario = SCENARIOS[found]
     base = sandbox_base(api)
     body = dict(scenario["token_body"], end_user_id=f"user_{uuid.uuid4().hex[:8]}")
     status, parsed = call(base, key, "/link_tokens", body)
@@ -257,7 +279,7 @@ def trigger(api, key, name):
         raise Problem(f"creating the Link token failed: {message(parsed, status)}")
     token = parsed["data"]["id"]
     status, parsed = call(base, key, f"/sandbox/link_tokens/{token}/complete", scenario["completion"])
-    name = scenario.get("key", name)
+    name = found
     if status != 200:
         return f"{name}: Link token {token} stopped with {message(parsed, status)}"
     data = parsed["data"]
@@ -289,8 +311,10 @@ def main(argv=None):
     commands.choices["trigger"].add_argument("--list", action="store_true", help="list the scenarios")
     args = parser.parse_args(argv)
     if args.command == "trigger" and args.list:
-        for name in sorted(SCENARIOS):
-            print(f"  {name:<26} {SCENARIOS[name]['description']}")
+        if not SCENARIOS:  # this copy did not come from a server, which writes the scenarios in
+            print("No scenarios in this copy: download pcc.py from the server (<server>/training/pcc.py).")
+        for line in listing(SCENARIOS):
+            print(line)
         return 0
     if not args.api or not args.key:
         parser.error("give --api and --key (or set CONSOLE_API and CONSOLE_API_SECRET)")

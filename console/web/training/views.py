@@ -373,20 +373,8 @@ def training_me():
 def training_client():
     """The room's single-file client (listen, trigger, verify; standard library only), with this server's
     root and the sandbox scenarios written in: `curl -O <root>/training/pcc.py`. It holds no secret."""
-    rows = {s.key: s for s in scenarios.all_scenarios(with_steps=False)}
-    named = {**{key: key for key in rows}, **trigger.aliases()}
-    table = {
-        name: {
-            "key": key,
-            "description": rows[key].description,
-            "token_body": rows[key].token_body(),
-            "completion": rows[key].completion,
-        }
-        for name, key in sorted(named.items())
-        if key in rows
-    }
     return Response(
-        snippets.client_source(_root().url, table),
+        snippets.client_source(_root().url, trigger.table()),
         mimetype="text/x-python",
         headers={"Content-Disposition": 'inline; filename="pcc.py"'},
     )
