@@ -38,43 +38,39 @@ def _overlap(a, b) -> bool:
 
 
 @pytest.mark.parametrize("size", [(390, 844), (1280, 720)], ids=["390", "1280"])
-def test_the_in_link_instructions_stay_in_view_while_link_is_open(browser, live_server, size):
+def test_the_in_link_instructions_stay_in_view_while_link_is_open(page, live_server, size):
     width, height = size
-    context = browser.new_context(viewport={"width": width, "height": height})
-    try:
-        page = context.new_page()
-        start(page, live_server)
-        create_token(page, "Standard switch")
-        frame = open_link(page)
-        guide = page.locator("#step-link [data-link-guide]")
-        expect(guide).to_have_class(re.compile(r"\bdocked\b"))
-        credentials = guide.locator("li", has_text="Username user_good, password pass_good")
+    page.set_viewport_size({"width": width, "height": height})
+    start(page, live_server)
+    create_token(page, "Standard switch")
+    frame = open_link(page)
+    guide = page.locator("#step-link [data-link-guide]")
+    expect(guide).to_have_class(re.compile(r"\bdocked\b"))
+    credentials = guide.locator("li", has_text="Username user_good, password pass_good")
 
-        # On Link's first screen and on its login screen, where they are typed: the instructions and the
-        # line naming the test user are what is drawn at their centres, and Link (its close button
-        # included) is beside or below them, not over them.
-        for screen in ("intro", "login"):
-            if screen == "login":
-                frame.get_by_role("button", name="Continue").click()
-                search_and_choose(frame, "Paycrest", "Paycrest")
-                frame.get_by_label("Password").wait_for()
-            assert _visible_and_on_top(guide), screen
-            assert _visible_and_on_top(credentials), screen
-            guide_box, link_box = guide.bounding_box(), page.locator(LINK_FRAME).bounding_box()
-            assert not _overlap(guide_box, link_box), (screen, guide_box, link_box)
-            assert link_box["y"] >= 0 and link_box["y"] + link_box["height"] <= height + 0.5, link_box
-            expect(frame.get_by_role("button", name="Close Link")).to_be_in_viewport()
+    # On Link's first screen and on its login screen, where they are typed: the instructions and the line
+    # naming the test user are what is drawn at their centres, and Link (its close button included) is
+    # beside or below them, not over them.
+    for screen in ("intro", "login"):
+        if screen == "login":
+            frame.get_by_role("button", name="Continue").click()
+            search_and_choose(frame, "Paycrest", "Paycrest")
+            frame.get_by_label("Password").wait_for()
+        assert _visible_and_on_top(guide), screen
+        assert _visible_and_on_top(credentials), screen
+        guide_box, link_box = guide.bounding_box(), page.locator(LINK_FRAME).bounding_box()
+        assert not _overlap(guide_box, link_box), (screen, guide_box, link_box)
+        assert link_box["y"] >= 0 and link_box["y"] + link_box["height"] <= height + 0.5, link_box
+        expect(frame.get_by_role("button", name="Close Link")).to_be_in_viewport()
 
-        # Closed: the instructions go back into the page, and nothing is left for the next Link.
-        frame.get_by_role("button", name="Close Link").click()
-        expect(page.locator("[data-link-overlay]")).to_have_count(0)
-        expect(page.locator("#step-link [data-link-guide].docked")).to_have_count(0)
-        assert page.evaluate("document.documentElement.style.getPropertyValue('--link-guide-height')") == ""
-    finally:
-        context.close()
+    # Closed: the instructions go back into the page, and nothing is left for the next Link.
+    frame.get_by_role("button", name="Close Link").click()
+    expect(page.locator("[data-link-overlay]")).to_have_count(0)
+    expect(page.locator("#step-link [data-link-guide].docked")).to_have_count(0)
+    assert page.evaluate("document.documentElement.style.getPropertyValue('--link-guide-height')") == ""
 
 
-def test_the_sdk_opens_link_below_the_pages_link_inset_top(browser, live_server):
+def test_the_sdk_opens_link_below_the_pages_link_inset_top(page, live_server):
     """A customer page that keeps its own bar above Link (a phone's app bar) sets --link-inset-top."""
     html = (
         b"<!doctype html><meta charset=utf-8><style>:root { --link-inset-top: 56px; } body { margin: 0; }</style>"
@@ -82,16 +78,12 @@ def test_the_sdk_opens_link_below_the_pages_link_inset_top(browser, live_server)
     )
     url = live_server.serve_test_file("/__test__/inset.html", html, "text/html; charset=utf-8")
     for width, height in ((390, 844), (1280, 720)):
-        context = browser.new_context(viewport={"width": width, "height": height})
-        try:
-            page = context.new_page()
-            page.goto(url)
-            page.evaluate("Link.open({ linkToken: 'any' })")
-            overlay = page.locator("[data-link-overlay]").bounding_box()
-            assert (overlay["y"], overlay["height"]) == (56, height - 56), overlay
-            link = page.locator(LINK_FRAME).bounding_box()
-            assert link["y"] >= 56 and link["y"] + link["height"] <= height, link
-            if width == 390:  # a phone: Link fills all of the screen below the bar
-                assert (link["width"], link["height"]) == (390, height - 56), link
-        finally:
-            context.close()
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(url)
+        page.evaluate("Link.open({ linkToken: 'any' })")
+        overlay = page.locator("[data-link-overlay]").bounding_box()
+        assert (overlay["y"], overlay["height"]) == (56, height - 56), overlay
+        link = page.locator(LINK_FRAME).bounding_box()
+        assert link["y"] >= 56 and link["y"] + link["height"] <= height, link
+        if width == 390:  # a phone: Link fills all of the screen below the bar
+            assert (link["width"], link["height"]) == (390, height - 56), link
