@@ -60,7 +60,7 @@ class ValidationFailed(ServiceError):
         total: int | None = None,
     ):
         total = max(total or 0, len(fields))
-        shown = list(fields[: self.MAX_FIELDS])
+        shown = [_clipped(f) for f in fields[: self.MAX_FIELDS]]
         self.omitted = total - len(shown)
         more = f" and {self.omitted:,} more" if self.omitted else ""
         if message is None:
@@ -68,6 +68,17 @@ class ValidationFailed(ServiceError):
         elif more:
             message = f"{message} ({len(shown)} fields listed{more}.)"
         super().__init__(message, code=code, fields=shown)
+
+
+# A field's name as an error shows it (a body's JSON path, a query or form parameter): the caller wrote it, so
+# it is echoed no longer than this. A query string of 6,000-character names was echoed whole, twice each.
+MAX_SHOWN_NAME = 200
+
+
+def _clipped(field: FieldError) -> FieldError:
+    if len(field.name) <= MAX_SHOWN_NAME:
+        return field
+    return FieldError(field.name[:MAX_SHOWN_NAME] + "…", field.message)
 
 
 class Unauthorized(ServiceError):
