@@ -164,10 +164,13 @@ def reset_workspace() -> Workspace:
     one opened with its secret (its owner's backend holds its keys): this browser only leaves them. A trainee
     starts over in their class (`cohorts.start_over`)."""
     workspace = current_workspace()
-    fresh = cohorts.start_over(workspace) if workspace is not None else None
+    # Asked first: a trainee's workspace opened here with its secret is the trainee's, not this browser's to
+    # start over (start_over deleted it, with the keys the trainee's backend uses, and moved their row).
+    mine = workspace is not None and not opened_here(workspace)
+    fresh = cohorts.start_over(workspace) if mine else None
     if fresh is not None:
         return enter_workspace(fresh)
-    if workspace is not None and not workspace.kept and not opened_here(workspace):
+    if mine and not workspace.kept:
         delete_workspace(workspace.id, Workspace.kept.is_(False))
         db.session.commit()
     session.pop(SESSION_KEY, None)
