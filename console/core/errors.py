@@ -75,6 +75,13 @@ class ValidationFailed(ServiceError):
 MAX_SHOWN_NAME = 200
 
 
+def shown(value: object, limit: int = 100) -> str:
+    """A value the caller sent (an id from the path, …) as a message quotes it: its first `limit` characters,
+    then `…`. A malformed id was quoted whole: a 60,000-character path came back in the 404."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _clipped(field: FieldError) -> FieldError:
     if len(field.name) <= MAX_SHOWN_NAME:
         return field

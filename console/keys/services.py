@@ -11,7 +11,7 @@ from datetime import timedelta
 from flask import current_app
 from sqlalchemy import Select, bindparam, func, inspect, select
 
-from console.core.errors import FieldError, Forbidden, NotFound, Unauthorized, ValidationFailed
+from console.core.errors import FieldError, Forbidden, NotFound, Unauthorized, ValidationFailed, shown
 from console.core.timeutil import utcnow
 from console.db.direct import Direct
 from console.db.rows import Snapshot
@@ -191,10 +191,10 @@ def get_key(key_id: uuid.UUID | str, workspace_id: uuid.UUID | None = None) -> A
     try:
         ident = uuid.UUID(str(key_id))
     except ValueError as exc:
-        raise NotFound(f"No API key with id {key_id}.") from exc
+        raise NotFound(f"No API key with id {shown(key_id)}.") from exc
     key = db.session.get(ApiKey, ident)
     if key is None or (workspace_id is not None and key.workspace_id != workspace_id):
-        raise NotFound(f"No API key with id {key_id}.")
+        raise NotFound(f"No API key with id {shown(key_id)}.")
     return key
 
 

@@ -12,7 +12,15 @@ from sqlalchemy import func, select, update
 
 from console.clock.services import now, real_time_of
 from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
-from console.core.errors import Conflict, FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
+from console.core.errors import (
+    Conflict,
+    FieldError,
+    Forbidden,
+    NotFound,
+    ServiceError,
+    ValidationFailed,
+    shown,
+)
 from console.core.timeutil import isoformat, utcnow
 from console.events.models import EVENT_TYPES, Event
 from console.extensions import db
@@ -147,10 +155,10 @@ def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str)
     try:
         ident = uuid.UUID(str(webhook_id))
     except ValueError as exc:
-        raise NotFound(f"No webhook with id {webhook_id}.") from exc
+        raise NotFound(f"No webhook with id {shown(webhook_id)}.") from exc
     webhook = db.session.scalars(_scope(workspace_id, mode).where(Webhook.id == ident)).first()
     if webhook is None:
-        raise NotFound(f"No webhook with id {webhook_id}.")
+        raise NotFound(f"No webhook with id {shown(webhook_id)}.")
     return webhook
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from console.core.errors import MAX_SHOWN_NAME
 from tests.conftest import assert_error
 
@@ -36,3 +38,22 @@ def test_a_nul_in_a_long_parameter_name_is_named_cut_too(api):
     response = api.get(f"/jobs?link_token_id=x&{'n' * 6000}=%00")
     error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_FIELDS")
     assert [f["name"] for f in error["fields"]] == ["n" * MAX_SHOWN_NAME + "…"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/jobs/{junk}",
+        "/events/{junk}",
+        "/accounts/{junk}",
+        "/webhooks/{junk}",
+        "/platforms/{junk}",
+        "/employers/{junk}",
+        "/sandbox/webhooks/{junk}/conformance",
+    ],
+)
+def test_a_malformed_id_in_the_path_is_quoted_by_its_start_only(api, path):
+    """A malformed id was quoted whole in the 404: a 60,000-character path came back in the message."""
+    response = api.get(path.format(junk="a" * 20000))
+    error = assert_error(response, 404, "RECORD_NOT_FOUND")
+    assert "a" * 100 + "…" in error["message"] and "a" * 101 not in error["message"]
