@@ -167,6 +167,23 @@ def webhooks_per_key() -> int:
     return int(current_app.config.get("WEBHOOKS_PER_KEY", MAX_WEBHOOKS_PER_KEY))
 
 
+def webhooks_per_mode() -> int:
+    """The live webhooks one workspace may hold in a mode: `WEBHOOKS_PER_KEY` for each of its
+    `API_KEYS_PER_MODE` keys. A revoked key's webhooks stay live (docs/webhooks.md), so the per-key quota alone
+    let a workspace revoke a key and create another for 10 more webhooks, without end, every event fanning out
+    to all of them."""
+    return webhooks_per_key() * int(current_app.config.get("API_KEYS_PER_MODE", 10))
+
+
+def live_count(workspace_id: uuid.UUID, mode: str) -> int:
+    """How many live (not deleted) webhooks the workspace has in `mode`, whichever key owns them."""
+    return db.session.scalar(
+        select(func.count())
+        .select_from(Webhook)
+        .where(Webhook.workspace_id == workspace_id, Webhook.mode == mode, Webhook.deleted_at.is_(None))
+    )
+
+
 def create_webhook(key: ApiKey, body: Any) -> Webhook:
     """Register a webhook owned by `key`; the 11th live one of a key is refused."""
     cleaned = _validate(body, key.mode, key.workspace_id, WebhookRequest)
@@ -182,6 +199,14 @@ def add_webhook(key: ApiKey, url: str, enabled_events: list[str], version: str, 
         raise Forbidden(
             f"This API key already has {limit} webhooks, the limit per key. "
             "Delete one (DELETE /v1/webhooks/{id}) before creating another.",
+            code="WEBHOOK_LIMIT_REACHED",
+        )
+    per_mode = webhooks_per_mode()
+    if live_count(key.workspace_id, key.mode) >= per_mode:
+        raise Forbidden(
+            f"This workspace already has {per_mode} live {key.mode} webhooks, the limit per workspace and mode "
+            "(revoked keys' webhooks count until deleted). Delete one (DELETE /v1/webhooks/{id}) before creating "
+            "another.",
             code="WEBHOOK_LIMIT_REACHED",
         )
     at = now(key.workspace)
