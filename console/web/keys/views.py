@@ -17,7 +17,7 @@ from console.requestlog import usage
 from console.web.shared.apiclient import api_root
 from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import masked_secret
-from console.web.shared.workspace_session import open_workspace
+from console.web.shared.workspace_session import open_workspace, opened_here, opening_key
 from console.web.shared.workspace_session import reset_workspace as start_over
 from console.workspaces.services import get_workspace
 from console.workspaces.services import keep_workspace as keep
@@ -81,7 +81,13 @@ def create_key():
     mode = request.form.get("mode", "")
     if mode not in MODES:  # the form offers only these: a tampered request gets the error page, saying why
         raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
-    created = keys.create_key(g.console_workspace.id, mode, request.form.get("label", "").strip())
+    opened = opening_key(g.console_workspace) if opened_here(g.console_workspace) else None
+    created = keys.create_key(
+        g.console_workspace.id,
+        mode,
+        request.form.get("label", "").strip(),
+        strongest=opened.mode if opened is not None else None,
+    )
     db.session.commit()
     return _answer(str(created.key.id))
 
@@ -160,7 +166,7 @@ def open_key_workspace():
     except ValidationFailed as exc:
         flash(f"No workspace opened: {exc.fields[0].message}", "error")
         return redirect(_back())
-    workspace = open_workspace(get_workspace(key.workspace_id))
+    workspace = open_workspace(get_workspace(key.workspace_id), key)
     db.session.commit()
     flash(
         f"This browser now shows the workspace of the {key.mode} key ending in {key.secret_last4}"

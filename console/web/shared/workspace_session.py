@@ -25,7 +25,7 @@ from sqlalchemy import or_, select
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.keys.services import create_key
+from console.keys.services import create_key, still_opens
 from console.modes import SANDBOX
 from console.training import cohorts
 from console.web.shared.apiclient import ApiClient
@@ -37,6 +37,9 @@ SESSION_KEY = "workspace_id"
 # The workspace this browser opened with an API secret ("Open its workspace"): someone's backend holds its keys,
 # so this browser's Reset (or a presenter run) leaves it, never deletes it.
 OPENED_KEY = "opened_workspace_id"
+# The key whose secret opened it: the browser keeps the workspace only while that key still opens it
+# (`keys.services.still_opens`: not revoked or rolled out, and no key of a stronger mode in the workspace).
+OPENED_WITH_KEY = "opened_with_key_id"
 BROWSER_KEY = "browser_id"
 REFRESHED_KEY = "refreshed_hour"
 # Keys older versions kept in the cookie (Link token strings): dropped from any cookie still carrying them.
@@ -48,14 +51,31 @@ BLANK_ID = uuid.UUID(int=0)
 
 
 def current_workspace() -> Workspace | None:
-    """The visitor's saved workspace, or None before the first action (or after it was deleted)."""
+    """The visitor's saved workspace, or None before the first action (or after it was deleted, or once the
+    secret this browser opened it with no longer opens it)."""
     if g.get("console_workspace_saved"):
         return g.console_workspace
     try:
         ident = uuid.UUID(str(session.get(SESSION_KEY)))
     except ValueError:
         return None
-    return db.session.get(Workspace, ident)
+    workspace = db.session.get(Workspace, ident)
+    if workspace is not None and opened_here(workspace) and opening_key(workspace) is None:
+        # Checked on every request, not only when opened: the key was revoked or rolled since, or the owner
+        # added development or production keys, whose secrets the console would reveal to this browser.
+        for name in (SESSION_KEY, OPENED_KEY, OPENED_WITH_KEY):
+            session.pop(name, None)
+        return None
+    return workspace
+
+
+def opening_key(workspace: Workspace) -> ApiKey | None:
+    """The key this browser opened `workspace` with, while it still opens it; else None."""
+    try:
+        key = db.session.get(ApiKey, uuid.UUID(str(session.get(OPENED_WITH_KEY))))
+    except ValueError:
+        return None
+    return key if still_opens(key, workspace.id) else None
 
 
 def browser_id() -> str:
@@ -141,14 +161,16 @@ def enter_workspace(workspace: Workspace, *, register_inbox: bool = True) -> Wor
     return workspace
 
 
-def open_workspace(workspace: Workspace) -> Workspace:
-    """Hold an existing workspace in this browser's session (the owner of a key showed its secret).
+def open_workspace(workspace: Workspace, key: ApiKey) -> Workspace:
+    """Hold an existing workspace in this browser's session (the owner of `key` showed its secret), for as long
+    as that key still opens it (`opening_key`).
 
     Only this browser's session changes; the workspace it left stays as it was (an unnamed one is
     collected once idle). Nothing is registered: the workspace is shown as its owner left it.
     """
     session[SESSION_KEY] = str(workspace.id)
     session[OPENED_KEY] = str(workspace.id)
+    session[OPENED_WITH_KEY] = str(key.id)
     session[REFRESHED_KEY] = int(time.time() // REFRESH_SECONDS)
     session.permanent = True
     return _use(workspace)
@@ -175,6 +197,7 @@ def reset_workspace() -> Workspace:
         db.session.commit()
     session.pop(SESSION_KEY, None)
     session.pop(OPENED_KEY, None)
+    session.pop(OPENED_WITH_KEY, None)
     _use(None)
     return start_new_workspace()
 

@@ -1,0 +1,74 @@
+"""A workspace opened with a secret shows no more than that secret reaches, for as long as the browser holds it:
+not only when it was opened."""
+
+from __future__ import annotations
+
+import uuid
+
+from sqlalchemy import select
+
+from console.extensions import db
+from console.keys.models import ApiKey
+from console.keys.services import create_key, revoke_key
+from tests.web.conftest import Visitor
+from tests.web.helpers import sandbox_secret
+
+
+def opened_by_other(app, owner: Visitor) -> Visitor:
+    other = Visitor(app.test_client())
+    other.get("/requests")
+    other.post("/workspace/open", {"secret": sandbox_secret(app, owner.workspace_id)})
+    assert other.workspace_id == owner.workspace_id
+    return other
+
+
+def modes_held(app, workspace_id) -> set[str]:
+    with app.app_context():
+        return set(db.session.scalars(select(ApiKey.mode).where(ApiKey.workspace_id == workspace_id)))
+
+
+def test_a_browser_that_opened_with_a_sandbox_secret_cannot_create_a_production_key(app, visitor):
+    """It could: the console created the key and showed its secret, production access from a sandbox secret."""
+    other = opened_by_other(app, visitor)
+    response = other.post("/keys", {"mode": "production"})
+    assert response.status_code == 403
+    assert "MODE_NOT_HELD" in response.get_data(as_text=True)
+    assert modes_held(app, visitor.workspace_id) == {"sandbox"}
+    assert other.post("/keys", {"mode": "sandbox"}).status_code == 302  # its own mode, as the API allows
+
+
+def test_the_browser_leaves_once_the_owner_adds_a_stronger_key(app, visitor):
+    """The check ran only when the workspace was opened: a production key added later was revealed to it."""
+    other = opened_by_other(app, visitor)
+    with app.app_context():
+        live = create_key(visitor.workspace_id, "production", "owner's")
+        db.session.commit()
+        live_id = str(live.key.id)
+    assert other.post(f"/keys/{live_id}/reveal").status_code == 404
+    page = other.get("/keys").get_data(as_text=True)
+    assert live_id not in page and live.key.secret_last4 not in page
+    assert other.workspace_id != visitor.workspace_id  # its POST made it a workspace of its own
+    with other.client.session_transaction() as session:
+        assert "opened_workspace_id" not in session
+
+
+def test_the_browser_leaves_once_the_secret_it_opened_with_is_revoked(app, visitor):
+    """Revoking a leaked secret left every browser that had opened the workspace with it still inside."""
+    other = opened_by_other(app, visitor)
+    with app.app_context():
+        key = db.session.scalars(
+            select(ApiKey).where(ApiKey.workspace_id == uuid.UUID(str(visitor.workspace_id)))
+        ).one()
+        revoke_key(key)
+        db.session.commit()
+        key_id = str(key.id)
+    assert key_id not in other.get("/keys").get_data(as_text=True)
+    assert other.post(f"/keys/{key_id}/reveal").status_code == 404
+
+
+def test_the_owners_own_browser_is_not_affected(app, visitor):
+    assert visitor.post("/keys", {"mode": "production"}).status_code == 302
+    assert "production" in modes_held(app, visitor.workspace_id)
+    assert visitor.get("/keys").status_code == 200
+    with visitor.client.session_transaction() as session:
+        assert session["workspace_id"] == str(visitor.workspace_id)
