@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.keys.services import create_key, revoke_key
+from console.keys.services import create_key, revoke_key, secret_of
 from tests.web.conftest import Visitor
 from tests.web.helpers import sandbox_secret
 
@@ -72,3 +72,24 @@ def test_the_owners_own_browser_is_not_affected(app, visitor):
     assert visitor.get("/keys").status_code == 200
     with visitor.client.session_transaction() as session:
         assert session["workspace_id"] == str(visitor.workspace_id)
+
+
+def test_the_browser_manages_only_the_key_it_opened_with(app, visitor):
+    """Revealing the workspace's other keys let the holder of a leaked secret keep access once it was revoked."""
+    with app.app_context():
+        ci = create_key(visitor.workspace_id, "sandbox", "CI")
+        db.session.commit()
+        ci_id = str(ci.key.id)
+    other = opened_by_other(app, visitor)  # opened with the first sandbox key, not the CI one
+    for action in ("reveal", "roll", "revoke"):
+        assert other.post(f"/keys/{ci_id}/{action}").status_code == 404
+    assert ci.secret not in other.get("/keys").get_data(as_text=True)
+    with app.app_context():
+        assert db.session.get(ApiKey, ci.key.id).revoked_at is None
+        opening = db.session.scalars(
+            select(ApiKey).where(ApiKey.workspace_id == visitor.workspace_id, ApiKey.id != ci.key.id)
+        ).one()
+        opening_id, opening_secret = opening.id, secret_of(opening)
+    assert opening_secret in other.post(f"/keys/{opening_id}/reveal").get_data(as_text=True)
+    # The owner's own browser manages them all.
+    assert visitor.post(f"/keys/{ci_id}/reveal").status_code == 200

@@ -34,10 +34,15 @@ GRACE_CHOICES = (
 
 
 def _own_key(key_id: str) -> ApiKey:
+    """One of the workspace's keys; in a workspace this browser opened with a secret, only that secret's key.
+    Revealing the others let a leaked secret's holder keep access after its owner revoked it."""
     try:
-        return keys.get_key(key_id, g.console_workspace.id)
+        key = keys.get_key(key_id, g.console_workspace.id)
     except ServiceError:
         abort(404)
+    if opened_here(g.console_workspace) and key != opening_key(g.console_workspace):
+        abort(404)
+    return key
 
 
 def _context(revealed: dict | None = None, created_id: str | None = None) -> dict:
