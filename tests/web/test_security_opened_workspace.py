@@ -10,6 +10,9 @@ from sqlalchemy import select
 from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import create_key, revoke_key, secret_of
+from console.requestlog.models import RequestLogEntry
+from console.requestlog.writer import writer_for
+from console.webhooks import sign
 from tests.web.conftest import Visitor
 from tests.web.helpers import sandbox_secret
 
@@ -93,3 +96,28 @@ def test_the_browser_manages_only_the_key_it_opened_with(app, visitor):
     assert opening_secret in other.post(f"/keys/{opening_id}/reveal").get_data(as_text=True)
     # The owner's own browser manages them all.
     assert visitor.post(f"/keys/{ci_id}/reveal").status_code == 200
+
+
+def test_nor_reveals_another_keys_secret_through_the_request_log_or_signs_with_it(app, client, visitor):
+    """The request log's reveal and the signature debugger used any key of the workspace: the CI key's secret,
+    or valid signatures made with it for any body (deliveries forged to the owner's receiver)."""
+    with app.app_context():
+        ci = create_key(visitor.workspace_id, "sandbox", "CI")
+        db.session.commit()
+        ci_id = str(ci.key.id)
+    headers = {"x-api-secret": ci.secret, "Service-Version": "2023-11-22"}
+    assert client.get("/sandbox/v1/jobs", headers=headers).status_code == 200  # the owner's CI calls
+    with app.app_context():
+        writer_for(app).flush()
+        row = db.session.scalars(select(RequestLogEntry).where(RequestLogEntry.api_key_id == ci.key.id)).one()
+        row_id = str(row.id)
+    other = opened_by_other(app, visitor)
+    assert other.post(f"/requests/{row_id}/reveal").status_code == 404
+    form = {"key_id": ci_id, "headers": "x-timestamp: 1700000000\nx-service-signature: v2=00", "body": "{}"}
+    page = other.post("/webhooks/debugger", form).get_data(as_text=True)
+    assert sign(ci.secret, 1700000000, b"{}") not in page
+    # The owner's own browser still reveals and signs with every key.
+    assert ci.secret in visitor.post(f"/requests/{row_id}/reveal").get_data(as_text=True)
+    assert sign(ci.secret, 1700000000, b"{}") in visitor.post("/webhooks/debugger", form).get_data(
+        as_text=True
+    )

@@ -17,7 +17,7 @@ from console.requestlog import usage
 from console.web.shared.apiclient import api_root
 from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import masked_secret
-from console.web.shared.workspace_session import open_workspace, opened_here, opening_key
+from console.web.shared.workspace_session import may_use_secret, open_workspace, opened_here, opening_key
 from console.web.shared.workspace_session import reset_workspace as start_over
 from console.workspaces.services import get_workspace
 from console.workspaces.services import keep_workspace as keep
@@ -34,13 +34,12 @@ GRACE_CHOICES = (
 
 
 def _own_key(key_id: str) -> ApiKey:
-    """One of the workspace's keys; in a workspace this browser opened with a secret, only that secret's key.
-    Revealing the others let a leaked secret's holder keep access after its owner revoked it."""
+    """One of the workspace's keys this browser may manage (`may_use_secret`)."""
     try:
         key = keys.get_key(key_id, g.console_workspace.id)
     except ServiceError:
         abort(404)
-    if opened_here(g.console_workspace) and key != opening_key(g.console_workspace):
+    if not may_use_secret(key):
         abort(404)
     return key
 

@@ -69,6 +69,17 @@ def current_workspace() -> Workspace | None:
     return workspace
 
 
+def may_use_secret(key: ApiKey | None) -> bool:
+    """Whether this browser may see or sign with `key`'s secret: any key of its workspace, except in a workspace it
+    opened with a secret, where only that key. The others' secrets reach more than the secret it showed: their
+    holder could copy them all, sign as any of them in the debugger, and keep access once the owner revoked the
+    leaked one."""
+    workspace = g.console_workspace
+    if key is None or key.workspace_id != workspace.id:
+        return False
+    return not opened_here(workspace) or key == opening_key(workspace)
+
+
 def opening_key(workspace: Workspace) -> ApiKey | None:
     """The key this browser opened `workspace` with, while it still opens it; else None."""
     try:
