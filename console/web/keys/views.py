@@ -65,6 +65,7 @@ def _context(revealed: dict | None = None, created_id: str | None = None) -> dic
         "grace_periods": GRACE_CHOICES,
         "usage": usage.recent(g.console_workspace.id),
         "keys_by_id": {k.id: k for k in all_keys},
+        "usable": {k.id for k in all_keys if may_use_secret(k)},
         "now": utcnow(),
     }
 
