@@ -58,6 +58,9 @@ def _view_is_public() -> bool:
     return bool(getattr(view, "is_public", False))
 
 
+SHOWN_VERSION_CHARS = 40
+
+
 def check_version() -> str:
     value = request.headers.get("Service-Version")
     if value is None:
@@ -70,8 +73,10 @@ def check_version() -> str:
             code="UNSUPPORTED_VERSION",
         )
     if value not in SUPPORTED_VERSIONS:
+        # Echoed no longer than a version could be: the header's whole 8 KB came back in the error.
+        shown = value if len(value) <= SHOWN_VERSION_CHARS else value[:SHOWN_VERSION_CHARS] + "…"
         raise ServiceError(
-            f"Unsupported Service-Version {value!r}; supported versions are {', '.join(SUPPORTED_VERSIONS)}.",
+            f"Unsupported Service-Version {shown!r}; supported versions are {', '.join(SUPPORTED_VERSIONS)}.",
             code="UNSUPPORTED_VERSION",
         )
     return value

@@ -257,8 +257,8 @@ OPERATIONS: dict[tuple[str, str], dict] = {
         "response": "single:ClockAdvanceToNext",
         "sandbox": True,
         "errors": {
-            "409": "Nothing is scheduled (NOTHING_SCHEDULED), or the next item is more than 400 days away "
-            "(NEXT_ITEM_TOO_FAR)."
+            "409": "Nothing is scheduled (NOTHING_SCHEDULED), the next item is more than 400 days away "
+            "(NEXT_ITEM_TOO_FAR), or it is past the clock's limit of 100 years ahead (CLOCK_LIMIT_REACHED)."
         },
     },
     ("POST", "/sandbox/webhooks/{webhook_id}/test"): {

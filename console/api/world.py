@@ -13,7 +13,7 @@ from console.api.pagination import (
     page_limit,
     paginate,
 )
-from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.errors import FieldError, NotFound, ValidationFailed, shown
 from console.core.routes import Routes
 from console.link_tokens.validation import JOB_NAMES
 from console.world import services as world
@@ -95,7 +95,7 @@ def list_platforms():
 def get_platform(platform_id: str):
     platform = world.get_platform(platform_id)
     if platform is None:
-        raise NotFound(f"No platform with id {platform_id}.")
+        raise NotFound(f"No platform with id {shown(platform_id)}.")
     return jsonify({"data": platform_json(platform)})
 
 
@@ -111,7 +111,7 @@ def list_employers():
 def get_employer(employer_id: str):
     employer = world.get_employer(employer_id)
     if employer is None:
-        raise NotFound(f"No employer with id {employer_id}.")
+        raise NotFound(f"No employer with id {shown(employer_id)}.")
     return jsonify({"data": employer_json(employer)})
 
 

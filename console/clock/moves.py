@@ -30,6 +30,11 @@ SCHEDULE_TABLES = (ScheduledTask, WebhookDelivery)
 MAX_ADVANCE = timedelta(days=400)
 # Most tasks one advance runs itself; anything beyond is left to the worker.
 ADVANCE_TASK_LIMIT = 5000
+# How far ahead of real time a workspace clock may run: a century covers any demo or test and keeps every moment
+# on the clock far inside datetime's range. Without it, ~7,300 advances of 400 days reached year 9999, and from
+# then on every clock read of the workspace (its pages, its API calls, its moves) raised OverflowError: a 500.
+MAX_OFFSET = timedelta(days=36525)
+MAX_OFFSET_YEARS = 100
 
 
 def _reschedule(workspace: Workspace) -> None:
@@ -43,10 +48,25 @@ def _reschedule(workspace: Workspace) -> None:
     db.session.flush()
 
 
-def advance(workspace: Workspace, *, seconds: float) -> list[dict]:
-    """Move the workspace clock forward, run everything that became due in due order; commits."""
+def _refuse_past_limit(workspace: Workspace, seconds: float, field: str | None) -> None:
+    """A field error on `field` (a Conflict when the move names none) if it takes the clock past MAX_OFFSET."""
+    if (workspace.clock_offset_seconds or 0.0) + seconds <= MAX_OFFSET.total_seconds():
+        return
+    message = (
+        f"moves the clock more than {MAX_OFFSET_YEARS} years ahead of real time, the most a workspace clock "
+        "may run ahead (Reset the workspace to start over)"
+    )
+    if field is None:
+        raise Conflict(f"This {message}.", code="CLOCK_LIMIT_REACHED")
+    raise ValidationFailed([FieldError(field, message)])
+
+
+def advance(workspace: Workspace, *, seconds: float, field: str | None = None) -> list[dict]:
+    """Move the workspace clock forward, run everything that became due in due order; commits. A move past
+    MAX_OFFSET is refused on `field` (see `_refuse_past_limit`)."""
     if not 0 < seconds <= MAX_ADVANCE.total_seconds():
         raise ValueError(f"an advance must be more than 0 and at most {MAX_ADVANCE.days} days")
+    _refuse_past_limit(workspace, seconds, field)
     started = utcnow()
     # One UPDATE, so concurrent advances add up instead of overwriting each other (it also locks the row).
     db.session.execute(
@@ -68,7 +88,9 @@ def advance(workspace: Workspace, *, seconds: float) -> list[dict]:
 def advance_business_days(workspace: Workspace, n: int) -> list[dict]:
     """Advance to the same time of day n US federal business days later (see business_days)."""
     current = now(workspace)
-    return advance(workspace, seconds=(add_business_days(current, n) - current).total_seconds())
+    return advance(
+        workspace, seconds=(add_business_days(current, n) - current).total_seconds(), field="business_days"
+    )
 
 
 UNITS = ("seconds", "hours", "days", "business_days")
@@ -89,7 +111,7 @@ def advance_by(workspace: Workspace, unit: str, amount: float) -> list[dict]:
         seconds = amount * SECONDS_PER[unit]
     if seconds > limit:
         raise too_far
-    return advance(workspace, seconds=seconds)
+    return advance(workspace, seconds=seconds, field=unit)
 
 
 def jump_to(workspace: Workspace, moment: datetime) -> list[dict]:
@@ -101,7 +123,7 @@ def jump_to(workspace: Workspace, moment: datetime) -> list[dict]:
         )
     if moment - current > MAX_ADVANCE:
         raise ValidationFailed([FieldError("to", f"moves the clock more than {MAX_ADVANCE.days} days")])
-    return advance(workspace, seconds=(moment - current).total_seconds())
+    return advance(workspace, seconds=(moment - current).total_seconds(), field="to")
 
 
 def advance_to_next(workspace: Workspace) -> tuple[Any, list[dict]]:

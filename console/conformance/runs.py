@@ -23,7 +23,7 @@ from sqlalchemy import delete, func, or_, select, update
 from console.conformance import services
 from console.conformance.checks import suite
 from console.conformance.models import ACTIVE, DONE, QUEUED, RUNNING, ConformanceRun
-from console.core.errors import Conflict, NotFound, RateLimited
+from console.core.errors import Conflict, NotFound, RateLimited, shown
 from console.core.timeutil import isoformat, utcnow
 from console.extensions import db
 from console.webhooks.delivery_loop import ledger_for, settings
@@ -112,11 +112,11 @@ def get(webhook: Webhook, run_id: str | uuid.UUID | None = None) -> ConformanceR
         try:
             query = query.where(ConformanceRun.id == uuid.UUID(str(run_id)))
         except ValueError:
-            raise NotFound(f"No conformance run with id {run_id}.") from None
+            raise NotFound(f"No conformance run with id {shown(run_id)}.") from None
     run = db.session.scalars(query.order_by(ConformanceRun.created_at.desc()).limit(1)).first()
     if run is None:
         raise NotFound(
-            f"No conformance run with id {run_id}."
+            f"No conformance run with id {shown(run_id)}."
             if run_id
             else f"Webhook {webhook.id} has no conformance run yet: POST /v1/sandbox/webhooks/{webhook.id}/conformance."
         )

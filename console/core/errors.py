@@ -60,7 +60,7 @@ class ValidationFailed(ServiceError):
         total: int | None = None,
     ):
         total = max(total or 0, len(fields))
-        shown = list(fields[: self.MAX_FIELDS])
+        shown = [_clipped(f) for f in fields[: self.MAX_FIELDS]]
         self.omitted = total - len(shown)
         more = f" and {self.omitted:,} more" if self.omitted else ""
         if message is None:
@@ -68,6 +68,24 @@ class ValidationFailed(ServiceError):
         elif more:
             message = f"{message} ({len(shown)} fields listed{more}.)"
         super().__init__(message, code=code, fields=shown)
+
+
+# A field's name as an error shows it (a body's JSON path, a query or form parameter): the caller wrote it, so
+# it is echoed no longer than this. A query string of 6,000-character names was echoed whole, twice each.
+MAX_SHOWN_NAME = 200
+
+
+def shown(value: object, limit: int = 100) -> str:
+    """A value the caller sent (an id from the path, …) as a message quotes it: its first `limit` characters,
+    then `…`. A malformed id was quoted whole: a 60,000-character path came back in the 404."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+def _clipped(field: FieldError) -> FieldError:
+    if len(field.name) <= MAX_SHOWN_NAME:
+        return field
+    return FieldError(field.name[:MAX_SHOWN_NAME] + "…", field.message)
 
 
 class Unauthorized(ServiceError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any, TypeVar
 
-from console.core.errors import NotFound
+from console.core.errors import NotFound, shown
 from console.extensions import db
 
 T = TypeVar("T")
@@ -20,8 +20,8 @@ def get_scoped(model: type[T], workspace_id: uuid.UUID, mode: str, record_id: An
     try:
         ident = uuid.UUID(str(record_id))
     except ValueError as exc:
-        raise NotFound(f"No {noun} with id {record_id}.") from exc
+        raise NotFound(f"No {noun} with id {shown(record_id)}.") from exc
     row = db.session.get(model, ident)
     if row is None or row.workspace_id != workspace_id or row.mode != mode:
-        raise NotFound(f"No {noun} with id {record_id}.")
+        raise NotFound(f"No {noun} with id {shown(record_id)}.")
     return row

@@ -11,7 +11,7 @@ from datetime import timedelta
 from flask import current_app
 from sqlalchemy import Select, bindparam, func, inspect, select
 
-from console.core.errors import FieldError, Forbidden, NotFound, Unauthorized, ValidationFailed
+from console.core.errors import FieldError, Forbidden, NotFound, Unauthorized, ValidationFailed, shown
 from console.core.timeutil import utcnow
 from console.db.direct import Direct
 from console.db.rows import Snapshot
@@ -62,11 +62,20 @@ class CreatedKey:
     secret: str
 
 
-def create_key(workspace_id: uuid.UUID, mode: str, label: str = "") -> CreatedKey:
+def create_key(
+    workspace_id: uuid.UUID, mode: str, label: str = "", *, strongest: str | None = None
+) -> CreatedKey:
     """A new key; refused (403 KEY_LIMIT_REACHED) when the workspace already has `API_KEYS_PER_MODE`
-    active keys in this mode."""
+    active keys in this mode, and (403 MODE_NOT_HELD) when `mode` is stronger than `strongest`: the mode of the
+    secret a console browser opened the workspace with, which gives no more than that mode's access."""
     if mode not in MODES:
         raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
+    if strongest is not None and MODES.index(mode) > MODES.index(strongest):
+        raise Forbidden(
+            f"This browser opened the workspace with a {strongest} secret, which gives no {mode} access: "
+            f"its owner creates {mode} keys (console keys create --mode {mode}, or their own browser).",
+            code="MODE_NOT_HELD",
+        )
     # Lock the workspace row (PostgreSQL) so two concurrent creates cannot both pass the quota.
     db.session.execute(select(Workspace.id).where(Workspace.id == workspace_id).with_for_update())
     limit = keys_per_mode()
@@ -191,10 +200,10 @@ def get_key(key_id: uuid.UUID | str, workspace_id: uuid.UUID | None = None) -> A
     try:
         ident = uuid.UUID(str(key_id))
     except ValueError as exc:
-        raise NotFound(f"No API key with id {key_id}.") from exc
+        raise NotFound(f"No API key with id {shown(key_id)}.") from exc
     key = db.session.get(ApiKey, ident)
     if key is None or (workspace_id is not None and key.workspace_id != workspace_id):
-        raise NotFound(f"No API key with id {key_id}.")
+        raise NotFound(f"No API key with id {shown(key_id)}.")
     return key
 
 
@@ -277,6 +286,17 @@ def key_for_secret(secret: str | None) -> ApiKey:
             ]
         )
     return key
+
+
+def still_opens(key: ApiKey | None, workspace_id: uuid.UUID) -> bool:
+    """Whether a console browser that opened `workspace_id` with `key`'s secret may still show it: the key is
+    the workspace's, active, and the workspace has gained no key of a stronger mode since (`key_for_secret`'s
+    rule, kept for as long as the browser holds the workspace, not only when it opened it)."""
+    if key is None or key.workspace_id != workspace_id or key.revoked_at is not None:
+        return False
+    if key.expires_at is not None and utcnow() >= key.expires_at:
+        return False
+    return not stronger_modes_held(key)
 
 
 def stronger_modes_held(key: ApiKey) -> list[str]:

@@ -29,7 +29,7 @@ from sqlalchemy import and_, delete, or_, select, true, update
 
 from console import runslots
 from console.core.bodies import RequestModel, field_error, integer, text, validate
-from console.core.errors import NotFound, ServiceError
+from console.core.errors import NotFound, ServiceError, shown
 from console.core.timeutil import isoformat, utcnow
 from console.events.models import EVENT_TYPES
 from console.extensions import db
@@ -272,7 +272,7 @@ def report(webhook: Webhook, attempt_id: str, body: Any) -> dict[str, Any]:
     try:
         token = uuid.UUID(str(attempt_id))
     except ValueError:
-        raise NotFound(f"No attempt {attempt_id} handed out for this webhook.") from None
+        raise NotFound(f"No attempt {shown(attempt_id)} handed out for this webhook.") from None
     _note_seen(webhook)
     trip = db.session.scalars(
         select(RelayRoundTrip).where(

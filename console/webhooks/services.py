@@ -12,7 +12,15 @@ from sqlalchemy import func, select, update
 
 from console.clock.services import now, real_time_of
 from console.core.bodies import RequestModel, array, one_of, refusal, text, validate
-from console.core.errors import Conflict, FieldError, Forbidden, NotFound, ServiceError, ValidationFailed
+from console.core.errors import (
+    Conflict,
+    FieldError,
+    Forbidden,
+    NotFound,
+    ServiceError,
+    ValidationFailed,
+    shown,
+)
 from console.core.timeutil import isoformat, utcnow
 from console.events.models import EVENT_TYPES, Event
 from console.extensions import db
@@ -147,16 +155,33 @@ def get_webhook(workspace_id: uuid.UUID, mode: str, webhook_id: uuid.UUID | str)
     try:
         ident = uuid.UUID(str(webhook_id))
     except ValueError as exc:
-        raise NotFound(f"No webhook with id {webhook_id}.") from exc
+        raise NotFound(f"No webhook with id {shown(webhook_id)}.") from exc
     webhook = db.session.scalars(_scope(workspace_id, mode).where(Webhook.id == ident)).first()
     if webhook is None:
-        raise NotFound(f"No webhook with id {webhook_id}.")
+        raise NotFound(f"No webhook with id {shown(webhook_id)}.")
     return webhook
 
 
 def webhooks_per_key() -> int:
     """`WEBHOOKS_PER_KEY`: the live webhooks one API key may own."""
     return int(current_app.config.get("WEBHOOKS_PER_KEY", MAX_WEBHOOKS_PER_KEY))
+
+
+def webhooks_per_mode() -> int:
+    """The live webhooks one workspace may hold in a mode: `WEBHOOKS_PER_KEY` for each of its
+    `API_KEYS_PER_MODE` keys. A revoked key's webhooks stay live (docs/webhooks.md), so the per-key quota alone
+    let a workspace revoke a key and create another for 10 more webhooks, without end, every event fanning out
+    to all of them."""
+    return webhooks_per_key() * int(current_app.config.get("API_KEYS_PER_MODE", 10))
+
+
+def live_count(workspace_id: uuid.UUID, mode: str) -> int:
+    """How many live (not deleted) webhooks the workspace has in `mode`, whichever key owns them."""
+    return db.session.scalar(
+        select(func.count())
+        .select_from(Webhook)
+        .where(Webhook.workspace_id == workspace_id, Webhook.mode == mode, Webhook.deleted_at.is_(None))
+    )
 
 
 def create_webhook(key: ApiKey, body: Any) -> Webhook:
@@ -174,6 +199,14 @@ def add_webhook(key: ApiKey, url: str, enabled_events: list[str], version: str, 
         raise Forbidden(
             f"This API key already has {limit} webhooks, the limit per key. "
             "Delete one (DELETE /v1/webhooks/{id}) before creating another.",
+            code="WEBHOOK_LIMIT_REACHED",
+        )
+    per_mode = webhooks_per_mode()
+    if live_count(key.workspace_id, key.mode) >= per_mode:
+        raise Forbidden(
+            f"This workspace already has {per_mode} live {key.mode} webhooks, the limit per workspace and mode "
+            "(revoked keys' webhooks count until deleted). Delete one (DELETE /v1/webhooks/{id}) before creating "
+            "another.",
             code="WEBHOOK_LIMIT_REACHED",
         )
     at = now(key.workspace)

@@ -115,7 +115,12 @@ def public_origin(public_url: Any) -> tuple[str, int] | None:
     scheme = parts.scheme.lower()
     if scheme not in ("http", "https") or not parts.hostname:
         return None
-    return parts.hostname.lower(), port or (443 if scheme == "https" else 80)
+    return _host_key(parts.hostname), port or (443 if scheme == "https" else 80)
+
+
+def _host_key(host: str) -> str:
+    """A host name as DNS compares it: case-insensitive, and `name.` (fully qualified) is `name`."""
+    return host.lower().rstrip(".")
 
 
 def public_root_is_loopback(config: Mapping[str, Any]) -> bool:
@@ -253,11 +258,15 @@ def address_refusal(
     reason = _ip_refusal(ip)
     if reason == PRIVATE and mode == SANDBOX and policy.in_sandbox_networks(ip):
         return _network_refusal(ip, policy, port)
+    if reason is None:
+        # A public address can be this machine's own too (a server not behind NAT): the service's own
+        # port there is the service itself, as on loopback.
+        return _network_refusal(ip, policy, port)
     return reason
 
 
 def _network_refusal(ip: IPAddress, policy: Policy, port: int | None) -> str | None:
-    """An address inside SANDBOX_WEBHOOK_NETWORKS: allowed, except this service itself."""
+    """A public address, or one inside SANDBOX_WEBHOOK_NETWORKS: allowed, except this service itself."""
     if port is not None and port in policy.own_ports and is_this_machine(ip):
         return f"is this server's own address on the service's own port ({port})"
     return None
@@ -313,7 +322,7 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True, ow
     host = parts.hostname or ""
     scheme = parts.scheme.lower()
     port = port or (443 if scheme == "https" else 80)
-    if policy.own_origin is not None and (host.lower(), port) == policy.own_origin:
+    if policy.own_origin is not None and (_host_key(host), port) == policy.own_origin:
         raise UrlRefused(
             f"host {host!r} on port {port} is this service's own address (PUBLIC_URL): a webhook never "
             "calls the service itself"

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from sqlalchemy import or_, select, update
 
-from console.core.errors import FieldError, NotFound, ValidationFailed
+from console.core.errors import FieldError, NotFound, ValidationFailed, shown
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.workspaces.models import Workspace
@@ -36,10 +36,10 @@ def get_workspace(workspace_id: uuid.UUID | str) -> Workspace:
     try:
         key = uuid.UUID(str(workspace_id))
     except ValueError as exc:
-        raise NotFound(f"No workspace with id {workspace_id}.") from exc
+        raise NotFound(f"No workspace with id {shown(workspace_id)}.") from exc
     workspace = db.session.get(Workspace, key)
     if workspace is None:
-        raise NotFound(f"No workspace with id {workspace_id}.")
+        raise NotFound(f"No workspace with id {shown(workspace_id)}.")
     return workspace
 
 

@@ -17,7 +17,7 @@ from console.requestlog import usage
 from console.web.shared.apiclient import api_root
 from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import masked_secret
-from console.web.shared.workspace_session import open_workspace
+from console.web.shared.workspace_session import may_use_secret, open_workspace, opened_here, opening_key
 from console.web.shared.workspace_session import reset_workspace as start_over
 from console.workspaces.services import get_workspace
 from console.workspaces.services import keep_workspace as keep
@@ -34,10 +34,14 @@ GRACE_CHOICES = (
 
 
 def _own_key(key_id: str) -> ApiKey:
+    """One of the workspace's keys this browser may manage (`may_use_secret`)."""
     try:
-        return keys.get_key(key_id, g.console_workspace.id)
+        key = keys.get_key(key_id, g.console_workspace.id)
     except ServiceError:
         abort(404)
+    if not may_use_secret(key):
+        abort(404)
+    return key
 
 
 def _context(revealed: dict | None = None, created_id: str | None = None) -> dict:
@@ -61,6 +65,7 @@ def _context(revealed: dict | None = None, created_id: str | None = None) -> dic
         "grace_periods": GRACE_CHOICES,
         "usage": usage.recent(g.console_workspace.id),
         "keys_by_id": {k.id: k for k in all_keys},
+        "usable": {k.id for k in all_keys if may_use_secret(k)},
         "now": utcnow(),
     }
 
@@ -81,7 +86,13 @@ def create_key():
     mode = request.form.get("mode", "")
     if mode not in MODES:  # the form offers only these: a tampered request gets the error page, saying why
         raise ValidationFailed([FieldError("mode", f"must be one of {', '.join(MODES)}")])
-    created = keys.create_key(g.console_workspace.id, mode, request.form.get("label", "").strip())
+    opened = opening_key(g.console_workspace) if opened_here(g.console_workspace) else None
+    created = keys.create_key(
+        g.console_workspace.id,
+        mode,
+        request.form.get("label", "").strip(),
+        strongest=opened.mode if opened is not None else None,
+    )
     db.session.commit()
     return _answer(str(created.key.id))
 
@@ -160,7 +171,7 @@ def open_key_workspace():
     except ValidationFailed as exc:
         flash(f"No workspace opened: {exc.fields[0].message}", "error")
         return redirect(_back())
-    workspace = open_workspace(get_workspace(key.workspace_id))
+    workspace = open_workspace(get_workspace(key.workspace_id), key)
     db.session.commit()
     flash(
         f"This browser now shows the workspace of the {key.mode} key ending in {key.secret_last4}"

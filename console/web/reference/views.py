@@ -49,6 +49,11 @@ def reference_try():
     if op.has_body and raw:
         try:
             body = jsontext.loads(raw)
+        except jsontext.TooDeep:  # valid JSON, so "not valid JSON" would send the person looking for a typo
+            return render_template(
+                "console/reference/_try_result.html",
+                message=f"The body nests arrays and objects more than {jsontext.MAX_JSON_DEPTH} levels deep.",
+            )
         except ValueError:
             return render_template(
                 "console/reference/_try_result.html", message="The body is not valid JSON."

@@ -12,6 +12,7 @@ from console.web.requests import queries as requestlog
 from console.web.shared.blueprint import render_htmx
 from console.web.shared.exchanges import masked_secret
 from console.web.shared.exchanges import view as exchange_view
+from console.web.shared.workspace_session import may_use_secret
 
 routes = Routes()
 
@@ -83,6 +84,8 @@ def reveal_request(request_id: str):
     """The exchange with the real secret in headers, curl and Python: only on an explicit POST."""
     row = _own_request(request_id)
     key = _key_of(row)
+    if key is not None and not may_use_secret(key):
+        abort(404)  # another key's call, in a workspace this browser opened with a secret
     secret = secret_of(key) if key is not None else None
     return render_template("console/shared/_exchange.html", exchange=exchange_view(row, key, secret))
 

@@ -144,14 +144,32 @@ def environ_address(proxies: tuple[IPNetwork, ...]):
 
 
 def address_of(peer: str, forwarded_headers: list[str], proxies: tuple[IPNetwork, ...]) -> str:
+    """The client an address limit counts: see `client_address`, an IPv6 client by its /64 (`owner_of`)."""
     if not proxies or not _trusted(peer, proxies):
-        return peer
+        return owner_of(peer)
     forwarded = [part.strip() for header in forwarded_headers for part in header.split(",") if part.strip()]
     # Right to left: each trusted proxy appended the address it heard from; the first one not ours is the client.
     for address in reversed(forwarded):
         if not _trusted(address, proxies):
-            return address
-    return forwarded[0] if forwarded else peer
+            return owner_of(address)
+    return owner_of(forwarded[0] if forwarded else peer)
+
+
+IPV6_OWNER_PREFIX = 64
+
+
+def owner_of(address: str) -> str:
+    """Who holds `address`, for counting: an IPv6 address stands for its /64, the block one host or home is given
+    (each address in it counted on its own gave a client 2^64 fresh limits); an IPv4-mapped one for its IPv4."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, IPV6_OWNER_PREFIX), strict=False))
+    return address
 
 
 def check_address() -> None:

@@ -25,7 +25,7 @@ from sqlalchemy import or_, select
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.keys.models import ApiKey
-from console.keys.services import create_key
+from console.keys.services import create_key, still_opens
 from console.modes import SANDBOX
 from console.training import cohorts
 from console.web.shared.apiclient import ApiClient
@@ -37,6 +37,9 @@ SESSION_KEY = "workspace_id"
 # The workspace this browser opened with an API secret ("Open its workspace"): someone's backend holds its keys,
 # so this browser's Reset (or a presenter run) leaves it, never deletes it.
 OPENED_KEY = "opened_workspace_id"
+# The key whose secret opened it: the browser keeps the workspace only while that key still opens it
+# (`keys.services.still_opens`: not revoked or rolled out, and no key of a stronger mode in the workspace).
+OPENED_WITH_KEY = "opened_with_key_id"
 BROWSER_KEY = "browser_id"
 REFRESHED_KEY = "refreshed_hour"
 # Keys older versions kept in the cookie (Link token strings): dropped from any cookie still carrying them.
@@ -48,14 +51,42 @@ BLANK_ID = uuid.UUID(int=0)
 
 
 def current_workspace() -> Workspace | None:
-    """The visitor's saved workspace, or None before the first action (or after it was deleted)."""
+    """The visitor's saved workspace, or None before the first action (or after it was deleted, or once the
+    secret this browser opened it with no longer opens it)."""
     if g.get("console_workspace_saved"):
         return g.console_workspace
     try:
         ident = uuid.UUID(str(session.get(SESSION_KEY)))
     except ValueError:
         return None
-    return db.session.get(Workspace, ident)
+    workspace = db.session.get(Workspace, ident)
+    if workspace is not None and opened_here(workspace) and opening_key(workspace) is None:
+        # Checked on every request, not only when opened: the key was revoked or rolled since, or the owner
+        # added development or production keys, whose secrets the console would reveal to this browser.
+        for name in (SESSION_KEY, OPENED_KEY, OPENED_WITH_KEY):
+            session.pop(name, None)
+        return None
+    return workspace
+
+
+def may_use_secret(key: ApiKey | None) -> bool:
+    """Whether this browser may see or sign with `key`'s secret: any key of its workspace, except in a workspace it
+    opened with a secret, where only that key. The others' secrets reach more than the secret it showed: their
+    holder could copy them all, sign as any of them in the debugger, and keep access once the owner revoked the
+    leaked one."""
+    workspace = g.console_workspace
+    if key is None or key.workspace_id != workspace.id:
+        return False
+    return not opened_here(workspace) or key == opening_key(workspace)
+
+
+def opening_key(workspace: Workspace) -> ApiKey | None:
+    """The key this browser opened `workspace` with, while it still opens it; else None."""
+    try:
+        key = db.session.get(ApiKey, uuid.UUID(str(session.get(OPENED_WITH_KEY))))
+    except ValueError:
+        return None
+    return key if still_opens(key, workspace.id) else None
 
 
 def browser_id() -> str:
@@ -141,14 +172,16 @@ def enter_workspace(workspace: Workspace, *, register_inbox: bool = True) -> Wor
     return workspace
 
 
-def open_workspace(workspace: Workspace) -> Workspace:
-    """Hold an existing workspace in this browser's session (the owner of a key showed its secret).
+def open_workspace(workspace: Workspace, key: ApiKey) -> Workspace:
+    """Hold an existing workspace in this browser's session (the owner of `key` showed its secret), for as long
+    as that key still opens it (`opening_key`).
 
     Only this browser's session changes; the workspace it left stays as it was (an unnamed one is
     collected once idle). Nothing is registered: the workspace is shown as its owner left it.
     """
     session[SESSION_KEY] = str(workspace.id)
     session[OPENED_KEY] = str(workspace.id)
+    session[OPENED_WITH_KEY] = str(key.id)
     session[REFRESHED_KEY] = int(time.time() // REFRESH_SECONDS)
     session.permanent = True
     return _use(workspace)
@@ -164,14 +197,18 @@ def reset_workspace() -> Workspace:
     one opened with its secret (its owner's backend holds its keys): this browser only leaves them. A trainee
     starts over in their class (`cohorts.start_over`)."""
     workspace = current_workspace()
-    fresh = cohorts.start_over(workspace) if workspace is not None else None
+    # Asked first: a trainee's workspace opened here with its secret is the trainee's, not this browser's to
+    # start over (start_over deleted it, with the keys the trainee's backend uses, and moved their row).
+    mine = workspace is not None and not opened_here(workspace)
+    fresh = cohorts.start_over(workspace) if mine else None
     if fresh is not None:
         return enter_workspace(fresh)
-    if workspace is not None and not workspace.kept and not opened_here(workspace):
+    if mine and not workspace.kept:
         delete_workspace(workspace.id, Workspace.kept.is_(False))
         db.session.commit()
     session.pop(SESSION_KEY, None)
     session.pop(OPENED_KEY, None)
+    session.pop(OPENED_WITH_KEY, None)
     _use(None)
     return start_new_workspace()
 

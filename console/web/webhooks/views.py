@@ -25,7 +25,7 @@ from console.web.shared import fielderrors
 from console.web.shared.apiclient import response_json
 from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import view as exchange_view
-from console.web.shared.workspace_session import api_client, console_key, has_workspace
+from console.web.shared.workspace_session import api_client, console_key, has_workspace, may_use_secret
 from console.web.webhooks import debugger, inbox
 from console.web.webhooks import endpoint_stats as endpoint
 from console.web.webhooks import queries as webhooklist
@@ -226,13 +226,14 @@ def inbox_rows():
 
 
 def _workspace_key(key_id: str | None) -> ApiKey | None:
-    """One of the visitor's own keys by id, else None (a forged id finds nothing)."""
+    """One of the visitor's own keys by id whose secret this browser may use (`may_use_secret`), else None (a
+    forged id finds nothing)."""
     try:
         ident = uuid.UUID(str(key_id))
     except ValueError:
         return None
     key = db.session.get(ApiKey, ident)
-    return key if key is not None and key.workspace_id == g.console_workspace.id else None
+    return key if may_use_secret(key) else None
 
 
 def _signing_key(message) -> ApiKey | None:
