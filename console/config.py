@@ -159,6 +159,7 @@ def from_environment() -> dict:
         "SANDBOX_ALLOW_LOOPBACK_WEBHOOKS": _flag("SANDBOX_ALLOW_LOOPBACK_WEBHOOKS", False),
         "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
+        "WORKSPACE_NAMED_IDLE_DAYS": days("WORKSPACE_NAMED_IDLE_DAYS", 365),
         # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
         "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
         "REQUEST_LOG_FLUSH_SECONDS": _number(
@@ -322,6 +323,8 @@ DEFAULTS = {
     "CONSOLE_SESSION_IDLE_DAYS": 30,
     # A visitor workspace nobody named is deleted after this many idle days; 0 keeps every workspace.
     "WORKSPACE_IDLE_DAYS": 30,
+    # One a visitor named ("Keep this workspace") after this many; 0 keeps named workspaces for good.
+    "WORKSPACE_NAMED_IDLE_DAYS": 365,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "SANDBOX_WEBHOOK_NETWORKS": "",
     # The request log's background writer (console.requestlog.writer): seconds between batch writes,

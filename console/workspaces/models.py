@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import datetime
 
-from sqlalchemy import String
+from sqlalchemy import String, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from console.core.timeutil import utcnow
@@ -24,6 +24,10 @@ class Workspace(IdMixin, CreatedAtMixin, db.Model):
     # False only for an anonymous console visitor's workspace: the idle collector may delete it.
     # Naming it in the console ("Keep this workspace"), the CLI and the demo workspace keep it.
     kept: Mapped[bool] = mapped_column(default=True)
+    # Named by a visitor in the console: still an anonymous thing, so it too is collected, after the longer
+    # WORKSPACE_NAMED_IDLE_DAYS without use (see workspaces.collection). The CLI's, the demo workspace and a
+    # running class's trainees' are kept without this mark: an operator made them.
+    named_in_console: Mapped[bool] = mapped_column(default=False, server_default=false())
     # Real time of the last console visit or API call, at hour resolution (see workspaces.services).
     last_active_at: Mapped[datetime] = mapped_column(default=utcnow, index=True)
     # Training exercise 5: the job of this Link token is not delivered to the workspace's own endpoints

@@ -67,9 +67,12 @@ def clean_name(name: str | None, field: str = "name", what: str = "the workspace
 
 
 def keep_workspace(workspace: Workspace, name: str) -> Workspace:
-    """Name the workspace and keep it: a named workspace is never collected."""
+    """A visitor names their workspace in the console: it is kept from the short idle collection, and
+    collected only after the longer WORKSPACE_NAMED_IDLE_DAYS (a kept workspace, e.g. a trainee's, that
+    the visitor renames gets that lifecycle too)."""
     workspace.name = clean_name(name)
     workspace.kept = True
+    workspace.named_in_console = True
     db.session.flush()
     return workspace
 

@@ -331,11 +331,42 @@ def test_keeping_a_workspace_names_it(app, visitor):
     assert response.status_code == 302 and response.headers["Location"] == "/keys"
     page = visitor.get("/keys").get_data(as_text=True)
     assert (
-        "Sales demo" in page and "never deleted for being idle" in page and "Keep this workspace" not in page
+        "Sales demo" in page
+        and "deleted only after 365 days without a visit or API call" in page
+        and "Keep this workspace" not in page
     )
     with app.app_context():
         workspace = db.session.get(Workspace, visitor.workspace_id)
-        assert (workspace.name, workspace.kept) == ("Sales demo", True)
+        assert (workspace.name, workspace.kept, workspace.named_in_console) == ("Sales demo", True, True)
+
+
+def test_a_workspace_named_in_the_console_is_collected_after_the_longer_idle_time(app):
+    """Naming is free, so a named workspace needs a lifecycle too (a bot names what it creates); the
+    operator's workspaces (the CLI's, the demo one) have none."""
+    named = Visitor(app.test_client()).start()
+    assert named.post("/workspace/keep", {"name": "Acme CI"}).status_code == 302
+    with app.app_context():
+        cli_made = create_workspace("From the CLI").id
+        demo = demo_workspace().id
+        db.session.commit()
+        for ws in (named.workspace_id, cli_made, demo):
+            _make_idle(ws, days=364)
+        assert collect_idle() == []  # past the visitor's 30 days, within the named one's 365
+        for ws in (named.workspace_id, cli_made, demo):
+            _make_idle(ws, days=366)
+        app.config["WORKSPACE_NAMED_IDLE_DAYS"] = 0
+        assert collect_idle() == []  # 0: named workspaces are kept for good
+        app.config["WORKSPACE_NAMED_IDLE_DAYS"] = 365
+        assert collect_idle() == [named.workspace_id]
+        assert db.session.get(Workspace, named.workspace_id) is None
+        assert {db.session.get(Workspace, ws) is not None for ws in (cli_made, demo)} == {True}
+        app.config["WORKSPACE_IDLE_DAYS"] = 0  # the visitor's collection off: the named one's still runs
+        named_again = create_workspace("Named later")
+        named_again.named_in_console = True
+        named_again_id = named_again.id
+        db.session.commit()
+        _make_idle(named_again_id, days=400)
+        assert collect_idle() == [named_again_id]
 
 
 @pytest.mark.parametrize("name", ["", "   ", "x" * 121])

@@ -19,6 +19,7 @@ from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import masked_secret
 from console.web.shared.workspace_session import may_use_secret, open_workspace, opened_here, opening_key
 from console.web.shared.workspace_session import reset_workspace as start_over
+from console.workspaces.collection import named_idle_after
 from console.workspaces.services import get_workspace
 from console.workspaces.services import keep_workspace as keep
 
@@ -149,7 +150,7 @@ def start_workspace():
 
 @routes.post("/workspace/keep")
 def keep_workspace():
-    """Name the workspace so the idle collector never deletes it."""
+    """Name the workspace: collected after WORKSPACE_NAMED_IDLE_DAYS unused, not the visitor's 30 days."""
     try:
         keep(g.console_workspace, request.form.get("name", ""))
     except ValidationFailed as exc:
@@ -157,7 +158,13 @@ def keep_workspace():
         flash(f"The workspace was not kept: {exc.fields[0].message}", "error")
         return redirect(_back())
     db.session.commit()
-    flash(f"Workspace kept as “{g.console_workspace.name}”: it is never deleted for being idle.", "ok")
+    named_idle = named_idle_after()
+    kept_for = (
+        f"it is deleted only after {named_idle.days} days without a visit or API call"
+        if named_idle is not None
+        else "it is never deleted for being idle"
+    )
+    flash(f"Workspace kept as “{g.console_workspace.name}”: {kept_for}.", "ok")
     return redirect(_back())
 
 
