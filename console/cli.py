@@ -273,6 +273,70 @@ def workspaces_create(name: str, as_json: bool) -> None:
             click.echo(f"Created workspace {workspace.id} ({workspace.name}).")
 
 
+@workspaces.command("list")
+@click.option("--limit", default=20, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object a line.")
+def workspaces_list(limit: int, as_json: bool) -> None:
+    """The workspaces holding the most rows (Link tokens, accounts, jobs, events, request log), most first."""
+    from console.workspaces.services import largest_workspaces
+
+    app = _ready_app()
+    with app.app_context():
+        sizes = largest_workspaces(limit)
+        for size in sizes:
+            workspace = size.workspace
+            kind = (
+                "demo"
+                if workspace.is_demo
+                else "named"
+                if workspace.named_in_console
+                else "kept"
+                if workspace.kept
+                else "visitor"
+            )
+            if as_json:
+                click.echo(
+                    json.dumps(
+                        {
+                            "id": str(workspace.id),
+                            "name": workspace.name,
+                            "kind": kind,
+                            "last_active_at": workspace.last_active_at.isoformat(),
+                            "rows": size.counts,
+                        }
+                    )
+                )
+            else:
+                rows = ", ".join(f"{n} {label.replace('_', ' ')}" for label, n in size.counts.items())
+                click.echo(f"{workspace.id}  {kind:<7}  {workspace.name}  ({rows})")
+        if not sizes and not as_json:
+            click.echo("No workspace holds any rows yet.")
+
+
+@workspaces.command("delete")
+@click.argument("workspace_id")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+def workspaces_delete(workspace_id: str, yes: bool) -> None:
+    """Delete a workspace with everything it owns (its keys stop working at once)."""
+    from console.core.errors import ServiceError
+    from console.workspaces.services import delete_workspace, get_workspace
+
+    app = _ready_app()
+    with app.app_context():
+        try:
+            workspace = get_workspace(workspace_id)
+        except ServiceError as exc:
+            raise click.ClickException(exc.message) from None
+        if not yes:
+            click.confirm(
+                f"Delete workspace {workspace.id} ({workspace.name}) with its keys, tokens, jobs and events?",
+                abort=True,
+            )
+        delete_workspace(workspace.id)
+        _commit()
+        click.echo(f"Deleted workspace {workspace_id}.")
+
+
 @main.group()
 def keys() -> None:
     """API keys (one workspace and one mode each)."""

@@ -79,12 +79,12 @@ def run_cli(tmp_path):
 
     runner = CliRunner()
 
-    def run(*args: str, check: bool = True, env: dict | None = None):
+    def run(*args: str, check: bool = True, env: dict | None = None, input: str | None = None):
         _drop_handlers_of_closed_streams()  # another test's, or an earlier call's
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cli, "_app", tracked_app)
             result = runner.invoke(
-                cli.main, list(args), env={**base_env, **(env or {})}, catch_exceptions=False
+                cli.main, list(args), env={**base_env, **(env or {})}, input=input, catch_exceptions=False
             )
         _drop_handlers_of_closed_streams()
         if check:
@@ -502,3 +502,41 @@ def test_keys_print_the_base_url_of_the_running_server_not_port_5000(upgraded, r
     with_public = {**no_server_env, "PUBLIC_URL": "https://demo.example.com"}
     created = json.loads(run_cli("keys", "create", "--mode", "production", "--json", env=with_public).stdout)
     assert created["base_url"] == "https://demo.example.com"
+
+
+def test_workspaces_list_puts_the_largest_first_and_delete_removes_one_with_its_rows(
+    upgraded, run_cli, cli_app
+):
+    """An operator finding and removing the tenant that grew the database (Link tokens, accounts and jobs have
+    no per-workspace cap: docs/operations.md)."""
+    import uuid
+
+    from console.extensions import db
+    from console.link_tokens.models import LinkToken
+    from console.workspaces.models import Workspace
+    from tests.conftest import Api
+    from tests.factories import LINK_TOKEN
+
+    quiet = json.loads(run_cli("workspaces", "create", "--name", "Quiet", "--json").stdout)
+    noisy = json.loads(run_cli("workspaces", "create", "--name", "Noisy", "--json").stdout)
+    for workspace, tokens in ((quiet, 1), (noisy, 4)):
+        secret = json.loads(
+            run_cli("keys", "create", "--mode", "sandbox", "--workspace", workspace["id"], "--json").stdout
+        )["secret"]
+        api = Api(cli_app.test_client(), secret)
+        for _ in range(tokens):
+            assert api.post("/link_tokens", json=LINK_TOKEN).status_code == 200
+
+    listed = [json.loads(line) for line in run_cli("workspaces", "list", "--json").stdout.splitlines()]
+    assert [w["id"] for w in listed[:2]] == [noisy["id"], quiet["id"]]
+    assert listed[0]["rows"]["link_tokens"] == 4 and listed[0]["kind"] == "kept"
+    assert "Noisy" in run_cli("workspaces", "list", "--limit", "1").stdout
+
+    refused = run_cli("workspaces", "delete", noisy["id"], check=False, input="n\n")
+    assert refused.returncode != 0 and "Aborted" in refused.output
+    assert "Deleted workspace" in run_cli("workspaces", "delete", noisy["id"], "--yes").stdout
+    with cli_app.app_context():
+        assert db.session.get(Workspace, uuid.UUID(noisy["id"])) is None
+        assert db.session.query(LinkToken).count() == 1  # the quiet workspace's token stays
+    missing = run_cli("workspaces", "delete", noisy["id"], "--yes", check=False)
+    assert missing.returncode != 0 and "No workspace" in missing.stderr
