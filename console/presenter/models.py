@@ -42,6 +42,9 @@ class PresenterProfile(IdMixin, db.Model):
     # sha256 of the creating browser's id (console.web.shared.workspace_session.browser_id): the
     # per-browser cap counts these. None for profiles saved before the cap (and by the CLI or tests).
     created_by: Mapped[str | None] = mapped_column(String(64), index=True)
+    # sha256 of the creating client address (an IPv6 one by its /64): at the server-wide cap, the address
+    # holding more than its share is evicted from first (`profiles.evict_for_one`). None before it existed.
+    created_from: Mapped[str | None] = mapped_column(String(64), index=True)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     # Real time the profile was last saved or opened (short link, start page, stage, edit page), at hour

@@ -8,9 +8,11 @@ another browser in.
 
 Limits, so an anonymous visitor (or a bot) cannot fill the database, and never a lockout of the next
 visitor: a browser may save at most `PRESENTER_PROFILES_PER_BROWSER` profiles (409 PROFILE_LIMIT after
-that), and when the server keeps `PRESENTER_MAX_PROFILES` a new profile evicts the one nobody has opened
-for the longest time (`last_used_at`, written at most once an hour per profile) instead of being refused.
-A logo is at most 256 KB.
+that), and when the server keeps `PRESENTER_MAX_PROFILES` a new profile evicts one instead of being
+refused: the one nobody has opened for the longest time (`last_used_at`, written at most once an hour per
+profile) among those of the client address holding the most, when it holds more than a tenth of the cap,
+else among all. A bot saving from one address (new browsers each time, at the per-address rate) then churns
+its own profiles instead of evicting everyone's. A logo is at most 256 KB.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ log = logging.getLogger(__name__)
 SLUG_BYTES = 5  # 8 base32 characters: short to type, 2^40 to guess
 DEFAULT_MAX_PROFILES = 500
 DEFAULT_PROFILES_PER_BROWSER = 20
+# At the server-wide cap, an address holding more than this share of it is evicted from first.
+ADDRESS_SHARE = 0.1
 # last_used_at is written at most this often per profile: a stage view is not a write.
 USE_RESOLUTION = timedelta(hours=1)
 LOGO_MAX_BYTES = 256 * 1024
@@ -74,6 +78,11 @@ def owner_hash(owner: str) -> str:
     return _hash(f"browser:{owner}")
 
 
+def address_hash(address: str) -> str:
+    """How a creating client address is stored: hashed, like the browser's id."""
+    return _hash(f"address:{address}")
+
+
 def owned_count(owner: str) -> int:
     """Profiles saved by this browser that still exist."""
     query = select(func.count()).where(PresenterProfile.created_by == owner_hash(owner))
@@ -93,11 +102,12 @@ def create(
     story_keys: Iterable[str],
     *,
     owner: str | None = None,
+    address: str | None = None,
     contact: str | None = None,
 ) -> tuple[PresenterProfile, str]:
     """Save a profile and return it with its edit secret (returned only here). The caller commits.
 
-    `owner`: the creating browser's id. A browser that already saved `PRESENTER_PROFILES_PER_BROWSER`
+    `owner`: the creating browser's id; `address`: its client address (as the per-address limits count it). A browser that already saved `PRESENTER_PROFILES_PER_BROWSER`
     profiles (that still exist) is refused (409 PROFILE_LIMIT). The server-wide cap never refuses: at
     `PRESENTER_MAX_PROFILES` the least recently used profiles are evicted to make room (see `evict_for_one`).
     """
@@ -124,6 +134,7 @@ def create(
         captions={},
         edit_secret_hash=_hash(secret),
         created_by=owner_hash(owner) if owner is not None else None,
+        created_from=address_hash(address) if address is not None else None,
         created_at=at,
         updated_at=at,
         last_used_at=at,
@@ -135,20 +146,41 @@ def create(
 
 def evict_for_one() -> list[str]:
     """Make room for one more profile under `PRESENTER_MAX_PROFILES`: delete the least recently used ones
-    (oldest `last_used_at`, i.e. nobody has opened them for the longest time). Returns their slugs.
+    (oldest `last_used_at`, i.e. nobody has opened them for the longest time), first among the profiles of
+    the address holding the most when it holds more than `ADDRESS_SHARE` of the cap. Returns their slugs.
 
     The next visitor is never refused: an idle profile goes instead. Profiles saved at the very same
     instant may pass the cap by a few; the next save brings the count back under it.
     """
+    cap = max(max_profiles(), 1)
     total = db.session.scalar(select(func.count()).select_from(PresenterProfile)) or 0
-    excess = total - max(max_profiles(), 1) + 1
+    excess = total - cap + 1
     if excess <= 0:
         return []
-    victims = db.session.execute(
-        select(PresenterProfile.id, PresenterProfile.slug, PresenterProfile.last_used_at)
-        .order_by(PresenterProfile.last_used_at, PresenterProfile.id)
-        .limit(excess)
-    ).all()
+    columns = (PresenterProfile.id, PresenterProfile.slug, PresenterProfile.last_used_at)
+    oldest_first = (PresenterProfile.last_used_at, PresenterProfile.id)
+    victims = []
+    heaviest = db.session.execute(
+        select(PresenterProfile.created_from, func.count())
+        .where(PresenterProfile.created_from.is_not(None))
+        .group_by(PresenterProfile.created_from)
+        .order_by(func.count().desc())
+        .limit(1)
+    ).first()
+    if heaviest is not None and heaviest[1] > cap * ADDRESS_SHARE:
+        victims = db.session.execute(
+            select(*columns)
+            .where(PresenterProfile.created_from == heaviest[0])
+            .order_by(*oldest_first)
+            .limit(excess)
+        ).all()
+    if len(victims) < excess:
+        victims += db.session.execute(
+            select(*columns)
+            .where(PresenterProfile.id.not_in([v.id for v in victims]))
+            .order_by(*oldest_first)
+            .limit(excess - len(victims))
+        ).all()
     db.session.execute(
         delete_rows(PresenterProfile)
         .where(PresenterProfile.id.in_([v.id for v in victims]))

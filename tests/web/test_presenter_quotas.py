@@ -122,3 +122,35 @@ def test_an_evicted_profile_leaves_its_browser_a_place(app, visitor):
     save_profile(visitor, brand="Again")
     page = visitor.get("/present").get_data(as_text=True)
     assert f'data-my-profile="{mine}"' not in page
+
+
+def test_at_the_cap_an_address_holding_more_than_its_share_is_evicted_from_first(app):
+    """A bot saving from one address (a new browser each time, within the per-address rate) evicted everyone's
+    profiles, the least recently used first; now it churns its own once it holds more than a tenth of the cap."""
+    app.config["PRESENTER_MAX_PROFILES"] = 10
+
+    def browser(address: str) -> Visitor:
+        client = app.test_client()
+        client.environ_base["REMOTE_ADDR"] = address
+        return Visitor(client).start()
+
+    presenters = [save_profile(browser(f"192.0.2.{n}"), brand=f"Bank {n}")[0] for n in range(1, 4)]
+    for slug in presenters:
+        set_last_used(app, slug, 60)  # idle for two months: the oldest on the server
+    bot = [save_profile(browser("198.51.100.7"), brand=f"Bot {n}")[0] for n in range(7)]
+    assert count(app) == 10
+    for n in range(20):  # past the cap, again and again
+        bot.append(save_profile(browser("198.51.100.7"), brand=f"Bot {n + 7}")[0])
+    assert count(app) == 10
+    someone = browser("203.0.113.9")
+    assert [someone.get(f"/p/{slug}").status_code for slug in presenters] == [200, 200, 200]
+    assert [someone.get(f"/p/{slug}").status_code for slug in bot[-7:]] == [200] * 7
+    # Within its share (the bot's 7 of a cap of 80 is under a tenth), no address is singled out: the
+    # least recently used profile of all goes.
+    app.config["PRESENTER_MAX_PROFILES"] = 80
+    mixed = [save_profile(browser(f"192.0.2.{n}"), brand=f"Other {n}")[0] for n in range(10, 80)]
+    assert count(app) == 80
+    set_last_used(app, presenters[0], 90)  # (opened above, so no longer idle: made the oldest again)
+    save_profile(browser("203.0.113.9"), brand="Newcomer")
+    assert someone.get(f"/p/{presenters[0]}").status_code == 404  # the least recently used of all
+    assert all(someone.get(f"/p/{slug}").status_code == 200 for slug in mixed)

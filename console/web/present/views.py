@@ -281,7 +281,11 @@ def save_profile():
     known = {s.key for s in stories.all_stories()[0]}
     chosen = [k for k in request.form.getlist("stories") if k in known]
     profile, secret = profiles.create(
-        brand.from_args(request.form), chosen, owner=browser_id(), contact=request.form.get("contact")
+        brand.from_args(request.form),
+        chosen,
+        owner=browser_id(),
+        address=throttle.client_address(),
+        contact=request.form.get("contact"),
     )
     db.session.commit()
     _unlock(profile.slug)
