@@ -217,6 +217,17 @@ INTERPRETER_BUG = "AST constructor recursion depth mismatch"
 )  # after tests/browser/conftest.py's, which adds marks (`xdist_group` among them)
 def pytest_collection_modifyitems(config, items):
     _xdist_groups_in_node_ids(config, items)
+    if hasattr(config, "workerinput"):
+        # Under xdist, the tests marked `slow` (processes started: `console run`, workers, the fuzzer) are handed
+        # out right after the browser's long walks, not in file order: `tests/unit/test_serving.py`'s 10-40 s
+        # `console run` tests came last and one worker ran them alone while the others had finished.
+        # (Without xdist a module's tests stay together, its fixtures made once.)
+        items.sort(
+            key=lambda item: (
+                item.get_closest_marker("long") is None,
+                item.get_closest_marker("slow") is None,
+            )
+        )
     for item in items:
         if item.get_closest_marker("flaky") is None and "tests/browser/" not in str(item.fspath).replace(
             os.sep, "/"
