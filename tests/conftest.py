@@ -212,12 +212,47 @@ def pytest_configure(config):
 INTERPRETER_BUG = "AST constructor recursion depth mismatch"
 
 
+@pytest.hookimpl(
+    trylast=True
+)  # after tests/browser/conftest.py's, which adds marks (`xdist_group` among them)
 def pytest_collection_modifyitems(config, items):
+    _xdist_groups_in_node_ids(config, items)
+    if hasattr(config, "workerinput"):
+        # Under xdist, the tests marked `slow` (processes started: `console run`, workers, the fuzzer) are handed
+        # out right after the browser's long walks, not in file order: `tests/unit/test_serving.py`'s 10-40 s
+        # `console run` tests came last and one worker ran them alone while the others had finished.
+        # (Without xdist a module's tests stay together, its fixtures made once.)
+        items.sort(
+            key=lambda item: (
+                item.get_closest_marker("long") is None,
+                item.get_closest_marker("slow") is None,
+            )
+        )
     for item in items:
         if item.get_closest_marker("flaky") is None and "tests/browser/" not in str(item.fspath).replace(
             os.sep, "/"
         ):
             item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[INTERPRETER_BUG]))
+
+
+def _xdist_groups_in_node_ids(config, items) -> None:
+    """What pytest-xdist's `--dist loadgroup` does on each worker, done so that pytest 9.2 keeps it.
+
+    xdist (3.8) appends "@<group>" to each grouped test's id, and its scheduler sends the tests of one group to
+    one worker by that suffix; it writes `item._nodeid`, which pytest 9.2 no longer reads (a test's id is
+    `item._id`, structured). So no group held: the CLI's and the serving edges' one-per-worker set-ups
+    (`console db upgrade`, `console run`; 12-22 s each on a loaded machine) and each browser module's live
+    server were made on all four workers. On a pytest whose ids are still `_nodeid`, xdist's own hook does it.
+    """
+    if not getattr(config.option, "loadgroup", False) or not items or not hasattr(items[0], "_id"):
+        return
+    from _pytest.nodeid import NodeId
+
+    for item in items:
+        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                         for mark in item.iter_markers("xdist_group")})  # fmt: skip
+        if groups and "@" not in item.nodeid:
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
 
 
 @pytest.hookimpl(trylast=True)  # after pytest's own, which tears the session's fixtures down

@@ -69,7 +69,9 @@ def pytest_collection_modifyitems(config, items):
     # made once, not once on each worker its tests were spread over. A test marked `long` (a minute-long walk,
     # or a parametrized family of them) is a group of its own: one worker serially running a module's long
     # walks decided the whole suite's time (test_presenter.py's ~210 s), while a live server costs ~1 s.
-    grouped = config.pluginmanager.hasplugin("xdist")
+    # (`make test` loads xdist by its module's name, `-p xdist.plugin`; autoloaded, it is "xdist". Asked only
+    # for "xdist", this was False under `make test`: no browser module was grouped.)
+    grouped = any(config.pluginmanager.hasplugin(name) for name in ("xdist", "xdist.plugin"))
     for item in items:
         path = str(item.fspath).replace(os.sep, "/")
         if "tests/browser/" in path:

@@ -99,18 +99,6 @@ def test_standard_switch_runs_by_keyboard_with_link_in_the_branded_phone(page, c
     assert "/sandbox/v1/link_tokens" not in page.locator('#backend [data-feed="calls"]').inner_text()
 
 
-def test_failure_and_recovery_runs_by_keyboard_and_the_refused_webhook_arrives(page, console_live):
-    page.goto(console_live.url + "/present/50-failure-and-recovery")
-    total = int(page.locator("#stage").get_attribute("data-total"))
-    for step in range(1, total + 1):
-        press(page, "ArrowRight", step)
-        assert page.locator(".failure").count() == 0, page.locator(".failure").inner_text()
-    # The refused event is one row that ends true: refused with 500, then delivered on the retry.
-    page.get_by_text("answered 500, then delivered on the retry").first.wait_for()
-    assert page.get_by_text("will retry").count() == 0
-    assert "The end" in page.locator(".controls").inner_text()
-
-
 def link_screen(page) -> str:
     return page.frame_locator(LINK).locator("#link-screen").get_attribute("data-screen")
 
@@ -878,13 +866,21 @@ def test_the_controls_shown_by_question_mark_are_not_covered_by_the_phone(page, 
     assert phone["y"] + phone["height"] <= page.locator(".controls").bounding_box()["y"] + 1
 
 
-def test_a_panel_with_more_rows_than_room_fades_out_instead_of_cutting_a_row(page, console_live):
-    """At 1280x720 the failure story's webhooks outgrow their panel: it is marked, and fades at its bottom."""
+def test_failure_and_recovery_runs_by_keyboard_and_a_panel_with_more_rows_than_room_fades_out(
+    page, console_live
+):
+    """The failure story by keyboard, every step working, the refused webhook arriving on the retry; and at
+    1280x720 its webhooks outgrow their panel: it is marked, and fades at its bottom instead of cutting a row."""
     page.set_viewport_size({"width": 1280, "height": 720})
     page.goto(console_live.url + "/present/50-failure-and-recovery")
     total = int(page.locator("#stage").get_attribute("data-total"))
     for step in range(1, total + 1):
         press(page, "ArrowRight", step)
+        assert page.locator(".failure").count() == 0, page.locator(".failure").inner_text()
+    # The refused event is one row that ends true: refused with 500, then delivered on the retry.
+    page.get_by_text("answered 500, then delivered on the retry").first.wait_for()
+    assert page.get_by_text("will retry").count() == 0
+    assert "The end" in page.locator(".controls").inner_text()
     webhooks = page.locator("#backend .panel-webhooks")
     poll(
         lambda: webhooks.evaluate(
