@@ -346,6 +346,7 @@ def test_processes_forked_by_the_master_start_with_ctrl_c_blocked_and_the_master
     assert result.stdout.strip() == "True False", result.stderr
 
 
+@pytest.mark.slow  # a real `console run` for 20-35 s: handed out early, not last
 def test_a_stop_that_comes_while_a_serving_process_starts_is_not_lost(tmp_path):
     """The master's SIGTERM handler, inherited by the fork, used to swallow a stop sent before Granian set
     its own: the process then served on, and the master waited out its 30 s kill timeout. In a child
@@ -677,6 +678,7 @@ def _ended(pid: int) -> bool:
     return stat.rpartition(")")[2].split()[0] == "Z"
 
 
+@pytest.mark.slow  # a real `console run` for 20-35 s: handed out early, not last
 def test_a_master_killed_outright_leaves_no_serving_process_or_worker_behind(tmp_path):
     """SIGKILL (the OOM killer) gives the master no chance to stop what it started: each serving process and the
     worker notice their parent is gone and stop themselves, and the port is free for the next start."""
