@@ -364,10 +364,15 @@ def start_over(workspace: Workspace) -> Workspace | None:
     return fresh
 
 
-def trainee_facts(workspace: Workspace) -> snippets.Facts:
-    """What fills a trainee's snippets: their newest live sandbox secret (for their own page only), the
-    held token of exercise 5 and their own newest webhook."""
-    key = db.session.scalars(
+def trainee_facts(workspace: Workspace, may_show: Callable[[ApiKey], bool]) -> snippets.Facts:
+    """What fills a trainee's snippets: their newest live sandbox secret that `may_show` lets this browser see
+    (for their own page only), the held token of exercise 5 and their own newest webhook.
+
+    `may_show`: the console's one rule for which secrets a browser may see (`workspace_session.may_use_secret`).
+    A browser that opened the trainee's workspace with a pasted secret is shown that secret, never a newer key
+    the trainee made since: the newest one reaches more than the secret it was given, and stays good once the
+    trainee revokes the leaked one."""
+    keys = db.session.scalars(
         select(ApiKey)
         .where(
             ApiKey.workspace_id == workspace.id,
@@ -375,9 +380,9 @@ def trainee_facts(workspace: Workspace) -> snippets.Facts:
             ApiKey.revoked_at.is_(None),
             ApiKey.expires_at.is_(None),
         )
-        .order_by(ApiKey.created_at.desc())
-        .limit(1)
-    ).first()
+        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    )  # at most API_KEYS_PER_MODE: the active keys a workspace may hold in a mode
+    key = next((k for k in keys if may_show(k)), None)
     hooks = exercises.own_webhooks(workspace)
     return snippets.Facts(
         secret=secret_of(key) if key is not None else None,

@@ -21,7 +21,13 @@ from console.web.link import tokens as linktokens
 from console.web.scenarios import gallery as scenarios
 from console.web.shared import throttle
 from console.web.shared.apiclient import response_json
-from console.web.shared.workspace_session import api_client, browser_id, current_workspace, enter_workspace
+from console.web.shared.workspace_session import (
+    api_client,
+    browser_id,
+    current_workspace,
+    enter_workspace,
+    may_use_secret,
+)
 
 routes = Routes()
 
@@ -362,7 +368,9 @@ def training_me():
     if context["member"] is not None:
         root = _root()
         context["root"] = root
-        context["snippets"] = snippets.for_exercises(root.url, cohorts.trainee_facts(g.console_workspace))
+        context["snippets"] = snippets.for_exercises(
+            root.url, cohorts.trainee_facts(g.console_workspace, may_use_secret)
+        )
         context["solutions"] = {e.key: exercises.solution(e, root.url) for e, _ in context["results"]}
     response = Response(render_template("console/training/me.html", **context))
     response.headers["Cache-Control"] = "no-store"
