@@ -411,6 +411,26 @@ def archive(cohort: Cohort) -> None:
     )
 
 
+def remove_member(member: CohortMember) -> None:
+    """Take a trainee's row off the class (the caller commits): a bot that holds the join link, a trainee who
+    joined twice, a typo. The seat is free again (the cap counts the members there are) and the row leaves
+    every grid at its next poll (`cohort_pulse` reads who the members are).
+
+    The workspace is detached, not deleted: no longer kept, it is collected like a visitor's once unused for
+    WORKSPACE_IDLE_DAYS, and its keys work until then (a removed trainee who was a real one keeps what their
+    backend uses; a bot's key is of no use to anyone else). Deleting it at once would cut a trainee removed by
+    mistake off everything they built. Not a ban: the browser may join again, as a new row, subject to the
+    cap and the joins per minute; a bot that keeps coming back is stopped by archiving the class."""
+    db.session.execute(
+        update(Workspace)
+        .where(Workspace.id == member.workspace_id, Workspace.is_demo.is_(False))
+        .values(kept=False)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.delete(member)
+    db.session.flush()
+
+
 def delete_cohort(cohort: Cohort) -> int:
     """Delete the cohort, its memberships and every trainee's workspace with all it owns, in the current
     transaction (the caller commits). Returns how many workspaces went."""
