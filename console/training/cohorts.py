@@ -45,7 +45,7 @@ from console.link_tokens.models import LinkToken
 from console.modes import SANDBOX
 from console.requestlog.models import RequestLogEntry
 from console.training import exercises, snippets
-from console.training.models import Cohort, CohortMember
+from console.training.models import Cohort, CohortMember, own_call
 from console.training.room import STUCK_MINUTES
 from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
@@ -504,17 +504,21 @@ def results(cohort: Cohort, member: CohortMember) -> list[tuple[exercises.Exerci
 
 
 def last_calls(workspace_ids: list[uuid.UUID]) -> dict[uuid.UUID, datetime]:
-    """Each workspace's newest API call from outside the console (the trainee's own code, curl, pcc.py; real
-    time), from the request log: one grouped query over the index led by (workspace_id, created_at). The
-    console's own calls (a `step` names the action) are left out: the inbox registered at joining is not
-    the trainee at work."""
+    """Each workspace's newest API call of the trainee's own (curl, their backend, pcc.py; real time), from the
+    request log. Left out: the console's own calls (a `step` names the action: the inbox registered at joining
+    is not the trainee at work) and a listener's polls and delivery results (`models.listener_loop`: one a
+    second while `console listen` runs, so a trainee whose listener ran was never "stuck").
+
+    One query, a max per workspace, each read from the partial index `ix_request_log_entries_own_calls`
+    (workspace_id, created_at) over exactly those rows: one probe per trainee whatever their log holds."""
     if not workspace_ids:
         return {}
-    rows = db.session.execute(
-        select(RequestLogEntry.workspace_id, func.max(RequestLogEntry.created_at))
-        .where(RequestLogEntry.workspace_id.in_(list(workspace_ids)), RequestLogEntry.step == "")
-        .group_by(RequestLogEntry.workspace_id)
+    newest = (
+        select(func.max(RequestLogEntry.created_at))
+        .where(RequestLogEntry.workspace_id == Workspace.id, own_call())
+        .scalar_subquery()
     )
+    rows = db.session.execute(select(Workspace.id, newest).where(Workspace.id.in_(list(workspace_ids))))
     return {ident: at for ident, at in rows if at is not None}
 
 
