@@ -428,7 +428,8 @@ def training_client():
 def training_me_live():
     """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band); 410
     once the membership the page showed is gone (the class was deleted, with the trainee's workspace), so
-    the page stops asking and says so."""
+    the page stops asking and says so. Removed from the class by its trainer (the class and the workspace are
+    still there), it answers HX-Refresh: the page reloads and says that."""
     context = _me_context()
     if context["member"] is None:
         if context["removed_from"]:  # the page reloads to say so (its trainer removed this row)
