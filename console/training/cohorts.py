@@ -45,7 +45,7 @@ from console.link_tokens.models import LinkToken
 from console.modes import SANDBOX
 from console.requestlog.models import RequestLogEntry
 from console.training import exercises, snippets
-from console.training.models import Cohort, CohortMember
+from console.training.models import Cohort, CohortMember, own_call
 from console.training.room import STUCK_MINUTES
 from console.webhooks.models import Webhook
 from console.workspaces.models import Workspace
@@ -364,10 +364,15 @@ def start_over(workspace: Workspace) -> Workspace | None:
     return fresh
 
 
-def trainee_facts(workspace: Workspace) -> snippets.Facts:
-    """What fills a trainee's snippets: their newest live sandbox secret (for their own page only), the
-    held token of exercise 5 and their own newest webhook."""
-    key = db.session.scalars(
+def trainee_facts(workspace: Workspace, may_show: Callable[[ApiKey], bool]) -> snippets.Facts:
+    """What fills a trainee's snippets: their newest live sandbox secret that `may_show` lets this browser see
+    (for their own page only), the held token of exercise 5 and their own newest webhook.
+
+    `may_show`: the console's one rule for which secrets a browser may see (`workspace_session.may_use_secret`).
+    A browser that opened the trainee's workspace with a pasted secret is shown that secret, never a newer key
+    the trainee made since: the newest one reaches more than the secret it was given, and stays good once the
+    trainee revokes the leaked one."""
+    keys = db.session.scalars(
         select(ApiKey)
         .where(
             ApiKey.workspace_id == workspace.id,
@@ -375,9 +380,9 @@ def trainee_facts(workspace: Workspace) -> snippets.Facts:
             ApiKey.revoked_at.is_(None),
             ApiKey.expires_at.is_(None),
         )
-        .order_by(ApiKey.created_at.desc())
-        .limit(1)
-    ).first()
+        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    )  # at most API_KEYS_PER_MODE: the active keys a workspace may hold in a mode
+    key = next((k for k in keys if may_show(k)), None)
     hooks = exercises.own_webhooks(workspace)
     return snippets.Facts(
         secret=secret_of(key) if key is not None else None,
@@ -404,6 +409,26 @@ def archive(cohort: Cohort) -> None:
         .values(kept=False)
         .execution_options(synchronize_session=False)
     )
+
+
+def remove_member(member: CohortMember) -> None:
+    """Take a trainee's row off the class (the caller commits): a bot that holds the join link, a trainee who
+    joined twice, a typo. The seat is free again (the cap counts the members there are) and the row leaves
+    every grid at its next poll (`cohort_pulse` reads who the members are).
+
+    The workspace is detached, not deleted: no longer kept, it is collected like a visitor's once unused for
+    WORKSPACE_IDLE_DAYS, and its keys work until then (a removed trainee who was a real one keeps what their
+    backend uses; a bot's key is of no use to anyone else). Deleting it at once would cut a trainee removed by
+    mistake off everything they built. Not a ban: the browser may join again, as a new row, subject to the
+    cap and the joins per minute; a bot that keeps coming back is stopped by archiving the class."""
+    db.session.execute(
+        update(Workspace)
+        .where(Workspace.id == member.workspace_id, Workspace.is_demo.is_(False))
+        .values(kept=False)
+        .execution_options(synchronize_session=False)
+    )
+    db.session.delete(member)
+    db.session.flush()
 
 
 def delete_cohort(cohort: Cohort) -> int:
@@ -479,17 +504,21 @@ def results(cohort: Cohort, member: CohortMember) -> list[tuple[exercises.Exerci
 
 
 def last_calls(workspace_ids: list[uuid.UUID]) -> dict[uuid.UUID, datetime]:
-    """Each workspace's newest API call from outside the console (the trainee's own code, curl, pcc.py; real
-    time), from the request log: one grouped query over the index led by (workspace_id, created_at). The
-    console's own calls (a `step` names the action) are left out: the inbox registered at joining is not
-    the trainee at work."""
+    """Each workspace's newest API call of the trainee's own (curl, their backend, pcc.py; real time), from the
+    request log. Left out: the console's own calls (a `step` names the action: the inbox registered at joining
+    is not the trainee at work) and a listener's polls and delivery results (`models.listener_loop`: one a
+    second while `console listen` runs, so a trainee whose listener ran was never "stuck").
+
+    One query, a max per workspace, each read from the partial index `ix_request_log_entries_own_calls`
+    (workspace_id, created_at) over exactly those rows: one probe per trainee whatever their log holds."""
     if not workspace_ids:
         return {}
-    rows = db.session.execute(
-        select(RequestLogEntry.workspace_id, func.max(RequestLogEntry.created_at))
-        .where(RequestLogEntry.workspace_id.in_(list(workspace_ids)), RequestLogEntry.step == "")
-        .group_by(RequestLogEntry.workspace_id)
+    newest = (
+        select(func.max(RequestLogEntry.created_at))
+        .where(RequestLogEntry.workspace_id == Workspace.id, own_call())
+        .scalar_subquery()
     )
+    rows = db.session.execute(select(Workspace.id, newest).where(Workspace.id.in_(list(workspace_ids))))
     return {ident: at for ident, at in rows if at is not None}
 
 

@@ -21,7 +21,13 @@ from console.web.link import tokens as linktokens
 from console.web.scenarios import gallery as scenarios
 from console.web.shared import throttle
 from console.web.shared.apiclient import response_json
-from console.web.shared.workspace_session import api_client, browser_id, current_workspace, enter_workspace
+from console.web.shared.workspace_session import (
+    api_client,
+    browser_id,
+    current_workspace,
+    enter_workspace,
+    may_use_secret,
+)
 
 routes = Routes()
 
@@ -209,6 +215,27 @@ def training_delete(cohort_id: str):
     return redirect(url_for("console.training"), code=303)
 
 
+@routes.post("/training/<cohort_id>/trainees/<member_id>/remove", endpoint="training_remove", no_create=True)
+def training_remove(cohort_id: str, member_id: str):
+    """Take a trainee's row off the class (trainer only): its seat is free again and its workspace detached
+    (collected once idle; see cohorts.remove_member)."""
+    cohort = _trainer_cohort(cohort_id)
+    try:
+        member = cohorts.get_member(cohort, member_id)
+    except NotFound:  # removed already (a second click, another trainer screen): the grid says it is gone
+        flash("That trainee is no longer in this class.", "ok")
+        return redirect(url_for("console.training_grid", cohort_id=cohort.id), code=303)
+    name = member.name
+    cohorts.remove_member(member)
+    db.session.commit()
+    flash(
+        f"{name} is removed from {cohort.name}: their seat is free, and their workspace is no longer kept "
+        "(deleted once unused for the server's idle period).",
+        "ok",
+    )
+    return redirect(url_for("console.training_grid", cohort_id=cohort.id), code=303)
+
+
 @routes.get("/training/<cohort_id>/trainees/<member_id>", endpoint="training_trainee")
 def training_trainee(cohort_id: str, member_id: str):
     cohort = _trainer_cohort(cohort_id)
@@ -323,7 +350,7 @@ def training_join_submit(token: str):
         )
     # The form's first sending registers the console's inbox; its second only enters the same workspace.
     enter_workspace(joined.workspace, register_inbox=not joined.again)
-    session[JOINED_CLASS_KEY] = {"cohort": str(cohort.id), "name": cohort.name}
+    _remember_class(cohort, joined.workspace)
     return redirect(url_for("console.training_me"))
 
 
@@ -331,8 +358,9 @@ def _me_context() -> dict:
     workspace = g.console_workspace
     found = cohorts.membership(workspace.id)
     if found is None:
-        return {"member": None, "deleted_class": _deleted_class()}
+        return {"member": None, **_left_class(workspace)}
     member, cohort = found
+    _remember_class(cohort, workspace)
     return {
         "member": member,
         "cohort": cohort,
@@ -342,16 +370,30 @@ def _me_context() -> dict:
     }
 
 
-def _deleted_class() -> str | None:
-    """The name of the class this browser joined, when its trainer has deleted it since."""
+def _remember_class(cohort, workspace) -> None:
+    """Keep JOINED_CLASS_KEY on the workspace this browser uses in the class (a Reset gives it a new one);
+    written only when it changed, not on every poll."""
+    wanted = {"cohort": str(cohort.id), "name": cohort.name, "workspace": str(workspace.id)}
+    if session.get(JOINED_CLASS_KEY) != wanted:
+        session[JOINED_CLASS_KEY] = wanted
+
+
+def _left_class(workspace) -> dict:
+    """Why this browser, which joined a class, is no longer in it: `deleted_class` (its trainer deleted the
+    class, with the trainee's workspace) or `removed_from` (its trainer removed this workspace's row; the class
+    is still there, with its join link), each the class's name; both None otherwise."""
     joined = session.get(JOINED_CLASS_KEY)
     if not isinstance(joined, dict):
-        return None
+        return {"deleted_class": None, "removed_from": None}
+    name = str(joined.get("name") or "") or None
     try:
-        cohorts.get_cohort(joined.get("cohort", ""))
+        cohort = cohorts.get_cohort(joined.get("cohort", ""))
     except NotFound:
-        return str(joined.get("name") or "") or None
-    return None  # the class is still there: this browser opened another workspace since
+        return {"deleted_class": name, "removed_from": None}
+    # The class is still there: removed, if this is the workspace that was in it; else this browser opened
+    # another workspace since.
+    removed = joined.get("workspace") == str(workspace.id)
+    return {"deleted_class": None, "removed_from": cohort.name if removed else None}
 
 
 @routes.get("/training/me", endpoint="training_me")
@@ -362,7 +404,9 @@ def training_me():
     if context["member"] is not None:
         root = _root()
         context["root"] = root
-        context["snippets"] = snippets.for_exercises(root.url, cohorts.trainee_facts(g.console_workspace))
+        context["snippets"] = snippets.for_exercises(
+            root.url, cohorts.trainee_facts(g.console_workspace, may_use_secret)
+        )
         context["solutions"] = {e.key: exercises.solution(e, root.url) for e, _ in context["results"]}
     response = Response(render_template("console/training/me.html", **context))
     response.headers["Cache-Control"] = "no-store"
@@ -384,9 +428,12 @@ def training_client():
 def training_me_live():
     """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band); 410
     once the membership the page showed is gone (the class was deleted, with the trainee's workspace), so
-    the page stops asking and says so."""
+    the page stops asking and says so. Removed from the class by its trainer (the class and the workspace are
+    still there), it answers HX-Refresh: the page reloads and says that."""
     context = _me_context()
     if context["member"] is None:
+        if context["removed_from"]:  # the page reloads to say so (its trainer removed this row)
+            return "", 200, {"HX-Refresh": "true"}
         return "", 410
     seen = request.args.get("pulse")
     if seen and seen == context["pulse"]:

@@ -1,0 +1,51 @@
+"""The trainer's Remove on the grid: a confirmation naming the trainee, the row gone from every open grid,
+and the removed trainee's open page saying what happened."""
+
+from __future__ import annotations
+
+from tests.browser.conftest import BACKSTOP_MS
+from tests.browser.test_training import join
+
+
+def test_the_trainer_removes_a_row_after_a_confirmation_that_names_the_trainee(browser, page, live_server):
+    page.goto(live_server.url + "/training")
+    page.get_by_label("Name").fill("Training class")  # join() waits for its heading
+    page.get_by_role("button", name="Create cohort").click()
+    join_link = page.locator("#join-link").inner_text()
+    trainer_link = page.locator("#trainer-link").inner_text()
+    page.get_by_role("link", name="Open the grid").click()
+
+    second = browser.new_context()
+    second.set_default_timeout(BACKSTOP_MS)
+    contexts = [second]
+    try:
+        grid = second.new_page()
+        grid.goto(trainer_link)
+        ada_context, ada, _ = join(browser, join_link, "Ada")
+        bot_context, bot, bot_messages = join(browser, join_link, "Bot 9000")
+        contexts += [ada_context, bot_context]
+        for screen in (page, grid):
+            screen.locator('tr[data-trainee="Bot 9000"]').wait_for()
+
+        asked: list[str] = []
+        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+        page.get_by_role("button", name="Remove Bot 9000 from the class").click()
+        assert asked and asked[0].startswith("Remove Bot 9000 from Training class?"), asked
+        assert page.locator('tr[data-trainee="Bot 9000"]').count() == 1  # dismissed: nothing sent
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Remove Bot 9000 from the class").click()
+        page.get_by_text("Bot 9000 is removed from Training class").wait_for()
+        assert page.locator('tr[data-trainee="Bot 9000"]').count() == 0
+        # The other trainer screen drops the row at its next poll, without a reload; Ada stays.
+        grid.evaluate("window.__notReloaded = true")
+        grid.locator('tr[data-trainee="Bot 9000"]').wait_for(state="detached")
+        assert grid.locator('tr[data-trainee="Ada"]').count() == 1
+        assert grid.evaluate("window.__notReloaded") is True
+        # The removed trainee's open page reloads by itself and says so.
+        bot.locator("#class-removed").get_by_text("Your trainer removed you from the class").wait_for()
+        assert ada.locator("#class-removed").count() == 0
+        assert not [m for m in bot_messages if m.startswith("error")], bot_messages
+    finally:
+        for context in contexts:
+            context.close()
