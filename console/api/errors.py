@@ -93,10 +93,15 @@ def _http_error(exc: HTTPException):
         if meant is None:
             return _http_error_page(exc)
         if "/v1/" in request.path:
-            # `$BASE/sandbox/v1/…` with BASE already ending in /sandbox: the endpoint is there, after a repeat.
-            message = (
-                f"No endpoint at {request.path}. It repeats part of the base URL: the endpoint is {meant}."
+            # `$BASE/sandbox/v1/…` with BASE already ending in /sandbox: the endpoint is there, after a repeat
+            # (or after a path that is no part of the base URL: `--api http://host:5000/nowhere`).
+            extra = request.path[: len(request.path) - len(meant)]
+            what = (
+                "repeats part of the base URL"
+                if meant.startswith(extra)
+                else f"has {extra} before the base URL"
             )
+            message = f"No endpoint at {request.path}. It {what}: the endpoint is {meant}."
         else:
             message = f"No endpoint at {request.path}. The API's paths start with /v1 after the mode's base: {meant}."
         return error_response(404, *HTTP_ERRORS[404], message)

@@ -382,9 +382,15 @@ def test_trigger_names_the_url_it_cannot_reach():
 
 
 def test_listen_stops_with_a_clear_message_when_api_is_not_the_service(served, receiver):
+    # The service's own 404 names the endpoint meant (console/api/errors.py): the wrong part of --api shows.
     result = run_cli(
         "listen", "--api", served.root + "/nowhere", "--key", "sk_x", "--forward-to", receiver.url
     )
+    assert result.returncode == 1
+    assert "has /nowhere before the base URL: the endpoint is /sandbox/v1/sandbox/listen" in result.stderr
+    # Something else answering at --api (here the receiver, "ok" in plain text) is named as not the service.
+    elsewhere = receiver.url.removesuffix("/webhooks")
+    result = run_cli("listen", "--api", elsewhere, "--key", "sk_x", "--forward-to", receiver.url)
     assert result.returncode == 1 and "without JSON: is --api the service's URL?" in result.stderr
 
 

@@ -1,7 +1,7 @@
 """training: a trainee's newest own call by index, past a listener's polls
 
 Revision ID: b3d5f7a9c1e2
-Revises: c8e1f4a2d7b3
+Revises: e7b2c5d8a1f4
 Create Date: 2026-11-29 00:10:00
 
 The training grid's "last API call" leaves out a listener's polls and delivery results
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'b3d5f7a9c1e2'
-down_revision = 'c8e1f4a2d7b3'
+down_revision = 'e7b2c5d8a1f4'
 branch_labels = None
 depends_on = None
 
