@@ -29,12 +29,18 @@ TOKEN_BODY = LINK_TOKEN
 
 def open_new_class(page, base_url: str, name: str) -> str:
     """As a trainer in the browser: create a class, open its grid; its join link."""
+    return open_new_class_links(page, base_url, name)[0]
+
+
+def open_new_class_links(page, base_url: str, name: str) -> tuple[str, str]:
+    """`open_new_class`, with the trainer link too (for a second trainer screen): (join link, trainer link)."""
     page.goto(base_url + "/training")
     page.get_by_label("Name").fill(name)
     page.get_by_role("button", name="Create cohort").click()
     join_link = page.locator("#join-link").inner_text()
+    trainer_link = page.locator("#trainer-link").inner_text()
     page.get_by_role("link", name="Open the grid").click()
-    return join_link
+    return join_link, trainer_link
 
 
 def join(join_link: str, name: str) -> requests.Session:

@@ -8,6 +8,7 @@ from sqlalchemy import select
 
 from console.extensions import db
 from console.training.models import CohortMember
+from tests.browser.classroom import open_new_class_links
 from tests.browser.conftest import BACKSTOP_MS, csp_violations
 from tests.browser.waits import after_page_timers
 from tests.web.helpers import sandbox_secret
@@ -87,12 +88,7 @@ def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page,
 
 
 def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page, live_server):
-    page.goto(live_server.url + "/training")
-    page.get_by_label("Name").fill("Training class")  # join() waits for its heading
-    page.get_by_role("button", name="Create cohort").click()
-    join_link = page.locator("#join-link").inner_text()
-    trainer_link = page.locator("#trainer-link").inner_text()
-    page.get_by_role("link", name="Open the grid").click()
+    join_link, trainer_link = open_new_class_links(page, live_server.url, "Training class")
 
     second = browser.new_context()
     second.set_default_timeout(BACKSTOP_MS)

@@ -3,17 +3,13 @@ and the removed trainee's open page saying what happened."""
 
 from __future__ import annotations
 
+from tests.browser.classroom import open_new_class_links
 from tests.browser.conftest import BACKSTOP_MS
 from tests.browser.test_training import join
 
 
 def test_the_trainer_removes_a_row_after_a_confirmation_that_names_the_trainee(browser, page, live_server):
-    page.goto(live_server.url + "/training")
-    page.get_by_label("Name").fill("Training class")  # join() waits for its heading
-    page.get_by_role("button", name="Create cohort").click()
-    join_link = page.locator("#join-link").inner_text()
-    trainer_link = page.locator("#trainer-link").inner_text()
-    page.get_by_role("link", name="Open the grid").click()
+    join_link, trainer_link = open_new_class_links(page, live_server.url, "Training class")
 
     second = browser.new_context()
     second.set_default_timeout(BACKSTOP_MS)
