@@ -110,11 +110,17 @@ class SecretKeyMismatch(RuntimeError):
 
 def _secret_key_advice() -> str:
     generated = settings.INSTANCE_DIR / "secret_key"
+    # Point at the generated key only where there is one: with SECRET_KEY set explicitly (a scale-out setup)
+    # no file was ever written, and naming one sent the operator looking for it.
+    where = (
+        f"; a key `make run` generated is in {generated}: SECRET_KEY=$(cat {generated})"
+        if generated.exists()
+        else ""
+    )
     return (
         "The API secrets stored in this database were encrypted with a different SECRET_KEY than this "
         "process has, so webhooks cannot be signed and the console cannot call the API. Set SECRET_KEY to the "
-        "value the database was used with (every process the same; a key `make run` generated is in "
-        f"{generated}: SECRET_KEY=$(cat {generated}))."
+        f"value the database was used with (every process the same{where})."
     )
 
 

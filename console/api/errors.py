@@ -80,7 +80,8 @@ def _database_unavailable(exc: Exception):
     if busy:
         message = "The service is busy right now. Try again in a few seconds."
     else:
-        message = "The database did not answer in time. Try again in a few seconds."
+        # A refused or lost connection as well as a timeout: "did not answer in time" was wrong for a refusal.
+        message = "The service cannot reach its database right now. Try again in a few seconds."
     if is_api_path(request.path):
         return _service_error(ServiceUnavailable(message, retry_after=UNAVAILABLE_RETRY_AFTER))
     page = render_template("unavailable.html", message=message, retry_after=UNAVAILABLE_RETRY_AFTER)

@@ -357,7 +357,7 @@ def test_keys_roll_with_a_grace_period_keeps_the_old_secret_working(upgraded, ru
 
 
 def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_to_set(
-    upgraded, run_cli, monkeypatch
+    upgraded, run_cli, monkeypatch, tmp_path
 ):
     """The shared-server step "set SECRET_KEY" after a first `make run` (its key generated into the instance
     folder), or a database restored elsewhere: `console run` stopped on a `cryptography.fernet.InvalidToken`
@@ -368,6 +368,11 @@ def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_
     for name in ("HOST", "PORT", "THREADS"):  # `console run` sets them for its serving processes
         monkeypatch.delenv(name, raising=False)
     run_cli("keys", "create", "--mode", "sandbox")  # the demo workspace's key, sealed with the first key
+    import console.config
+
+    instance = tmp_path / "generated-instance"  # where `make run` would have generated a key: none yet
+    instance.mkdir()
+    monkeypatch.setattr(console.config, "INSTANCE_DIR", instance)
     result = run_cli(
         "run",
         "--host",
@@ -379,8 +384,22 @@ def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_
     )
     assert result.returncode == 1
     assert "encrypted with a different SECRET_KEY" in result.stderr
-    assert "SECRET_KEY=$(cat " in result.stderr and "secret_key)" in result.stderr
     assert "Traceback" not in result.stderr and "InvalidToken" not in result.stderr
+    # SECRET_KEY was set, so no key was generated: no file is named (it sent an operator looking for one).
+    assert "$(cat " not in result.stderr
+    # A key `make run` generated is named with the command that reads it.
+    (instance / "secret_key").write_text("the-first-key")
+    result = run_cli(
+        "run",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(_closed_port()),
+        check=False,
+        env={"SECRET_KEY": "another"},
+    )
+    assert result.returncode == 1
+    assert f"SECRET_KEY=$(cat {instance / 'secret_key'})" in result.stderr
 
 
 def test_a_worker_with_another_secret_key_than_the_database_refuses_to_start(upgraded, run_cli, monkeypatch):
