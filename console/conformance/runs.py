@@ -25,6 +25,7 @@ from console.conformance.checks import suite
 from console.conformance.models import ACTIVE, DONE, QUEUED, RUNNING, ConformanceRun
 from console.core.errors import Conflict, NotFound, RateLimited, shown
 from console.core.timeutil import isoformat, utcnow
+from console.db.outages import Outage
 from console.extensions import db
 from console.webhooks.delivery_loop import ledger_for, settings
 from console.webhooks.fairness import Slot, destination
@@ -209,6 +210,7 @@ class RunLoop:
 
     def __init__(self, app: Flask) -> None:
         self.app = app
+        self.outage = Outage(log, "Claiming a conformance run")
         self.limits = _limits(app)
         self.inbox = OwnInbox.from_config(app.config)
         self.ledger = ledger_for(app)
@@ -241,8 +243,9 @@ class RunLoop:
         with self.app.app_context():
             try:
                 claimed = claim_next(self.app, self.inbox, running)
+                self.outage.answered()
             except Exception:
-                log.exception("claiming a conformance run failed")
+                self.outage.failed("at the next poll")
                 db.session.rollback()
                 claimed = None
             finally:

@@ -22,6 +22,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import and_, delete, func, or_, select
 
+from console.db.outages import Outage
 from console.extensions import db
 
 log = logging.getLogger(__name__)
@@ -148,6 +149,7 @@ class CapLoop:
 
     def __init__(self, app: Any) -> None:
         self.app = app
+        self.outage = Outage(log, f"Capping the {self.cap.what}")
 
     def prune(self) -> int:
         return self.cap.prune()
@@ -155,10 +157,12 @@ class CapLoop:
     def run_once(self) -> int:
         with self.app.app_context():
             try:
-                return self.prune()
+                pruned = self.prune()
+                self.outage.answered()
+                return pruned
             except Exception:  # a database hiccup must not kill the loop; the rows are still there next pass
                 db.session.rollback()
-                log.exception("Capping the %s failed; retrying at the next pass", self.cap.what)
+                self.outage.failed("at the next pass")
                 return 0
             finally:
                 db.session.remove()

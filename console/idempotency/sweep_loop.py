@@ -7,6 +7,7 @@ import threading
 
 from flask import Flask
 
+from console.db.outages import Outage
 from console.extensions import db
 from console.idempotency.services import SWEEP_BATCH, delete_expired
 
@@ -22,6 +23,7 @@ class SweepLoop:
 
     def __init__(self, app: Flask) -> None:
         self.app = app
+        self.outage = Outage(log, "Idempotency sweep")
 
     def run_once(self) -> int:
         """Delete what has expired, in a fresh app context; return how many rows went."""
@@ -35,10 +37,11 @@ class SweepLoop:
                     swept += deleted
                     if deleted < self.batch:
                         break
+                self.outage.answered()
             except Exception:
                 # A database hiccup must not kill the loop; the rows are still expired at the next pass.
                 db.session.rollback()
-                log.exception("Idempotency sweep failed; retrying at the next pass")
+                self.outage.failed("at the next pass")
             finally:
                 db.session.remove()
         if swept:

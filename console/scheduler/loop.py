@@ -7,6 +7,7 @@ import threading
 
 from flask import Flask
 
+from console.db.outages import Outage
 from console.extensions import db
 from console.scheduler.services import run_due
 
@@ -22,16 +23,19 @@ class SchedulerLoop:
 
     def __init__(self, app: Flask) -> None:
         self.app = app
+        self.outage = Outage(log, "Scheduler batch")
 
     def run_once(self, stop: threading.Event | None = None) -> int:
         """Run one batch of due tasks in a fresh app context; return how many ran."""
         with self.app.app_context():
             try:
-                return len(run_due(limit=self.batch, stop=stop))
+                ran = len(run_due(limit=self.batch, stop=stop))
+                self.outage.answered()
+                return ran
             except Exception:
                 # A database hiccup must not kill the loop; unclaimed tasks stay pending for the next poll.
                 db.session.rollback()
-                log.exception("Scheduler batch failed; retrying at the next poll")
+                self.outage.failed("at the next poll")
                 return 0
             finally:
                 db.session.remove()

@@ -29,6 +29,7 @@ from flask import Flask
 from sqlalchemy import and_, bindparam, false, or_, select, update
 
 from console.core.timeutil import utcnow
+from console.db.outages import Outage
 from console.events.models import Event
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -325,6 +326,7 @@ class DeliveryLoop:
         self._stopping = False
         # The attempts ahead of a waiting job and its own must end within its lease (5 s to spare).
         self.ahead = max(0, min(AHEAD, int((self.cfg["lease"] - 5) // self.cfg["timeout"]) - 1))
+        self.outage = Outage(log, "Webhook delivery bookkeeping")
 
     def _send(self, job: Job, slot: Slot, transport: Transport) -> None:
         while True:
@@ -416,9 +418,12 @@ class DeliveryLoop:
             db.session.commit()
         except Exception:
             # Unrecorded attempts keep their lease: they are sent again when it expires (at least once).
-            log.exception("webhook delivery bookkeeping failed (%d results)", len(batch))
+            self.outage.failed(
+                f"at the next poll ({len(batch)} results unrecorded, sent again after their lease)"
+            )
             db.session.rollback()
             return []
+        self.outage.answered()
         return jobs
 
     def run_forever(self, stop: threading.Event) -> None:
