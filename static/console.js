@@ -58,6 +58,123 @@
     action.focus();
   });
 
+  /* Focus and announcements across htmx swaps. A swap that replaces the element holding the focus (a form
+     that redraws itself, a polled panel redrawn while a keyboard user is in it) would drop the focus on
+     <body>: a keyboard user starts again from the top of the page, a screen reader loses its place. htmx
+     itself puts it back only on an element with an id. So before the swap the focused element is described
+     (what it is and what it does), and after it, when the focus is on <body>: the swapped content's
+     [data-swap-focus] (the result or the message of a form), else the same control redrawn, else the
+     swapped region itself. */
+  var pendingFocus = null;
+
+  function focusKey(el) {
+    var form = el.closest("form");
+    return [el.tagName, el.id, el.getAttribute("name") || "", el.getAttribute("href") || "",
+      el.getAttribute("hx-post") || el.getAttribute("hx-get") || "",
+      el.getAttribute("aria-label") || "", el.tagName === "SELECT" || el.tagName === "TEXTAREA" ? "" : el.textContent.trim(),
+      form ? form.getAttribute("action") || "" : ""].join("\u0001");
+  }
+
+  function focusable(el) {
+    return el && el.isConnected && !el.disabled && !el.closest("[hidden]") && el.getClientRects().length > 0;
+  }
+
+  function rememberFocus(event) {
+    var target = event.detail && event.detail.target;
+    var active = document.activeElement;
+    if (!target || !active || active === document.body || !target.contains(active)) return;
+    pendingFocus = { key: focusKey(active), tag: active.tagName, region: target.id };
+  }
+  document.addEventListener("htmx:beforeSwap", rememberFocus);
+  document.addEventListener("htmx:oobBeforeSwap", rememberFocus);
+  // A control that sends a request and is disabled meanwhile (hx-disabled-elt) loses the focus before any
+  // swap: it is described when the request leaves instead.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    var active = document.activeElement;
+    if (!source || source.hasAttribute("data-poll") || !active || active === document.body) return;
+    if (!source.contains(active)) return;
+    var target = event.detail.target;
+    pendingFocus = { key: focusKey(active), tag: active.tagName, region: target && target.id };
+  });
+
+  function focusOn(el) {
+    if (!el.matches("a[href], button, input, select, textarea, summary, [tabindex]")) el.setAttribute("tabindex", "-1");
+    el.focus({ preventScroll: !el.hasAttribute("data-swap-focus") });
+  }
+
+  function swappedMessage(roots) {
+    for (var i = 0; i < roots.length; i++) {
+      var root = roots[i];
+      if (!root || !root.isConnected || !root.querySelector) continue;
+      var found = root.matches("[data-swap-focus]") ? root : root.querySelector("[data-swap-focus]");
+      if (found) return found;
+    }
+    return null;
+  }
+
+  function restoreFocus(roots) {
+    var wanted = pendingFocus;
+    if (!wanted) return;
+    // The result of what the focused control did goes first, even where htmx put the focus back on a
+    // redrawn field with an id (the label typed before pressing Enter). Only in what was just swapped in.
+    var message = swappedMessage(roots);
+    if (message) {
+      pendingFocus = null;
+      focusOn(message);
+      message.removeAttribute("data-swap-focus");  // once: a later swap elsewhere does not come back to it
+      return;
+    }
+    var active = document.activeElement;
+    if (active && active !== document.body) return;
+    pendingFocus = null;
+    var same = document.getElementsByTagName(wanted.tag);
+    for (var i = 0; i < same.length; i++) {
+      if (focusKey(same[i]) === wanted.key && focusable(same[i])) return same[i].focus({ preventScroll: true });
+    }
+    var region = wanted.region && document.getElementById(wanted.region);
+    if (region && focusable(region)) {
+      focusOn(region.querySelector("h1, h2, h3") ||
+              region.querySelector("button:not([disabled]), a[href], input:not([type=hidden]), select, textarea") || region);
+    }
+  }
+
+  // Swapped content that says what just happened ([data-announce]: a conformance run's progress, its
+  // verdict) is read out through the page's one live region, which stays in place: a live region swapped in
+  // whole is not reliably announced. The same text twice in a row (a poll that changed nothing) is not.
+  var announced = {};
+  function announceSwapped(root) {
+    var scope = root && root.querySelectorAll && root !== document ? root : document;
+    var found = scope.querySelectorAll("[data-announce]");
+    if (root && root.matches && root.matches("[data-announce]")) found = [root].concat([].slice.call(found));
+    for (var i = 0; i < found.length; i++) {
+      var key = found[i].getAttribute("data-announce") || "page";
+      var text = (found[i].getAttribute("data-announce-text") || found[i].textContent).replace(/\s+/g, " ").trim();
+      if (text && announced[key] !== text) {
+        announced[key] = text;
+        announce(text);
+      }
+    }
+  }
+  // One swap settles several elements (the target, out-of-band parts), each with its own event: the focus
+  // is decided once they all have.
+  var settled = [];
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!settled.length) setTimeout(function () { var roots = settled; settled = []; restoreFocus(roots); }, 0);
+    settled.push(event.target);
+    announceSwapped(event.target);
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    announceSwapped(event.target);
+  });
+  // What the page says as it loads is read with the page: only what changes afterwards is announced.
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-announce]").forEach(function (el) {
+      announced[el.getAttribute("data-announce") || "page"] =
+        (el.getAttribute("data-announce-text") || el.textContent).replace(/\s+/g, " ").trim();
+    });
+  });
+
   // Docks the instructions and keeps --link-guide-height, their height, up to date while docked: where they
   // are a strip along the top, console.css hands it to the SDK as --link-inset-top, so Link opens below
   // the strip and never covers it. Returns the function that undocks them.
