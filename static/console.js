@@ -175,6 +175,25 @@
     });
   });
 
+  // On a phone a wide table scrolls sideways in its own box (console.css): a keyboard user scrolls it only
+  // if it can take the focus, so it does while (and only while) it is wider than its box. Its caption or
+  // heading names it when focused.
+  function scrollableTables() {
+    document.querySelectorAll(".table").forEach(function (table) {
+      var scrolls = table.scrollWidth > table.clientWidth + 1;
+      if (scrolls && !table.hasAttribute("tabindex")) {
+        table.setAttribute("tabindex", "0");
+        table.setAttribute("data-scroll-focus", "");
+      } else if (!scrolls && table.hasAttribute("data-scroll-focus")) {
+        table.removeAttribute("tabindex");
+        table.removeAttribute("data-scroll-focus");
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", scrollableTables);
+  document.addEventListener("htmx:afterSettle", scrollableTables);
+  window.addEventListener("resize", scrollableTables);
+
   // Docks the instructions and keeps --link-guide-height, their height, up to date while docked: where they
   // are a strip along the top, console.css hands it to the SDK as --link-inset-top, so Link opens below
   // the strip and never covers it. Returns the function that undocks them.
