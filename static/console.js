@@ -191,6 +191,20 @@
     });
   }
   document.addEventListener("DOMContentLoaded", scrollableTables);
+  // Chromium scrolls a focused element into view only when none of it shows: one half cut off by the edge of
+  // a box that scrolls sideways (the section links' row on a phone, a wide table) stays so. Brought wholly
+  // into view instead, so its focus ring shows.
+  document.addEventListener("focusin", function (event) {
+    var el = event.target;
+    for (var box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+      if (box.scrollWidth <= box.clientWidth + 1 || !/auto|scroll/.test(getComputedStyle(box).overflowX)) continue;
+      var r = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+      if (r.left < b.left || r.right > b.left + box.clientLeft + box.clientWidth) {
+        el.scrollIntoView({ block: "nearest", inline: "nearest" });
+      }
+      return;
+    }
+  });
   document.addEventListener("htmx:afterSettle", scrollableTables);
   window.addEventListener("resize", scrollableTables);
 
