@@ -66,6 +66,7 @@
      [data-swap-focus] (the result or the message of a form), else the same control redrawn, else the
      swapped region itself. */
   var pendingFocus = null;
+  var CONTROLS = "summary, button:not([disabled]), a[href], input:not([type=hidden]), select, textarea";
 
   function focusKey(el) {
     var form = el.closest("form");
@@ -134,8 +135,15 @@
     }
     var region = wanted.region && document.getElementById(wanted.region);
     if (region && focusable(region)) {
-      focusOn(region.querySelector("h1, h2, h3") ||
-              region.querySelector("button:not([disabled]), a[href], input:not([type=hidden]), select, textarea") || region);
+      focusOn(region.querySelector("h1, h2, h3") || region.querySelector(CONTROLS) || region);
+      return;
+    }
+    // The region itself was replaced by what it loaded ("Older events" by the older rows): the first of them.
+    for (var j = 0; j < roots.length; j++) {
+      var root = roots[j];
+      if (!root || !root.isConnected || !root.querySelector) continue;
+      var first = root.matches(CONTROLS) ? root : root.querySelector(CONTROLS);
+      if (first && focusable(first)) return first.focus();
     }
   }
 

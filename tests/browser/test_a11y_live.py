@@ -156,3 +156,20 @@ def test_the_conformance_run_says_how_it_goes(page, console_live, heard):
     heard(r"passed 11 of 11 checks passed")
     # The focus followed the run: its progress, then its verdict (never <body>).
     expect(page.locator("#conformance .conformance-summary")).to_be_focused()
+
+
+def test_older_events_puts_the_focus_on_the_first_older_row(page, console_live):
+    """The button is replaced by the rows it loaded: the focus goes to the first of them, not <body>."""
+    page.goto(console_live.url + "/scenarios")
+    while True:  # each run adds a few events: enough for a second page
+        page.get_by_role("button", name="Run user_good headless").click()
+        page.locator("#timeline").wait_for()
+        page.goto(console_live.url + "/events")
+        if page.get_by_role("button", name="Older events").count():
+            break
+        page.goto(console_live.url + "/scenarios")
+    shown = page.locator("#event-list .event-row").count()
+    page.get_by_role("button", name="Older events").focus()
+    page.keyboard.press("Enter")
+    first_older = page.locator("#event-list .event-row").nth(shown).locator("summary")
+    expect(first_older).to_be_focused()
