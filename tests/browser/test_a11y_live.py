@@ -173,3 +173,21 @@ def test_older_events_puts_the_focus_on_the_first_older_row(page, console_live):
     page.keyboard.press("Enter")
     first_older = page.locator("#event-list .event-row").nth(shown).locator("summary")
     expect(first_older).to_be_focused()
+
+
+def test_pause_and_reactivate_keep_the_focus_on_the_redrawn_button(page, console_live):
+    page.goto(console_live.url + "/webhooks")
+    page.get_by_role("button", name="Register the built-in inbox").click()
+    pause = page.locator("#webhooks").get_by_role("button", name="Pause", exact=True)
+    pause.focus()
+    page.keyboard.press("Enter")
+    reactivate = page.locator("#webhooks").get_by_role("button", name="Reactivate", exact=True)
+    expect(reactivate).to_be_focused()  # what the press did is what the focused button now says
+    # htmx gives the focus back during its swap and wires the new form a moment later, as it settles: a
+    # second Enter sooner than a person could press it would send the form without htmx.
+    page.wait_for_function(
+        "() => { const f = document.activeElement.form; return !!(f && f['htmx-internal-data'] &&"
+        " f['htmx-internal-data'].initHash); }"
+    )
+    page.keyboard.press("Enter")
+    expect(pause).to_be_focused()
