@@ -86,6 +86,16 @@ def test_key_forms_put_the_focus_on_what_they_did(page, console_live):
     expect(done).to_be_focused()
 
 
+WIRED = """el => { const f = el.form || el; return !!(f['htmx-internal-data'] && f['htmx-internal-data'].initHash); }"""
+
+
+def wired(page, locator) -> None:
+    """Wait until htmx has wired the form of a swapped-in control: it gives the focus back during its swap
+    and wires the new form a moment later, as it settles; a key pressed sooner than a person could would
+    send the form without htmx."""
+    page.wait_for_function(WIRED, arg=locator.element_handle())
+
+
 def _redrawn(page, selector: str) -> None:
     """Mark the element, then wait until a swap has replaced it (its poll came and went)."""
     page.locator(selector).evaluate("el => { el.__old = true; }")
@@ -149,7 +159,9 @@ def test_the_conformance_run_says_how_it_goes(page, console_live, heard):
     page.get_by_role("button", name="Register the built-in inbox").click()
     row = page.locator("#webhooks tbody tr").filter(has_text="Built-in inbox")
     row.get_by_text("not checked").wait_for()
-    row.get_by_role("button", name="Run conformance check").focus()
+    run = row.get_by_role("button", name="Run conformance check")
+    wired(page, run)
+    run.focus()
     page.keyboard.press("Enter")  # the button is disabled while the run starts: its focus must go somewhere
     heard(r"running… (Waiting for the worker|Sending the checks)")
     page.locator("#conformance .conformance-summary").get_by_text("✓ passed").wait_for()
@@ -179,15 +191,11 @@ def test_pause_and_reactivate_keep_the_focus_on_the_redrawn_button(page, console
     page.goto(console_live.url + "/webhooks")
     page.get_by_role("button", name="Register the built-in inbox").click()
     pause = page.locator("#webhooks").get_by_role("button", name="Pause", exact=True)
+    wired(page, pause)
     pause.focus()
     page.keyboard.press("Enter")
     reactivate = page.locator("#webhooks").get_by_role("button", name="Reactivate", exact=True)
     expect(reactivate).to_be_focused()  # what the press did is what the focused button now says
-    # htmx gives the focus back during its swap and wires the new form a moment later, as it settles: a
-    # second Enter sooner than a person could press it would send the form without htmx.
-    page.wait_for_function(
-        "() => { const f = document.activeElement.form; return !!(f && f['htmx-internal-data'] &&"
-        " f['htmx-internal-data'].initHash); }"
-    )
+    wired(page, reactivate)
     page.keyboard.press("Enter")
     expect(pause).to_be_focused()

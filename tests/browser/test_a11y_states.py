@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.browser.test_accessibility import DESKTOP, PHONE, axe_violations, open_from_step_4, resize
+from tests.browser.waits import poll
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
@@ -65,8 +66,13 @@ def test_a_table_that_scrolls_on_a_phone_takes_the_keyboard(scanned, console_liv
     page.goto(console_live.url + "/scenarios")  # a workspace whose key has made calls: usage rows
     page.get_by_role("button", name="Run user_good headless").click()
     page.locator("#timeline").wait_for()
-    page.goto(console_live.url + "/keys")
     usage = page.locator("#usage")
+
+    def usage_shown() -> int:  # the request log's writer records the calls a moment after they are made
+        page.goto(console_live.url + "/keys")
+        return usage.count()
+
+    poll(usage_shown, what="the keys' usage table")
     expect(usage).not_to_have_attribute("tabindex", "0")
     resize(page, PHONE)
     expect(usage).to_have_attribute("tabindex", "0")
