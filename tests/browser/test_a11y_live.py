@@ -17,17 +17,16 @@ from tests.browser.test_console_walkthrough import create_token, start, wait_unt
 
 expect = pytest.importorskip("playwright.sync_api").expect
 
-RECORD_ANNOUNCEMENTS = """
-document.addEventListener("DOMContentLoaded", function () {
-  window.__said = [];
+WATCH_ANNOUNCER = """function () {
+  window.__said = window.__said || [];
   var region = document.getElementById("announcer");
   if (!region) return;
   new MutationObserver(function () {
     var text = region.textContent.trim();
     if (text) window.__said.push(text);
   }).observe(region, {childList: true, subtree: true, characterData: true});
-});
-"""
+}"""
+RECORD_ANNOUNCEMENTS = f'document.addEventListener("DOMContentLoaded", {WATCH_ANNOUNCER});'
 
 
 @pytest.fixture
@@ -199,3 +198,27 @@ def test_pause_and_reactivate_keep_the_focus_on_the_redrawn_button(page, console
     wired(page, reactivate)
     page.keyboard.press("Enter")
     expect(pause).to_be_focused()
+
+
+def test_a_trainees_exercise_done_is_announced_on_their_page(browser, page, console_live):
+    from sqlalchemy import select
+
+    from console.extensions import db
+    from console.training.models import CohortMember
+    from tests.browser.test_training import join
+    from tests.web.helpers import sandbox_secret
+
+    join_link = classroom.open_new_class(
+        page, console_live.url, "Training class"
+    )  # join() waits for its heading
+    context, ada, _ = join(browser, join_link, "Ada")
+    try:
+        ada.evaluate(f"({WATCH_ANNOUNCER})()")
+        with console_live.app.app_context():
+            member = db.session.scalars(select(CohortMember).where(CohortMember.name == "Ada")).one()
+            secret = sandbox_secret(console_live.app, member.workspace_id)
+        classroom.progress(console_live.url, secret, 1)  # her own backend creates a Link token
+        ada.wait_for_function("() => window.__said.some(t => /: done\\.$/.test(t))")
+        assert len(said(ada)) == len(set(said(ada))), said(ada)  # each change once, not at every poll
+    finally:
+        context.close()
