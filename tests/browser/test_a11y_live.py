@@ -211,11 +211,11 @@ def test_a_trainees_exercise_done_is_announced_on_their_page(browser, page, cons
     join_link = classroom.open_new_class(
         page, console_live.url, "Training class"
     )  # join() waits for its heading
-    context, ada, _ = join(browser, join_link, "Ada")
+    context, ada, _ = join(browser, join_link, "Ada Heard")
     try:
         ada.evaluate(f"({WATCH_ANNOUNCER})()")
         with console_live.app.app_context():
-            member = db.session.scalars(select(CohortMember).where(CohortMember.name == "Ada")).one()
+            member = db.session.scalars(select(CohortMember).where(CohortMember.name == "Ada Heard")).one()
             secret = sandbox_secret(console_live.app, member.workspace_id)
         classroom.progress(console_live.url, secret, 1)  # her own backend creates a Link token
         ada.wait_for_function("() => window.__said.some(t => /: done\\.$/.test(t))")
