@@ -58,6 +58,164 @@
     action.focus();
   });
 
+  /* Focus and announcements across htmx swaps. A swap that replaces the element holding the focus (a form
+     that redraws itself, a polled panel redrawn while a keyboard user is in it) would drop the focus on
+     <body>: a keyboard user starts again from the top of the page, a screen reader loses its place. htmx
+     itself puts it back only on an element with an id. So before the swap the focused element is described
+     (what it is and what it does), and after it, when the focus is on <body>: the swapped content's
+     [data-swap-focus] (the result or the message of a form), else the same control redrawn, else the
+     swapped region itself. */
+  var pendingFocus = null;
+  var CONTROLS = "summary, button:not([disabled]), a[href], input:not([type=hidden]), select, textarea";
+
+  function focusKey(el) {
+    var form = el.closest("form");
+    return [el.tagName, el.id, el.getAttribute("name") || "", el.getAttribute("href") || "",
+      el.getAttribute("hx-post") || el.getAttribute("hx-get") || "",
+      el.getAttribute("aria-label") || "", el.tagName === "SELECT" || el.tagName === "TEXTAREA" ? "" : el.textContent.trim(),
+      form ? form.getAttribute("action") || "" : ""].join("\u0001");
+  }
+
+  function focusable(el) {
+    return el && el.isConnected && !el.disabled && !el.closest("[hidden]") && el.getClientRects().length > 0;
+  }
+
+  function rememberFocus(event) {
+    var target = event.detail && event.detail.target;
+    var active = document.activeElement;
+    if (!target || !active || active === document.body || !target.contains(active)) return;
+    pendingFocus = { key: focusKey(active), tag: active.tagName, region: target.id };
+  }
+  document.addEventListener("htmx:beforeSwap", rememberFocus);
+  document.addEventListener("htmx:oobBeforeSwap", rememberFocus);
+  // A control that sends a request and is disabled meanwhile (hx-disabled-elt) loses the focus before any
+  // swap: it is described when the request leaves instead.
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var source = event.detail && event.detail.elt;
+    var active = document.activeElement;
+    if (!source || source.hasAttribute("data-poll") || !active || active === document.body) return;
+    if (!source.contains(active)) return;
+    var target = event.detail.target;
+    pendingFocus = { key: focusKey(active), tag: active.tagName, region: target && target.id };
+  });
+
+  function focusOn(el) {
+    if (!el.matches("a[href], button, input, select, textarea, summary, [tabindex]")) el.setAttribute("tabindex", "-1");
+    el.focus({ preventScroll: !el.hasAttribute("data-swap-focus") });
+  }
+
+  function swappedMessage(roots) {
+    for (var i = 0; i < roots.length; i++) {
+      var root = roots[i];
+      if (!root || !root.isConnected || !root.querySelector) continue;
+      var found = root.matches("[data-swap-focus]") ? root : root.querySelector("[data-swap-focus]");
+      if (found) return found;
+    }
+    return null;
+  }
+
+  function restoreFocus(roots) {
+    var wanted = pendingFocus;
+    if (!wanted) return;
+    // The result of what the focused control did goes first, even where htmx put the focus back on a
+    // redrawn field with an id (the label typed before pressing Enter). Only in what was just swapped in.
+    var message = swappedMessage(roots);
+    if (message) {
+      pendingFocus = null;
+      focusOn(message);
+      message.removeAttribute("data-swap-focus");  // once: a later swap elsewhere does not come back to it
+      return;
+    }
+    var active = document.activeElement;
+    if (active && active !== document.body) return;
+    pendingFocus = null;
+    var same = document.getElementsByTagName(wanted.tag);
+    for (var i = 0; i < same.length; i++) {
+      if (focusKey(same[i]) === wanted.key && focusable(same[i])) return same[i].focus({ preventScroll: true });
+    }
+    var region = wanted.region && document.getElementById(wanted.region);
+    if (region && focusable(region)) {
+      focusOn(region.querySelector("h1, h2, h3") || region.querySelector(CONTROLS) || region);
+      return;
+    }
+    // The region itself was replaced by what it loaded ("Older events" by the older rows): the first of them.
+    for (var j = 0; j < roots.length; j++) {
+      var root = roots[j];
+      if (!root || !root.isConnected || !root.querySelector) continue;
+      var first = root.matches(CONTROLS) ? root : root.querySelector(CONTROLS);
+      if (first && focusable(first)) return first.focus();
+    }
+  }
+
+  // Swapped content that says what just happened ([data-announce]: a conformance run's progress, its
+  // verdict) is read out through the page's one live region, which stays in place: a live region swapped in
+  // whole is not reliably announced. The same text twice in a row (a poll that changed nothing) is not.
+  var announced = {};
+  function announceSwapped(root) {
+    var scope = root && root.querySelectorAll && root !== document ? root : document;
+    var found = scope.querySelectorAll("[data-announce]");
+    if (root && root.matches && root.matches("[data-announce]")) found = [root].concat([].slice.call(found));
+    for (var i = 0; i < found.length; i++) {
+      var key = found[i].getAttribute("data-announce") || "page";
+      var text = (found[i].getAttribute("data-announce-text") || found[i].textContent).replace(/\s+/g, " ").trim();
+      if (text && announced[key] !== text) {
+        announced[key] = text;
+        announce(text);
+      }
+    }
+  }
+  // One swap settles several elements (the target, out-of-band parts), each with its own event: the focus
+  // is decided once they all have.
+  var settled = [];
+  document.addEventListener("htmx:afterSettle", function (event) {
+    if (!settled.length) setTimeout(function () { var roots = settled; settled = []; restoreFocus(roots); }, 0);
+    settled.push(event.target);
+    announceSwapped(event.target);
+  });
+  document.addEventListener("htmx:oobAfterSwap", function (event) {
+    announceSwapped(event.target);
+  });
+  // What the page says as it loads is read with the page: only what changes afterwards is announced.
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-announce]").forEach(function (el) {
+      announced[el.getAttribute("data-announce") || "page"] =
+        (el.getAttribute("data-announce-text") || el.textContent).replace(/\s+/g, " ").trim();
+    });
+  });
+
+  // On a phone a wide table scrolls sideways in its own box (console.css): a keyboard user scrolls it only
+  // if it can take the focus, so it does while (and only while) it is wider than its box. Its caption or
+  // heading names it when focused.
+  function scrollableTables() {
+    document.querySelectorAll(".table").forEach(function (table) {
+      var scrolls = table.scrollWidth > table.clientWidth + 1;
+      if (scrolls && !table.hasAttribute("tabindex")) {
+        table.setAttribute("tabindex", "0");
+        table.setAttribute("data-scroll-focus", "");
+      } else if (!scrolls && table.hasAttribute("data-scroll-focus")) {
+        table.removeAttribute("tabindex");
+        table.removeAttribute("data-scroll-focus");
+      }
+    });
+  }
+  document.addEventListener("DOMContentLoaded", scrollableTables);
+  // Chromium scrolls a focused element into view only when none of it shows: one half cut off by the edge of
+  // a box that scrolls sideways (the section links' row on a phone, a wide table) stays so. Brought wholly
+  // into view instead, so its focus ring shows.
+  document.addEventListener("focusin", function (event) {
+    var el = event.target;
+    for (var box = el.parentElement; box && box !== document.body; box = box.parentElement) {
+      if (box.scrollWidth <= box.clientWidth + 1 || !/auto|scroll/.test(getComputedStyle(box).overflowX)) continue;
+      var r = el.getBoundingClientRect(), b = box.getBoundingClientRect();
+      if (r.left < b.left || r.right > b.left + box.clientLeft + box.clientWidth) {
+        el.scrollIntoView({ block: "nearest", inline: "nearest" });
+      }
+      return;
+    }
+  });
+  document.addEventListener("htmx:afterSettle", scrollableTables);
+  window.addEventListener("resize", scrollableTables);
+
   // Docks the instructions and keeps --link-guide-height, their height, up to date while docked: where they
   // are a strip along the top, console.css hands it to the SDK as --link-inset-top, so Link opens below
   // the strip and never covers it. Returns the function that undocks them.

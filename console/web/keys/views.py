@@ -45,7 +45,7 @@ def _own_key(key_id: str) -> ApiKey:
     return key
 
 
-def _context(revealed: dict | None = None, created_id: str | None = None) -> dict:
+def _context(revealed: dict | None = None, created_id: str | None = None, done: str | None = None) -> dict:
     all_keys = keys.list_keys(g.console_workspace.id)
     root = api_root()
     return {
@@ -63,6 +63,7 @@ def _context(revealed: dict | None = None, created_id: str | None = None) -> dic
         "masked": masked_secret,
         "revealed": revealed or {},
         "created_id": created_id,
+        "done": done,
         "grace_periods": GRACE_CHOICES,
         "usage": usage.recent(g.console_workspace.id),
         "keys_by_id": {k.id: k for k in all_keys},
@@ -71,9 +72,10 @@ def _context(revealed: dict | None = None, created_id: str | None = None) -> dic
     }
 
 
-def _answer(created_id: str | None = None):
+def _answer(done: str, created_id: str | None = None):
+    """The keys redrawn for htmx, with `done` (what just happened) where the focus goes; else back to the page."""
     if is_htmx():
-        return render_template("console/keys/_keys.html", **_context(created_id=created_id))
+        return render_template("console/keys/_keys.html", **_context(created_id=created_id, done=done))
     return redirect(url_for("console.keys"))
 
 
@@ -95,7 +97,7 @@ def create_key():
         strongest=opened.mode if opened is not None else None,
     )
     db.session.commit()
-    return _answer(str(created.key.id))
+    return _answer(f"{mode.capitalize()} key created: it is highlighted below.", str(created.key.id))
 
 
 @routes.post("/keys/<key_id>/roll")
@@ -104,14 +106,14 @@ def roll_key(key_id: str):
     grace = keys.grace_period(request.form.get("grace", "none"))  # a tampered value: the error page says why
     created = keys.roll_key(old, grace)
     db.session.commit()
-    return _answer(str(created.key.id))
+    return _answer("Key rolled: the new key is highlighted below.", str(created.key.id))
 
 
 @routes.post("/keys/<key_id>/revoke")
 def revoke_key(key_id: str):
     keys.revoke_key(_own_key(key_id))
     db.session.commit()
-    return _answer()
+    return _answer("Key revoked: requests with it now get 401.")
 
 
 @routes.post("/keys/<key_id>/reveal")
