@@ -373,15 +373,19 @@ def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_
     instance = tmp_path / "generated-instance"  # where `make run` would have generated a key: none yet
     instance.mkdir()
     monkeypatch.setattr(console.config, "INSTANCE_DIR", instance)
-    result = run_cli(
-        "run",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(_closed_port()),
-        check=False,
-        env={"SECRET_KEY": "another"},
-    )
+
+    def run_with_another_key():
+        return run_cli(
+            "run",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(_closed_port()),
+            check=False,
+            env={"SECRET_KEY": "another"},
+        )
+
+    result = run_with_another_key()
     assert result.returncode == 1
     assert "encrypted with a different SECRET_KEY" in result.stderr
     assert "Traceback" not in result.stderr and "InvalidToken" not in result.stderr
@@ -389,15 +393,7 @@ def test_run_with_another_secret_key_than_the_database_was_used_with_says_which_
     assert "$(cat " not in result.stderr
     # A key `make run` generated is named with the command that reads it.
     (instance / "secret_key").write_text("the-first-key")
-    result = run_cli(
-        "run",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(_closed_port()),
-        check=False,
-        env={"SECRET_KEY": "another"},
-    )
+    result = run_with_another_key()
     assert result.returncode == 1
     assert f"SECRET_KEY=$(cat {instance / 'secret_key'})" in result.stderr
 
