@@ -160,6 +160,9 @@ def from_environment() -> dict:
         "CONSOLE_SESSION_IDLE_DAYS": days("CONSOLE_SESSION_IDLE_DAYS", 30),
         "WORKSPACE_IDLE_DAYS": days("WORKSPACE_IDLE_DAYS", 30),
         "WORKSPACE_NAMED_IDLE_DAYS": days("WORKSPACE_NAMED_IDLE_DAYS", 365),
+        "VISITOR_WORKSPACES_PER_ADDRESS": max(
+            0, _number("VISITOR_WORKSPACES_PER_ADDRESS", DEFAULTS["VISITOR_WORKSPACES_PER_ADDRESS"])
+        ),
         # Comma-separated CIDRs sandbox webhooks may reach directly (a training room's LAN); empty: none.
         "SANDBOX_WEBHOOK_NETWORKS": os.environ.get("SANDBOX_WEBHOOK_NETWORKS", ""),
         "REQUEST_LOG_FLUSH_SECONDS": _number(
@@ -325,6 +328,8 @@ DEFAULTS = {
     "WORKSPACE_IDLE_DAYS": 30,
     # One a visitor named ("Keep this workspace") after this many; 0 keeps named workspaces for good.
     "WORKSPACE_NAMED_IDLE_DAYS": 365,
+    # Visitor workspaces one client address may hold; at the cap its least recently used go first; 0: no cap.
+    "VISITOR_WORKSPACES_PER_ADDRESS": 200,
     "MAX_CONTENT_LENGTH": 1024 * 1024,
     "SANDBOX_WEBHOOK_NETWORKS": "",
     # The request log's background writer (console.requestlog.writer): seconds between batch writes,

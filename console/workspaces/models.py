@@ -37,3 +37,6 @@ class Workspace(IdMixin, CreatedAtMixin, db.Model):
     # (`GET /v1/jobs?link_token_id=`): the missed webhook recovered. Both live on the workspace row the API's
     # authentication already loads, so a jobs search costs no extra query to tell.
     held_link_token_found_at: Mapped[datetime | None]
+    # The client address (hashed, console.core.owners) whose first console action created this visitor
+    # workspace: the owner VISITOR_WORKSPACES_PER_ADDRESS counts. None for every other kind of workspace.
+    created_from: Mapped[str | None] = mapped_column(String(64), index=True)

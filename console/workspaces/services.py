@@ -1,15 +1,25 @@
-"""Creating, finding, keeping and deleting workspaces, noting when one was last used, and sizing them."""
+"""Creating, finding, keeping and deleting workspaces, noting when one was last used, and sizing them.
+
+Visitor workspaces (an anonymous console visitor's, made by their first action) are capped per client address:
+at `VISITOR_WORKSPACES_PER_ADDRESS` (200; 0: no cap) the address's least recently used ones are deleted to make
+room, unnamed ones before ones named in the console. Never a refusal, and never another address's workspace: a
+bot creating from one address (at the per-address rate, `CONSOLE_CREATES_PER_MINUTE`) churns its own, so the
+database holds at most the cap's worth of its workspaces instead of 30 days of them.
+"""
 
 from __future__ import annotations
 
+import logging
 import unicodedata
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import func, or_, select, update
+from flask import current_app
+from sqlalchemy import and_, func, or_, select, update
 
 from console.core.errors import FieldError, NotFound, ValidationFailed, shown
+from console.core.owners import address_hash
 from console.core.timeutil import utcnow
 from console.extensions import db
 from console.workspaces.models import Workspace
@@ -18,6 +28,9 @@ DEMO_NAME = "Demo workspace"
 MAX_NAME_LENGTH = 120
 # last_active_at is written at most this often per workspace: activity is coarse, requests are many.
 ACTIVITY_RESOLUTION = timedelta(hours=1)
+DEFAULT_VISITOR_WORKSPACES_PER_ADDRESS = 200
+
+log = logging.getLogger(__name__)
 
 
 def create_workspace(name: str | None = None, *, is_demo: bool = False, kept: bool = True) -> Workspace:
@@ -31,6 +44,63 @@ def create_workspace(name: str | None = None, *, is_demo: bool = False, kept: bo
     db.session.add(workspace)
     db.session.flush()
     return workspace
+
+
+def visitor_workspaces_per_address() -> int:
+    return int(
+        current_app.config.get("VISITOR_WORKSPACES_PER_ADDRESS", DEFAULT_VISITOR_WORKSPACES_PER_ADDRESS)
+    )
+
+
+def _visitor_workspaces_of(owner: str):
+    """The workspaces `owner` (a hashed client address) holds against its cap: those its visitors created and
+    that are still theirs (unnamed, or named in the console). A trainee's or the CLI's are not created here."""
+    return and_(
+        Workspace.created_from == owner,
+        Workspace.is_demo.is_(False),
+        or_(Workspace.kept.is_(False), Workspace.named_in_console.is_(True)),
+    )
+
+
+def create_visitor_workspace(name: str, address: str | None) -> Workspace:
+    """An anonymous console visitor's workspace (collected once idle), created from client `address`, after
+    making room for it under that address's cap (`make_room_for_visitor`). The caller commits."""
+    owner = address_hash(address) if address else None
+    if owner is not None:
+        make_room_for_visitor(owner)
+    workspace = create_workspace(name, kept=False)
+    workspace.created_from = owner
+    db.session.flush()
+    return workspace
+
+
+def make_room_for_visitor(owner: str) -> list[uuid.UUID]:
+    """Delete the least recently used visitor workspaces of `owner` (a hashed client address) past
+    `VISITOR_WORKSPACES_PER_ADDRESS` less one, unnamed before named; return their ids (the caller commits).
+
+    A bot is its own victim; a room behind one address loses only what it used least lately (a Reset
+    already deletes the workspace it leaves, so a room's live workspaces are about one per person).
+    """
+    cap = visitor_workspaces_per_address()
+    if cap <= 0:
+        return []
+    held = db.session.scalar(select(func.count()).where(_visitor_workspaces_of(owner))) or 0
+    excess = held - cap + 1
+    if excess <= 0:
+        return []
+    victims = db.session.scalars(
+        select(Workspace.id)
+        .where(_visitor_workspaces_of(owner))
+        .order_by(Workspace.named_in_console, Workspace.last_active_at, Workspace.id)
+        .limit(excess)
+    ).all()
+    deleted = [ws for ws in victims if delete_workspace(ws, _visitor_workspaces_of(owner))]
+    if deleted:
+        log.info(
+            "Deleted %d visitor workspace(s) of one client address to stay within VISITOR_WORKSPACES_PER_ADDRESS",
+            len(deleted),
+        )
+    return deleted
 
 
 def get_workspace(workspace_id: uuid.UUID | str) -> Workspace:

@@ -384,3 +384,14 @@ def test_a_name_with_a_nul_is_refused_by_the_consoles_parameter_check(app, visit
     assert response.status_code == 400 and "name" in response.get_data(as_text=True)
     with app.app_context():
         assert db.session.get(Workspace, visitor.workspace_id).kept is False
+
+
+def test_keeping_says_a_fractional_named_idle_time_as_set(app, visitor):
+    """`timedelta.days` would say "0 days" for half a day."""
+    app.config["WORKSPACE_NAMED_IDLE_DAYS"] = 0.5
+    try:
+        visitor.post("/workspace/keep", {"name": "Half a day"})
+        page = visitor.get("/keys").get_data(as_text=True)
+    finally:
+        app.config["WORKSPACE_NAMED_IDLE_DAYS"] = 365
+    assert "deleted only after 0.5 days without a visit or API call" in page

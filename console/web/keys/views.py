@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from flask import abort, flash, g, redirect, render_template, request, url_for
@@ -162,7 +163,8 @@ def keep_workspace():
     db.session.commit()
     named_idle = named_idle_after()
     kept_for = (
-        f"it is deleted only after {named_idle.days} days without a visit or API call"
+        # In days as set, fractions kept (0.5 days is not "0 days"), as the workspace bar's badge shows it.
+        f"it is deleted only after {round(named_idle / timedelta(days=1), 1):g} days without a visit or API call"
         if named_idle is not None
         else "it is never deleted for being idle"
     )

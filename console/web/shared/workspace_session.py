@@ -28,10 +28,11 @@ from console.keys.models import ApiKey
 from console.keys.services import create_key, still_opens
 from console.modes import SANDBOX
 from console.training import cohorts
+from console.web.shared import throttle
 from console.web.shared.apiclient import ApiClient
 from console.web.webhooks import inbox
 from console.workspaces.models import Workspace
-from console.workspaces.services import create_workspace, delete_workspace, note_activity
+from console.workspaces.services import create_visitor_workspace, delete_workspace, note_activity
 
 SESSION_KEY = "workspace_id"
 # The workspace this browser opened with an API secret ("Open its workspace"): someone's backend holds its keys,
@@ -151,7 +152,7 @@ def ensure_workspace() -> Workspace:
 
 def start_new_workspace() -> Workspace:
     """Create a visitor workspace with a sandbox key, hold it in the session and register the inbox."""
-    workspace = create_workspace(VISITOR_WORKSPACE_NAME, kept=False)
+    workspace = create_visitor_workspace(VISITOR_WORKSPACE_NAME, throttle.client_address())
     create_key(workspace.id, SANDBOX, "Console")
     return enter_workspace(workspace)
 
