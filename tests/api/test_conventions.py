@@ -168,6 +168,35 @@ def test_an_api_call_without_v1_in_its_path_is_told_the_path_it_meant(client, wo
     assert client.get("/sandbox/nothing", headers=headers).content_type.startswith("text/html")
 
 
+def test_the_404_for_a_path_without_v1_carries_the_api_headers(client, workspace):
+    """Answered in the API's error shape, it lacked the Service-Version header every API answer carries."""
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-04-18"}
+    for path in ("/sandbox/link_tokens", "/sandbox/sandbox/v1/link_tokens"):
+        response = client.post(path, json={}, headers=headers)
+        assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+        assert response.headers["Service-Version"] == "2023-04-18"
+        assert _is_uuid(response.headers["x-service-request-id"])
+    # A console page keeps its own headers.
+    assert "Service-Version" not in client.get("/sandbox/jobs").headers
+
+
+def test_a_trailing_slash_is_named_as_the_problem(api):
+    """`…/v1/link_tokens/` (a client joining paths with a slash) got only "No endpoint at …/link_tokens/."."""
+    error = assert_error(api.post("/link_tokens/", json={}), 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+    assert error["message"] == (
+        "No endpoint at /sandbox/v1/link_tokens/. Leave out the trailing slash: /sandbox/v1/link_tokens."
+    )
+    # A path that exists without the slash for other methods only (GET): still the slash, then the 405.
+    assert (
+        "Leave out the trailing slash: /sandbox/v1/link_tokens."
+        in api.get("/link_tokens/").get_json()["error"]["message"]
+    )
+    # No such endpoint without the slash either: nothing to suggest.
+    assert assert_error(api.get("/nothing/"), 404, "RECORD_NOT_FOUND")["message"] == (
+        "No endpoint at /sandbox/v1/nothing/."
+    )
+
+
 def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, workspace):
     """`$BASE/sandbox/v1/link_tokens` with BASE already ending in /sandbox (docs/api.md once showed that full
     path beside the README's $BASE): it reached the console's HTML 404."""
