@@ -557,6 +557,27 @@ def test_an_endpoint_refusing_everything_fails_and_its_refusals_are_qualified(ap
     assert f"api_key_id {workspace.key_ids['sandbox']}" in checks["signed_event"]["detail"]
     for name in ("forged_signature", "altered_body", "stale_timestamp"):
         assert checks[name]["passed"] and "proves little" in checks[name]["warning"]
+    # The event check's failure points at the signature, not at the event's fields: a receiver verifying with
+    # another key's secret (another mode's) was told to "accept every event … including fields you do not use".
+    detail = checks["event:account.added"]["detail"]
+    assert "see the signed event check" in detail and "fields you do not use" not in detail
+
+
+def test_an_endpoint_refusing_only_one_event_type_is_told_to_accept_it(app, api, workspace):
+    class RefusesSwitches(Endpoint):
+        def __call__(self, record: dict):
+            if b"direct_deposit_switch" in record["body"]:
+                return 400, b"unknown event"
+            return super().__call__(record)
+
+    with Receiver(RefusesSwitches(workspace.secrets["sandbox"])) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added", "direct_deposit_switch.added"])
+        report = run_check(api, hook["id"])
+    assert failed(report) == {
+        "event:direct_deposit_switch.added",
+        "event:direct_deposit_switch.added:without_action",
+    }
+    assert "fields you do not use" in by_name(report)["event:direct_deposit_switch.added"]["detail"]
 
 
 def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
