@@ -42,8 +42,22 @@ class Unavailable(Exception):
 
 
 def sandbox_base(api: str) -> str:
-    """The sandbox API base from what the user gave: the server root, `.../sandbox` or `.../sandbox/v1`."""
+    """The sandbox API base from what the user gave: the server root, `.../sandbox` or `.../sandbox/v1`.
+    Another mode's base URL (`…/development`, or the production `…/v1` the start-up banner lists too) is
+    refused by name: taken as a root, it became `…/development/sandbox/v1`, which the service answered with a
+    404 about a path the user never wrote."""
     base = api.rstrip("/")
+    path = urlsplit(base).path
+    other, root = None, base
+    if path.endswith(("/development", "/development/v1")):
+        other, root = "development", base[: base.rfind("/development")]
+    elif path == "/v1":
+        other, root = "production", base.removesuffix("/v1")
+    if other:
+        raise Fatal(
+            f"{api} is the {other} API's base URL; console listen and console trigger use the sandbox: give "
+            f"the server's root ({root}) or its sandbox base URL ({root}/sandbox), and a sandbox key."
+        )
     if base.endswith("/v1"):
         return base
     if base.endswith("/sandbox"):
