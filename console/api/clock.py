@@ -14,7 +14,8 @@ from pydantic_core import InitErrorDetails
 from console.api.conventions import current_workspace, json_body, sandbox_only
 from console.clock import moves
 from console.clock import services as clock
-from console.core.bodies import RequestModel, field_error, guarded, validate
+from console.core.bodies import MESSAGES, RequestModel, field_error, guarded, validate
+from console.core.errors import FieldError
 from console.core.routes import Routes
 from console.core.timeutil import isoformat, parse_datetime
 from console.db.snapshot import read_snapshot
@@ -81,6 +82,10 @@ class ClockAdvanceRequest(RequestModel):
         given = [unit for unit in moves.UNITS if unit in data]
         if len(given) == 1:
             return []
+        if not given and data:
+            # `{"minutes": 5}`: the unknown field is the mistake. Listing the four units as bad fields too named
+            # fields the caller never sent; the message (advance_clock) says which ones there are.
+            return []
         return [
             field_error((unit,), "give exactly one of seconds, hours, days, business_days")
             for unit in given or moves.UNITS
@@ -131,10 +136,18 @@ def get_clock():
     return jsonify(_clock_state(next_due=[item.as_dict() for item in items]))
 
 
+def _advance_message(fields: list[FieldError]) -> str | None:
+    """With an unknown field (`minutes`, `weeks`), the units there are; otherwise the usual message."""
+    if not any(f.message == MESSAGES["extra_forbidden"] for f in fields):
+        return None
+    names = ", ".join(f.name for f in fields)
+    return f"Invalid request parameters: {names}. Give exactly one of {', '.join(moves.UNITS)}."
+
+
 @routes.post("/sandbox/clock/advance")
 @sandbox_only
 def advance_clock():
-    unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
+    unit, amount = validate(ClockAdvanceRequest, json_body(), message=_advance_message).unit_and_amount()
     fired = moves.advance_by(current_workspace(), unit, amount)
     return jsonify(_clock_state(fired=fired))
 
