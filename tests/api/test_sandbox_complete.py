@@ -404,3 +404,45 @@ def test_a_payroll_platform_sent_as_program_id_is_refused_by_name_not_asked_for_
     assert "is a payroll platform" in error["message"] and "platform_id" in error["message"]
     # The same platform as platform_id goes on to its login, as before.
     link_error(complete(api, new_token(api), platform_id=PAYCREST), "CREDENTIALS_REQUIRED")
+
+
+def test_another_platform_than_the_one_the_flow_is_on_is_refused_not_ignored(api):
+    """A token routed to Paycrest, completed with another platform_id, made the switch on Paycrest: no step
+    reads the choice once a platform is chosen, and the CI passed believing it switched on the other one."""
+    harbor = str(PLATFORM_IDS["harbor-pay"])
+    routed = new_token(api, platform_id=PAYCREST)
+    error = link_error(
+        complete(api, routed, platform_id=harbor, credentials=creds("user_good")), "INVALID_SELECTION"
+    )
+    assert error["message"] == (
+        f"platform_id {harbor} is not the platform this flow is on: it is on Paycrest (platform_id {PAYCREST}), "
+        "since the Link token's platform_id or employer_id routes straight to it. Leave platform_id out to go "
+        "on there, or create a new Link token to choose another."
+    )
+    # Recoverable, and nothing was attempted: the same call without it (or naming Paycrest) goes on.
+    assert (
+        ok(complete(api, routed, platform_id=PAYCREST, credentials=creds("user_good")))["platform_id"]
+        == PAYCREST
+    )
+
+    # Chosen by an earlier call (search, then a wrong password): the retry may not switch platforms either.
+    searched = new_token(api)
+    link_error(
+        complete(api, searched, platform_id=PAYCREST, credentials=creds("user_good", "x")),
+        "INVALID_CREDENTIALS",
+    )
+    error = link_error(
+        complete(api, searched, program_id=SSA, credentials=creds("user_good")), "INVALID_SELECTION"
+    )
+    assert "since an earlier call chose it" in error["message"]
+    # An employer on the flow's own platform is the same choice.
+    employer_on_paycrest = next(
+        e["id"] for e in api.get("/employers?limit=100").get_json()["data"] if e["platform_id"] == PAYCREST
+    )
+    ok(complete(api, searched, employer_id=employer_on_paycrest, credentials=creds("user_good")))
+
+    # An on-demand update is on its account's platform.
+    update = new_token(api, account_id=ok(complete(api, new_token(api), platform_id=PAYCREST,
+                                                   credentials=creds("user_good")))["account_id"], end_user_id=None)  # fmt: skip
+    error = link_error(complete(api, update, platform_id=harbor), "INVALID_SELECTION")
+    assert "account_id (an on-demand update) routes straight to it" in error["message"]
