@@ -154,21 +154,21 @@ def current_workspace() -> Workspace:
 
 
 def check_parameters() -> None:
-    """Refuse a NUL in any query or path parameter, and a query parameter the endpoint does not take, before a
-    view reads them (docs/api.md, "Request checks, in order"). A misspelt filter (`?linktoken_id=`) was ignored,
-    and the list answered unfiltered, as if it held the one token's jobs."""
-    errors = nul_fields(request.args, request.view_args) or _unknown_query_parameters()
+    """Refuse a NUL in any query or path parameter, a query parameter the endpoint does not take, and a repeat of
+    one that takes a single value, before a view reads them (docs/api.md, "Request checks, in order"). A misspelt
+    filter (`?linktoken_id=`) was ignored, and the list answered unfiltered, as if it held the one token's jobs."""
+    errors = nul_fields(request.args, request.view_args) or _query_parameter_errors()
     if errors:
         raise ValidationFailed(errors)
 
 
-# app.extensions[QUERY_PARAMETERS]: (method, rule, mode) -> the query parameter names the route takes, or None
-# when it is not in the document; the OpenAPI document's own lists (`openapi.query_parameters`, wired by
-# `console.api.init_app`: the document's module imports this one).
+# app.extensions[QUERY_PARAMETERS]: (method, rule, mode) -> the query parameter names the route takes, each with
+# whether it may be repeated, or None when it is not in the document; the OpenAPI document's own lists
+# (`openapi.query_parameters`, wired by `console.api.init_app`: the document's module imports this one).
 QUERY_PARAMETERS = "api_query_parameters"
 
 
-def _unknown_query_parameters() -> list[FieldError]:
+def _query_parameter_errors() -> list[FieldError]:
     known = current_app.extensions.get(QUERY_PARAMETERS)
     if not request.args or request.url_rule is None or known is None:
         return []
@@ -176,11 +176,16 @@ def _unknown_query_parameters() -> list[FieldError]:
     if taken is None:
         return []
     listed = ", ".join(sorted(taken)) if taken else "none"
-    return [
-        FieldError(name, f"is not a parameter of this endpoint (it takes: {listed})")
-        for name in request.args
-        if name not in taken
-    ]
+    errors = []
+    for name in request.args:
+        if name not in taken:
+            errors.append(FieldError(name, f"is not a parameter of this endpoint (it takes: {listed})"))
+        elif not taken[name] and len(values := request.args.getlist(name)) > 1:
+            # `?outcome=success&outcome=error` answered the first value's list alone, as if it were both.
+            errors.append(
+                FieldError(name, f"is given {len(values)} times; it takes one value (one call per value)")
+            )
+    return errors
 
 
 def no_content():
