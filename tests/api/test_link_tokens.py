@@ -388,6 +388,20 @@ def test_preconfigured_amount_rules(api, changes, field):
     expect_fields(api.post("/link_tokens", json=body(**changes)), field)
 
 
+def test_the_specs_allocation_type_object_is_told_how_the_pair_is_sent(api):
+    """The spec writes the pair as `allocation.type.amount` with `allocation.type.value`; sent literally, as an
+    object, it got "must be one of amount, percent", which does not say where the number goes."""
+    spec_literal = {"targets": [TARGET], "type": {"amount": 5000, "value": 5000}}
+    response = api.post("/link_tokens", json=body(allocation=spec_literal))
+    assert expect_fields(response, "allocation.type")["fields"][0]["message"] == (
+        "must be a string, one of amount, percent, with the number in allocation.value beside it (the spec's "
+        'allocation.type.amount and allocation.type.value: {"type": "amount", "value": 5000})'
+    )
+    bonus = {"targets": [TARGET], "type": "bonus", "value": 3}
+    error = expect_fields(api.post("/link_tokens", json=body(allocation=bonus)), "allocation.type")
+    assert error["fields"][0]["message"] == "must be one of amount, percent"
+
+
 def test_disable_direct_deposit_splitting_is_stored(app, api):
     from console.extensions import db
     from console.link_tokens.models import LinkToken
