@@ -102,6 +102,29 @@ def test_bad_filters(api, params, field):
     assert [f["name"] for f in error["fields"]] == [field]
 
 
+def test_a_since_whose_plus_was_read_as_a_space_says_so(app, api, workspace):
+    """An event's own created_at put in the URL unencoded (`?since=2026-11-01T00:00:00.000000+00:00`) arrives
+    with a space for the +, and the 400 said only "must be an ISO 8601 datetime" of a value in the API's format."""
+    emit(app, workspace)
+    raw = (
+        "/sandbox/v1/events?since=2026-11-01T00:00:00.000000+00:00"  # unencoded, as a formatted URL sends it
+    )
+    error = assert_error(api.client.get(raw, headers=api.headers()), 400, "INVALID_REQUEST_PARAMETERS")
+    assert error["fields"] == [
+        {
+            "name": "since",
+            "message": "must be an ISO 8601 datetime, e.g. 2024-01-31T12:00:00Z; it reads "
+            "'2026-11-01T00:00:00.000000 00:00': a + in a URL's query string is a space, so send the offset's + "
+            "as %2B (or end the time with Z)",
+        }
+    ]
+    encoded = api.get("/events", query_string={"since": "2026-11-01T00:00:00.000000+00:00"})
+    assert encoded.status_code == 200 and encoded.get_json()["meta"]["count"] == 1
+    # Anything else unparsable keeps the plain message.
+    error = assert_error(api.get("/events?since=next week"), 400, "INVALID_REQUEST_PARAMETERS")
+    assert error["fields"][0]["message"] == "must be an ISO 8601 datetime, e.g. 2024-01-31T12:00:00Z"
+
+
 def test_pagination(app, api, workspace):
     made = [emit(app, workspace, minutes=-i) for i in range(5)]
     first = api.get("/events", query_string={"limit": 2}).get_json()
