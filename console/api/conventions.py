@@ -100,7 +100,8 @@ def current_mode() -> str:
 
 def api_secret_header() -> str | None:
     """The `x-api-secret` header; the two usual ways of sending a secret elsewhere are refused saying so
-    (`Authorization: Bearer …`, as most APIs take it, or `curl -u`; and `x-api-secret: Bearer …`)."""
+    (`Authorization: Bearer …`, as most APIs take it, or `curl -u`; and `x-api-secret: Bearer …`), and so is
+    a secret in quotes."""
     secret = request.headers.get("x-api-secret")
     if secret is None and "Authorization" in request.headers:
         raise Unauthorized(
@@ -111,6 +112,13 @@ def api_secret_header() -> str | None:
     if secret and secret[:7].lower() == "bearer ":
         raise Unauthorized(
             "The x-api-secret is the secret alone: drop the `Bearer ` before it.", code="INVALID_API_SECRET"
+        )
+    if secret and len(secret) > 1 and secret[0] == secret[-1] and secret[0] in "\"'":
+        # No secret holds a quote (`sk_<mode>_` and URL-safe base64): these came from where it was kept (an env
+        # file `docker run --env-file` reads keeps them, a config value copied with them).
+        raise Unauthorized(
+            "The x-api-secret is wrapped in quotes: send the secret alone, without them.",
+            code="INVALID_API_SECRET",
         )
     return secret
 

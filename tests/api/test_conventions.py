@@ -318,6 +318,27 @@ def test_an_answer_given_before_the_version_check_names_the_version_asked_for(cl
     assert unknown.headers["Service-Version"] == "2023-11-22"
 
 
+def test_a_secret_in_quotes_is_401_saying_to_drop_them(client, workspace):
+    """`docker run --env-file` keeps the quotes of `API_SECRET="sk_…"`; the 401 said only "not a valid API
+    secret: send a whole secret as it was shown", and the secret looked whole."""
+    secret = workspace.secrets["sandbox"]
+    for quoted in (f'"{secret}"', f"'{secret}'"):
+        error = assert_error(
+            Api(client, quoted).post("/link_tokens", json=LINK_TOKEN),
+            401,
+            "UNAUTHORIZED_REQUEST",
+            "INVALID_API_SECRET",
+        )
+        assert (
+            error["message"] == "The x-api-secret is wrapped in quotes: send the secret alone, without them."
+        )
+    # One quote alone is just a wrong secret.
+    error = assert_error(
+        Api(client, f'"{secret}').post("/link_tokens", json=LINK_TOKEN), 401, "UNAUTHORIZED_REQUEST"
+    )
+    assert "wrapped in quotes" not in error["message"]
+
+
 def test_a_secret_sent_as_a_bearer_token_is_401_saying_where_it_goes(client, workspace):
     """The usual first mistake: `Authorization: Bearer sk_…` (or curl -u), or `x-api-secret: Bearer sk_…`."""
     secret = workspace.secrets["sandbox"]
