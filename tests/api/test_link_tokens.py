@@ -339,12 +339,30 @@ def test_account_must_belong_to_this_workspace_and_mode(app, client, api, api_fo
 def test_on_demand_update_on_a_partner_platform_needs_matching_data_again(app, api, workspace):
     account_id = _make_account(app, workspace, partner=True)
     error = expect_fields(
-        api.post("/link_tokens", json=body(account_id=account_id)), "end_user.platform_matching"
+        api.post("/link_tokens", json=body(account_id=account_id, end_user_id=...)),
+        "end_user.platform_matching",
     )
     assert "partner" in error["fields"][0]["message"]
     payload = with_matching()
     payload["account_id"] = account_id
+    del payload["end_user_id"]  # it carries over from the first connection
     assert api.post("/link_tokens", json=payload).status_code == 200
+
+
+def test_on_demand_update_with_another_end_user_id_is_refused(app, api, workspace):
+    """The token was made, and its switch's event carried the other end_user_id while the account kept the
+    first: a backend tying events to users by end_user_id filed the switch under the wrong person."""
+    account_id = _make_account(app, workspace)  # its end_user_id is user-first
+    error = expect_fields(
+        api.post("/link_tokens", json=body(account_id=account_id, end_user_id="user-other")), "end_user_id"
+    )
+    assert error["fields"][0]["message"] == (
+        f"differs from the end_user_id of account {account_id} (user-first), which an on-demand update keeps: "
+        "leave end_user_id out, or send that one"
+    )
+    for same in ("user-first", ...):
+        response = api.post("/link_tokens", json=body(account_id=account_id, end_user_id=same))
+        assert response.status_code == 200, response.get_json()
 
 
 @pytest.mark.parametrize(
