@@ -97,11 +97,14 @@ def _http_error(exc: HTTPException):
             # `$BASE/sandbox/v1/…` with BASE already ending in /sandbox: the endpoint is there, after a repeat
             # (or after a path that is no part of the base URL: `--api http://host:5000/nowhere`).
             extra = request.path[: len(request.path) - len(meant)]
-            what = (
-                "repeats part of the base URL"
-                if meant.startswith(extra)
-                else f"has {extra} before the base URL"
-            )
+            if meant.startswith(extra):
+                what = "repeats part of the base URL"
+            elif extra in URL_PREFIXES.values():
+                # `/development/sandbox/v1/…`: a client given one mode's base URL that adds another's itself (a
+                # sandbox-only tool such as `pcc.py trigger` given the development base URL).
+                what = f"puts another mode's base URL, {extra}, before this one's"
+            else:
+                what = f"has {extra} before the base URL"
             message = f"No endpoint at {request.path}. It {what}: the endpoint is {meant}."
         else:
             message = f"No endpoint at {request.path}. The API's paths start with /v1 after the mode's base: {meant}."

@@ -214,6 +214,13 @@ def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, 
     assert (
         "endpoint is /v1/jobs." in client.get("/api/v1/jobs", headers=headers).get_json()["error"]["message"]
     )
+    # Another mode's base before this one's (a sandbox-only client, pcc.py, given the development base URL).
+    assert client.post("/development/sandbox/v1/link_tokens", json={}, headers=headers).get_json()["error"][
+        "message"
+    ] == (
+        "No endpoint at /development/sandbox/v1/link_tokens. It puts another mode's base URL, /development, "
+        "before this one's: the endpoint is /sandbox/v1/link_tokens."
+    )
     # Not an endpoint after the repeat either, or not an API call: the console's page, as before.
     assert client.get("/sandbox/sandbox/v1/nothing", headers=headers).content_type.startswith("text/html")
     assert client.get("/sandbox/sandbox/v1/jobs").content_type.startswith("text/html")
