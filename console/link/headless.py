@@ -224,7 +224,7 @@ STEPS: dict[str, Callable[[Flow, CompletionRequest], None]] = {
 }
 
 
-# Why a flow is already on a platform, by its route: the caller can change only the last one by itself.
+# Why a flow is already on a platform, by the token's route; otherwise it was chosen among matches or on search.
 CHOSEN_BY = {
     m.DIRECT: "the Link token's platform_id or employer_id routes straight to it",
     m.UPDATE: "the Link token's account_id (an on-demand update) routes straight to it",
@@ -256,7 +256,11 @@ def _refuse_another_choice(flow: Flow, body: CompletionRequest) -> None:
         if same:
             continue
         platform = flow.platform
-        why = CHOSEN_BY.get(row.route, "an earlier call chose it")
+        why = CHOSEN_BY.get(row.route) or (
+            "it is the matched platform chosen (matched_platform_id)"
+            if row.via_platform_matching
+            else "it was chosen on search (by a platform_id, employer_id or program_id, in this call or an earlier one)"
+        )
         raise LinkError(
             "INVALID_SELECTION",
             f"{name} {ident} is not the platform this flow is on: it is on {platform.name if platform else ''} "

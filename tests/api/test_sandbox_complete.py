@@ -434,12 +434,21 @@ def test_another_platform_than_the_one_the_flow_is_on_is_refused_not_ignored(api
     error = link_error(
         complete(api, searched, program_id=SSA, credentials=creds("user_good")), "INVALID_SELECTION"
     )
-    assert "since an earlier call chose it" in error["message"]
+    assert "since it was chosen on search (by a platform_id, employer_id or program_id" in error["message"]
     # An employer on the flow's own platform is the same choice.
     employer_on_paycrest = next(
         e["id"] for e in api.get("/employers?limit=100").get_json()["data"] if e["platform_id"] == PAYCREST
     )
     ok(complete(api, searched, employer_id=employer_on_paycrest, credentials=creds("user_good")))
+
+    # A matched platform, and another platform_id beside it.
+    matching = new_token(api, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["one"]})
+    matched = str(PLATFORM_IDS[SANDBOX_MATCH_EXPECTED["one"][0]])
+    error = link_error(
+        complete(api, matching, matched_platform_id=matched, platform_id=PAYCREST, mfa={"code": "123456"}),
+        "INVALID_SELECTION",
+    )
+    assert "it is the matched platform chosen (matched_platform_id)" in error["message"]
 
     # An on-demand update is on its account's platform.
     update = new_token(api, account_id=ok(complete(api, new_token(api), platform_id=PAYCREST,
