@@ -66,6 +66,9 @@ def _amount(unit: str) -> Any:
     return Annotated[kind, field, guarded(lambda value: _advance_error(unit, value))]
 
 
+EXACTLY_ONE_UNIT = f"give exactly one of {', '.join(moves.UNITS)}"
+
+
 class ClockAdvanceRequest(RequestModel):
     """POST /v1/sandbox/clock/advance: exactly one of the units, a positive amount (at most 400 days)."""
 
@@ -86,10 +89,7 @@ class ClockAdvanceRequest(RequestModel):
             # `{"minutes": 5}`: the unknown field is the mistake. Listing the four units as bad fields too named
             # fields the caller never sent; the message (advance_clock) says which ones there are.
             return []
-        return [
-            field_error((unit,), "give exactly one of seconds, hours, days, business_days")
-            for unit in given or moves.UNITS
-        ]
+        return [field_error((unit,), EXACTLY_ONE_UNIT) for unit in given or moves.UNITS]
 
     def unit_and_amount(self) -> tuple[str, float]:
         return next((unit, getattr(self, unit)) for unit in moves.UNITS if getattr(self, unit) is not None)
@@ -137,8 +137,9 @@ def get_clock():
 
 
 def _advance_message(fields: list[FieldError]) -> str | None:
-    """With an unknown field (`minutes`, `weeks`), the units there are; otherwise the usual message."""
-    if not any(f.message == MESSAGES["extra_forbidden"] for f in fields):
+    """With an unknown field (`minutes`, `weeks`) or no unit or several, the units there are; otherwise the
+    usual message."""
+    if not any(f.message in (MESSAGES["extra_forbidden"], EXACTLY_ONE_UNIT) for f in fields):
         return None
     names = ", ".join(f.name for f in fields)
     return f"Invalid request parameters: {names}. Give exactly one of {', '.join(moves.UNITS)}."

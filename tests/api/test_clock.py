@@ -100,6 +100,9 @@ def test_an_unknown_unit_is_the_only_field_named_and_the_message_lists_the_units
     assert error["message"] == (
         "Invalid request parameters: minutes. Give exactly one of seconds, hours, days, business_days."
     )
+    # No body at all: the four units are named, and the message says to pick one.
+    error = assert_error(api.post("/sandbox/clock/advance", json={}), 400, "INVALID_REQUEST_PARAMETERS")
+    assert error["message"].endswith(". Give exactly one of seconds, hours, days, business_days.")
     # A bad amount of a real unit keeps the usual message.
     error = assert_error(
         api.post("/sandbox/clock/advance", json={"hours": -1}), 400, "INVALID_REQUEST_PARAMETERS"
