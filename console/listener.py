@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 import requests
 
+from console.keys.secrets import PREFIXES
+from console.modes import SANDBOX
 from console.versions import LATEST_VERSION
 
 SERVICE_TIMEOUT = (5.0, 15.0)  # connect, read: every call to the service answers at once
@@ -70,6 +72,13 @@ class Service:
 
     def __init__(self, api: str, key: str, session: requests.Session | None = None) -> None:
         self.base = sandbox_base(api)
+        other = next((m for m, prefix in PREFIXES.items() if m != SANDBOX and key.startswith(prefix)), None)
+        if other:
+            # The service's WRONG_MODE 401 says to call the key's own base URL, which these commands cannot.
+            raise Fatal(
+                f"--key is a {other} key ({PREFIXES[other]}…); console listen and console trigger use the "
+                "sandbox: give a sandbox key (sk_sandbox_…; `console keys create --mode sandbox` makes one)."
+            )
         self.session = session or requests.Session()
         self.session.headers.update({"x-api-secret": key, "Service-Version": LATEST_VERSION})
 

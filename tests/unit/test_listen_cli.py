@@ -434,6 +434,21 @@ def test_trigger_and_listen_say_so_for_another_modes_base_url():
         )
 
 
+@pytest.mark.parametrize(("key", "mode"), [("sk_dev_abcd", "development"), ("sk_live_abcd", "production")])
+def test_another_modes_key_is_refused_by_name_before_any_call(key, mode):
+    """The service's WRONG_MODE said to send the key to its own base URL, which these commands cannot."""
+    from console.listener import Fatal, Service
+
+    with pytest.raises(Fatal) as refused:
+        Service("http://127.0.0.1:1", key)
+    message = str(refused.value)
+    assert message.startswith(f"--key is a {mode} key (") and "give a sandbox key" in message
+    assert key not in message  # the secret is never echoed
+    result = run_cli("trigger", "success", "--api", "http://127.0.0.1:1", "--key", key)
+    assert result.returncode == 1 and f"--key is a {mode} key" in result.stderr
+    assert Service("http://127.0.0.1:1", "sk_sandbox_abcd").base == "http://127.0.0.1:1/sandbox/v1"
+
+
 def test_stop_signals_set_the_event_outside_the_handler_even_inside_set():
     """A handler that set the event itself deadlocked when a second signal came while `set` held the event's
     lock (the worker did, under Ctrl-C plus the master's SIGTERM). In a child process: the handlers and the
