@@ -234,7 +234,7 @@ CHOSEN_BY = {
 def _refuse_another_choice(flow: Flow, body: CompletionRequest) -> None:
     """A body naming another platform than the one the flow is already on is refused, not ignored.
 
-    Once a platform is chosen (by the token's routing, or by an earlier call), no step reads platform_id,
+    Once a platform is chosen (by the token's routing, among matches, or on search), no step reads platform_id,
     employer_id or program_id again, so a CI sending another one made the switch on the first platform and
     passed unawares. Naming the same platform (or an employer on it) is fine.
     """
@@ -255,7 +255,6 @@ def _refuse_another_choice(flow: Flow, body: CompletionRequest) -> None:
             same = ident.strip().lower() == str(row.platform_id)
         if same:
             continue
-        platform = flow.platform
         why = CHOSEN_BY.get(row.route) or (
             "it is the matched platform chosen (matched_platform_id)"
             if row.via_platform_matching
@@ -263,7 +262,7 @@ def _refuse_another_choice(flow: Flow, body: CompletionRequest) -> None:
         )
         raise LinkError(
             "INVALID_SELECTION",
-            f"{name} {ident} is not the platform this flow is on: it is on {platform.name if platform else ''} "
+            f"{name} {ident} is not the platform this flow is on: it is on {flow.platform.name} "
             f"(platform_id {row.platform_id}), since {why}. Leave {name} out to go on there, or create a new "
             "Link token to choose another.",
             recoverable=True,
