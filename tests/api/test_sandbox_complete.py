@@ -455,3 +455,52 @@ def test_another_platform_than_the_one_the_flow_is_on_is_refused_not_ignored(api
                                                    credentials=creds("user_good")))["account_id"], end_user_id=None)  # fmt: skip
     error = link_error(complete(api, update, platform_id=harbor), "INVALID_SELECTION")
     assert "account_id (an on-demand update) routes straight to it" in error["message"]
+
+
+@pytest.mark.committing
+def test_completions_racing_to_start_one_tokens_flow_answer_as_one_after_the_other(
+    app, api, workspace, monkeypatch
+):
+    """Two completions of a new token at once (a CI's retry of a timed-out call without an Idempotency-Key)
+    both found no flow and both started one: the loser's insert broke the session row's unique token id, a 500.
+    Now it runs again on the winner's flow, as Link's own pages do, and is told the token was used."""
+    import threading
+
+    import requests
+    from werkzeug.serving import make_server
+
+    from console.link import flow as link_flow
+    from tests.conftest import VERSION
+
+    token = new_token(api)
+    both_looked = threading.Barrier(2, timeout=20)
+    original_start = link_flow.Flow.start
+
+    def start_together(self):
+        both_looked.wait()  # each request has read "no flow yet" before either starts one
+        original_start(self)
+
+    monkeypatch.setattr(link_flow.Flow, "start", start_together)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/sandbox/link_tokens/{token['id']}/complete"
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
+    body = {"platform_id": PAYCREST, "credentials": creds("user_good")}
+    answers: list[requests.Response] = []
+    try:
+        senders = [
+            threading.Thread(
+                target=lambda: answers.append(requests.post(url, json=body, headers=headers, timeout=60))
+            )
+            for _ in range(2)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    finally:
+        server.shutdown()
+    assert sorted(r.status_code for r in answers) == [200, 400], [r.text for r in answers]
+    loser = next(r for r in answers if r.status_code == 400)
+    assert loser.json()["error"]["code"] == "LINK_TOKEN_ALREADY_USED"
+    assert len(api.get(f"/jobs?link_token_id={token['id']}").get_json()["data"]) == 1
