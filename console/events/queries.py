@@ -20,6 +20,7 @@ from console.clock.services import now
 from console.core.bodies import NOT_A_DATETIME
 from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
 from console.core.timeutil import isodate, isoformat, parse_datetime
+from console.db.locking import lock_row
 from console.db.lookup import get_scoped
 from console.events.models import EVENT_TYPES, Event
 from console.events.services import record_event
@@ -148,6 +149,9 @@ def get_event(workspace_id: uuid.UUID, mode: str, event_id: uuid.UUID | str) -> 
 
 def resend(event: Event, workspace: Workspace, webhook_id: str | None = None) -> list[WebhookDelivery]:
     """Deliver `event` again to one webhook, or to every active webhook subscribed to its type."""
+    # Resends of one event are run one after the other: two at once both found no delivery to a webhook made
+    # after the event, and the second insert broke the (event, webhook) unique index (a 500).
+    lock_row(Event, event.id)
     if webhook_id is not None:
         if not isinstance(webhook_id, str):
             raise ValidationFailed([FieldError("webhook_id", "must be a string")])
