@@ -277,6 +277,10 @@ def report(webhook: Webhook, attempt_id: str, body: Any) -> dict[str, Any]:
         token = uuid.UUID(str(attempt_id))
     except ValueError:
         raise NotFound(f"No attempt {shown(attempt_id)} handed out for this webhook.") from None
+    # Reports for one webhook are recorded one after the other: two of one attempt at once (a listener's retry
+    # of a report that was slow, not lost) both found it handed out and both stored an attempt, so the
+    # delivery counted one attempt and listed two. The second now finds it recorded: 409 RELAY_LEASE_LOST.
+    lock_row(Webhook, webhook.id)
     _note_seen(webhook)
     trip = db.session.scalars(
         select(RelayRoundTrip).where(
