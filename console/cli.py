@@ -558,8 +558,12 @@ def listen(
     if not forward_to.startswith(("http://", "https://")):
         raise click.UsageError("--forward-to must be an http:// or https:// URL.")
     chosen = [e.strip() for e in events.split(",") if e.strip()] if events else None
+    try:
+        service = Service(api, key)
+    except Fatal as exc:
+        raise click.ClickException(str(exc)) from None
     listener = Listener(
-        Service(api, key), forward_to, events=chosen, version=version, echo=lambda line: click.echo(line)
+        service, forward_to, events=chosen, version=version, echo=lambda line: click.echo(line)
     )
     from console.core.stopsignals import stop_on_signals
 

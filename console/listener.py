@@ -19,6 +19,8 @@ from urllib.parse import urlsplit
 
 import requests
 
+from console.keys.secrets import PREFIXES
+from console.modes import SANDBOX
 from console.versions import LATEST_VERSION
 
 SERVICE_TIMEOUT = (5.0, 15.0)  # connect, read: every call to the service answers at once
@@ -42,8 +44,22 @@ class Unavailable(Exception):
 
 
 def sandbox_base(api: str) -> str:
-    """The sandbox API base from what the user gave: the server root, `.../sandbox` or `.../sandbox/v1`."""
+    """The sandbox API base from what the user gave: the server root, `.../sandbox` or `.../sandbox/v1`.
+    Another mode's base URL (`…/development`, or the production `…/v1` the start-up banner lists too) is
+    refused by name: taken as a root, it became `…/development/sandbox/v1`, which the service answered with a
+    404 about a path the user never wrote."""
     base = api.rstrip("/")
+    path = urlsplit(base).path
+    other, root = None, base
+    if path.endswith(("/development", "/development/v1")):
+        other, root = "development", base[: base.rfind("/development")]
+    elif path == "/v1":
+        other, root = "production", base.removesuffix("/v1")
+    if other:
+        raise Fatal(
+            f"{api} is the {other} API's base URL; console listen and console trigger use the sandbox: give "
+            f"the server's root ({root}) or its sandbox base URL ({root}/sandbox), and a sandbox key."
+        )
     if base.endswith("/v1"):
         return base
     if base.endswith("/sandbox"):
@@ -56,6 +72,13 @@ class Service:
 
     def __init__(self, api: str, key: str, session: requests.Session | None = None) -> None:
         self.base = sandbox_base(api)
+        other = next((m for m, prefix in PREFIXES.items() if m != SANDBOX and key.startswith(prefix)), None)
+        if other:
+            # The service's WRONG_MODE 401 says to call the key's own base URL, which these commands cannot.
+            raise Fatal(
+                f"--key is a {other} key ({PREFIXES[other]}…); console listen and console trigger use the "
+                "sandbox: give a sandbox key (sk_sandbox_…; `console keys create --mode sandbox` makes one)."
+            )
         self.session = session or requests.Session()
         self.session.headers.update({"x-api-secret": key, "Service-Version": LATEST_VERSION})
 

@@ -14,7 +14,8 @@ from pydantic_core import InitErrorDetails
 from console.api.conventions import current_workspace, json_body, sandbox_only
 from console.clock import moves
 from console.clock import services as clock
-from console.core.bodies import RequestModel, field_error, guarded, validate
+from console.core.bodies import MESSAGES, RequestModel, field_error, guarded, validate
+from console.core.errors import FieldError
 from console.core.routes import Routes
 from console.core.timeutil import isoformat, parse_datetime
 from console.db.snapshot import read_snapshot
@@ -65,6 +66,9 @@ def _amount(unit: str) -> Any:
     return Annotated[kind, field, guarded(lambda value: _advance_error(unit, value))]
 
 
+EXACTLY_ONE_UNIT = f"give exactly one of {', '.join(moves.UNITS)}"
+
+
 class ClockAdvanceRequest(RequestModel):
     """POST /v1/sandbox/clock/advance: exactly one of the units, a positive amount (at most 400 days)."""
 
@@ -81,10 +85,11 @@ class ClockAdvanceRequest(RequestModel):
         given = [unit for unit in moves.UNITS if unit in data]
         if len(given) == 1:
             return []
-        return [
-            field_error((unit,), "give exactly one of seconds, hours, days, business_days")
-            for unit in given or moves.UNITS
-        ]
+        if not given and data:
+            # `{"minutes": 5}`: the unknown field is the mistake. Listing the four units as bad fields too named
+            # fields the caller never sent; the message (advance_clock) says which ones there are.
+            return []
+        return [field_error((unit,), EXACTLY_ONE_UNIT) for unit in given or moves.UNITS]
 
     def unit_and_amount(self) -> tuple[str, float]:
         return next((unit, getattr(self, unit)) for unit in moves.UNITS if getattr(self, unit) is not None)
@@ -131,10 +136,19 @@ def get_clock():
     return jsonify(_clock_state(next_due=[item.as_dict() for item in items]))
 
 
+def _advance_message(fields: list[FieldError]) -> str | None:
+    """With an unknown field (`minutes`, `weeks`) or no unit or several, the units there are; otherwise the
+    usual message."""
+    if not any(f.message in (MESSAGES["extra_forbidden"], EXACTLY_ONE_UNIT) for f in fields):
+        return None
+    names = ", ".join(f.name for f in fields)
+    return f"Invalid request parameters: {names}. Give exactly one of {', '.join(moves.UNITS)}."
+
+
 @routes.post("/sandbox/clock/advance")
 @sandbox_only
 def advance_clock():
-    unit, amount = validate(ClockAdvanceRequest, json_body()).unit_and_amount()
+    unit, amount = validate(ClockAdvanceRequest, json_body(), message=_advance_message).unit_and_amount()
     fired = moves.advance_by(current_workspace(), unit, amount)
     return jsonify(_clock_state(fired=fired))
 

@@ -100,7 +100,8 @@ def current_mode() -> str:
 
 def api_secret_header() -> str | None:
     """The `x-api-secret` header; the two usual ways of sending a secret elsewhere are refused saying so
-    (`Authorization: Bearer …`, as most APIs take it, or `curl -u`; and `x-api-secret: Bearer …`)."""
+    (`Authorization: Bearer …`, as most APIs take it, or `curl -u`; and `x-api-secret: Bearer …`), and so is
+    a secret in quotes."""
     secret = request.headers.get("x-api-secret")
     if secret is None and "Authorization" in request.headers:
         raise Unauthorized(
@@ -111,6 +112,13 @@ def api_secret_header() -> str | None:
     if secret and secret[:7].lower() == "bearer ":
         raise Unauthorized(
             "The x-api-secret is the secret alone: drop the `Bearer ` before it.", code="INVALID_API_SECRET"
+        )
+    if secret and len(secret) > 1 and secret[0] == secret[-1] and secret[0] in "\"'":
+        # No secret holds a quote (`sk_<mode>_` and URL-safe base64): these came from where it was kept (an env
+        # file `docker run --env-file` reads keeps them, a config value copied with them).
+        raise Unauthorized(
+            "The x-api-secret is wrapped in quotes: send the secret alone, without them.",
+            code="INVALID_API_SECRET",
         )
     return secret
 
@@ -154,21 +162,21 @@ def current_workspace() -> Workspace:
 
 
 def check_parameters() -> None:
-    """Refuse a NUL in any query or path parameter, and a query parameter the endpoint does not take, before a
-    view reads them (docs/api.md, "Request checks, in order"). A misspelt filter (`?linktoken_id=`) was ignored,
-    and the list answered unfiltered, as if it held the one token's jobs."""
-    errors = nul_fields(request.args, request.view_args) or _unknown_query_parameters()
+    """Refuse a NUL in any query or path parameter, a query parameter the endpoint does not take, and a repeat of
+    one that takes a single value, before a view reads them (docs/api.md, "Request checks, in order"). A misspelt
+    filter (`?linktoken_id=`) was ignored, and the list answered unfiltered, as if it held the one token's jobs."""
+    errors = nul_fields(request.args, request.view_args) or _query_parameter_errors()
     if errors:
         raise ValidationFailed(errors)
 
 
-# app.extensions[QUERY_PARAMETERS]: (method, rule, mode) -> the query parameter names the route takes, or None
-# when it is not in the document; the OpenAPI document's own lists (`openapi.query_parameters`, wired by
-# `console.api.init_app`: the document's module imports this one).
+# app.extensions[QUERY_PARAMETERS]: (method, rule, mode) -> the query parameter names the route takes, each with
+# whether it may be repeated, or None when it is not in the document; the OpenAPI document's own lists
+# (`openapi.query_parameters`, wired by `console.api.init_app`: the document's module imports this one).
 QUERY_PARAMETERS = "api_query_parameters"
 
 
-def _unknown_query_parameters() -> list[FieldError]:
+def _query_parameter_errors() -> list[FieldError]:
     known = current_app.extensions.get(QUERY_PARAMETERS)
     if not request.args or request.url_rule is None or known is None:
         return []
@@ -176,11 +184,16 @@ def _unknown_query_parameters() -> list[FieldError]:
     if taken is None:
         return []
     listed = ", ".join(sorted(taken)) if taken else "none"
-    return [
-        FieldError(name, f"is not a parameter of this endpoint (it takes: {listed})")
-        for name in request.args
-        if name not in taken
-    ]
+    errors = []
+    for name in request.args:
+        if name not in taken:
+            errors.append(FieldError(name, f"is not a parameter of this endpoint (it takes: {listed})"))
+        elif not taken[name] and len(values := request.args.getlist(name)) > 1:
+            # `?outcome=success&outcome=error` answered the first value's list alone, as if it were both.
+            errors.append(
+                FieldError(name, f"is given {len(values)} times; it takes one value (one call per value)")
+            )
+    return errors
 
 
 def no_content():

@@ -97,14 +97,19 @@ def _http_error(exc: HTTPException):
             # `$BASE/sandbox/v1/…` with BASE already ending in /sandbox: the endpoint is there, after a repeat
             # (or after a path that is no part of the base URL: `--api http://host:5000/nowhere`).
             extra = request.path[: len(request.path) - len(meant)]
-            what = (
-                "repeats part of the base URL"
-                if meant.startswith(extra)
-                else f"has {extra} before the base URL"
-            )
+            if meant.startswith(extra):
+                what = "repeats part of the base URL"
+            elif extra in URL_PREFIXES.values():
+                # `/development/sandbox/v1/…`: a client given one mode's base URL that adds another's itself (a
+                # sandbox-only tool such as `pcc.py trigger` given the development base URL).
+                what = f"puts another mode's base URL, {extra}, before this one's"
+            else:
+                what = f"has {extra} before the base URL"
             message = f"No endpoint at {request.path}. It {what}: the endpoint is {meant}."
         else:
             message = f"No endpoint at {request.path}. The API's paths start with /v1 after the mode's base: {meant}."
+        # Answered in the API's shape, so with the API's headers too: every API answer names its Service-Version.
+        g.api_shaped_answer = True
         return error_response(404, *HTTP_ERRORS[404], message)
     type_, code = HTTP_ERRORS.get(exc.code or 500, ("UNKNOWN_ERROR", "HTTP_ERROR"))
     if exc.code == 404:
@@ -113,6 +118,9 @@ def _http_error(exc: HTTPException):
             # The start-up banner lists each API as `…/sandbox/v1`; pasted as a base the README's paths extend
             # (`$BASE/v1/link_tokens`), it doubles the version: say so, since the path otherwise looks right.
             message += " The path says /v1 twice: the base URL already ended in /v1."
+        elif request.path.endswith("/") and _routes_to(request.path.rstrip("/"), request.method):
+            # `…/v1/link_tokens/` (a client that joins paths with a trailing slash): the endpoint exists without it.
+            message += f" Leave out the trailing slash: {request.path.rstrip('/')}."
     elif exc.code == 405:
         allowed = ", ".join(sorted(exc.valid_methods or [])) if hasattr(exc, "valid_methods") else ""
         message = f"Method {request.method} is not allowed on {request.path}. Allowed: {allowed}."
@@ -132,7 +140,6 @@ def _api_path_meant(exc: HTTPException) -> str | None:
     uses; a browser's GET of an unknown page still gets the console's page."""
     if exc.code != 404 or ("x-api-secret" not in request.headers and request.method in ("GET", "HEAD")):
         return None
-    adapter = current_app.url_map.bind("")
     path = request.path
     v1 = path.find("/v1/")
     if v1 > 0:
@@ -145,13 +152,19 @@ def _api_path_meant(exc: HTTPException) -> str | None:
             p for p in sorted(URL_PREFIXES.values(), key=len, reverse=True) if path.startswith(p + "/")
         )
         meant = f"{prefix}/v1{path[len(prefix) :]}"  # "/sandbox" before production's ""
+    # A path that exists for other methods counts: only what is around it is wrong.
+    return meant if _routes_to(meant, request.method) else None
+
+
+def _routes_to(path: str, method: str) -> bool:
+    """Whether `method path` is an endpoint (a 405 for it counts: the path exists)."""
     try:
-        adapter.match(meant, method=request.method)
+        current_app.url_map.bind("").match(path, method=method)
     except MethodNotAllowed:
-        return meant  # the path exists, for other methods: only what is around it is wrong
+        return True
     except HTTPException:
-        return None
-    return meant
+        return False
+    return True
 
 
 # A console page's 404 (no such page, or one of another workspace's), here and in console.web.shared.blueprint.
@@ -199,7 +212,7 @@ def _requested_version() -> str:
 
 def _response_headers(response):
     response.headers["x-service-request-id"] = g.get("request_id") or str(uuid7())
-    if is_api_path(request.path):
+    if is_api_path(request.path) or g.get("api_shaped_answer"):
         response.headers["Service-Version"] = g.get("api_version") or _requested_version()
         verdict = g.get("rate_limit")
         if verdict is not None:

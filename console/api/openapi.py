@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
+from types import MappingProxyType
 
 from flask import current_app, jsonify, request
 
@@ -506,18 +508,25 @@ def route_operations() -> set[tuple[str, str]]:
     return found
 
 
-def query_parameters(method: str, rule: str, mode: str) -> frozenset[str] | None:
-    """The query parameters the document gives the operation of a route of `mode`'s API blueprint (None: not an
-    operation of the document). `console.api.conventions` refuses any other (wired in `console.api.init_app`)."""
+def query_parameters(method: str, rule: str, mode: str) -> Mapping[str, bool] | None:
+    """The query parameters the document gives the operation of a route of `mode`'s API blueprint, each with
+    whether it may be repeated (an array, `supported_jobs`), or None: not an operation of the document.
+    `console.api.conventions` refuses any other, and a repeat of any other (wired in `console.api.init_app`)."""
     return _query_parameters("GET" if method == "HEAD" else method, document_path(rule, mode))
 
 
 @functools.cache
-def _query_parameters(method: str, path: str) -> frozenset[str] | None:
+def _query_parameters(method: str, path: str) -> Mapping[str, bool] | None:
     details = OPERATIONS.get((method, path))
     if details is None:
         return None
-    return frozenset(param["name"] for param in details.get("params", ()) if param.get("in") == "query")
+    return MappingProxyType(
+        {
+            param["name"]: param.get("schema", {}).get("type") == "array"
+            for param in details.get("params", ())
+            if param.get("in") == "query"
+        }
+    )
 
 
 def _response(kind: str, status: str = "200") -> dict:

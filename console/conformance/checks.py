@@ -312,6 +312,18 @@ def duplicate_event(run: Run) -> Verdict:
     return Verdict(False, detail)
 
 
+# An event check's advice when only that event was refused; when the correctly signed event was refused too,
+# the run puts SEE_SIGNED_EVENT in its place (console.conformance.services), since the event is not the cause.
+ACCEPT_EVERY_EVENT = (
+    "Accept every event you subscribed to, including fields you do not use; ignore what you do not need rather "
+    "than refusing it."
+)
+SEE_SIGNED_EVENT = (
+    "The correctly signed event was refused the same way, so the cause is likely signature or timestamp "
+    "verification, not this event (see the signed event check)."
+)
+
+
 def event_type_check(event_type: str, without_action: bool = False) -> Check:
     name = f"event:{event_type}" + (":without_action" if without_action else "")
     shape = " (partner platform: params.action absent)" if without_action else ""
@@ -333,10 +345,7 @@ def event_type_check(event_type: str, without_action: bool = False) -> Check:
             detail = f"Accepted {a(event_type)} event ({shape_text}): {received.status} in {received.latency_ms:,} ms."
             warning = "; ".join(w for w in (version_warning, acceptance_warning(received)) if w) or None
             return Verdict(True, detail, warning)
-        detail = (
-            f"{a(event_type).capitalize()} event ({shape_text}): {not_accepted(received)} Accept every event you subscribed "
-            "to, including fields you do not use; ignore what you do not need rather than refusing it."
-        )
+        detail = f"{a(event_type).capitalize()} event ({shape_text}): {not_accepted(received)} {ACCEPT_EVERY_EVENT}"
         return Verdict(False, detail, version_warning)
 
     return Check(name, title, check)

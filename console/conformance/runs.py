@@ -25,6 +25,7 @@ from console.conformance.checks import suite
 from console.conformance.models import ACTIVE, DONE, QUEUED, RUNNING, ConformanceRun
 from console.core.errors import Conflict, NotFound, RateLimited, shown
 from console.core.timeutil import isoformat, utcnow
+from console.db.locking import lock_row
 from console.db.outages import Outage
 from console.extensions import db
 from console.webhooks.delivery_loop import ledger_for, settings
@@ -62,6 +63,9 @@ def retry_after(app: Flask) -> int:
 
 def start(app: Flask, webhook: Webhook) -> ConformanceRun:
     """Queue a run of `webhook` (flushed; the caller commits), or Conflict / RateLimited past the limits."""
+    # Counted one start after the other: two at once both counted no active run, and the second insert broke
+    # the partial unique index (a 500), or both passed the workspace's runs at a time.
+    lock_row(Workspace, webhook.workspace_id)
     active = select(func.count()).select_from(ConformanceRun).where(ConformanceRun.status.in_(ACTIVE))
     if db.session.scalar(active.where(ConformanceRun.webhook_id == webhook.id)):
         error = Conflict(f"A conformance run of webhook {webhook.id} is already queued or running; poll it.")
@@ -82,7 +86,7 @@ def start(app: Flask, webhook: Webhook) -> ConformanceRun:
         attempts=0,
     )
     db.session.add(run)
-    db.session.flush()  # the partial unique index refuses a second active run that raced us
+    db.session.flush()  # the partial unique index stays the backstop of the lock above
     _forget_old_runs(webhook.id)
     return run
 

@@ -22,7 +22,17 @@ from sqlalchemy.dialects import postgresql, sqlite
 from console import runslots
 from console.clock.services import now
 from console.conformance import sender
-from console.conformance.checks import Check, Outcome, Plan, Run, sample_note, suite, unsubscribed_not_sent
+from console.conformance.checks import (
+    ACCEPT_EVERY_EVENT,
+    SEE_SIGNED_EVENT,
+    Check,
+    Outcome,
+    Plan,
+    Run,
+    sample_note,
+    suite,
+    unsubscribed_not_sent,
+)
 from console.conformance.models import ConformanceReport
 from console.core.errors import NotFound
 from console.core.timeutil import isoformat
@@ -65,7 +75,9 @@ REFUSAL_CHECKS = ("forged_signature", "altered_body", "stale_timestamp")
 
 
 def _qualify_refusals(outcomes: list[Outcome]) -> None:
-    """An endpoint that refuses everything passes the refusal checks without verifying anything: say so."""
+    """An endpoint that refuses everything passes the refusal checks without verifying anything, and fails the
+    event checks for a reason that is not the event (a receiver verifying with the wrong secret, one of
+    another mode): say so, rather than advising it to accept fields it does not use."""
     signed = next(o for o in outcomes if o.name == "signed_event")
     refused_good = signed.exchanges and signed.exchanges[-1].received.refused
     if not refused_good:
@@ -76,6 +88,9 @@ def _qualify_refusals(outcomes: list[Outcome]) -> None:
                 "the correctly signed event was refused too, so this refusal proves little: fix signed_event "
                 "first, then run the check again"
             )
+        refused_event = outcome.exchanges and outcome.exchanges[-1].received.refused
+        if outcome.name.startswith("event:") and not outcome.passed and refused_event:
+            outcome.detail = outcome.detail.replace(ACCEPT_EVERY_EVENT, SEE_SIGNED_EVENT)
 
 
 def run(app: Flask, plan: Plan) -> dict[str, Any]:

@@ -17,8 +17,10 @@ from console.accounts.services import (
     SANDBOX_TITLE,
 )
 from console.clock.services import now
+from console.core.bodies import NOT_A_DATETIME
 from console.core.errors import Conflict, FieldError, ServiceError, ValidationFailed
 from console.core.timeutil import isodate, isoformat, parse_datetime
+from console.db.locking import lock_row
 from console.db.lookup import get_scoped
 from console.events.models import EVENT_TYPES, Event
 from console.events.services import record_event
@@ -39,6 +41,23 @@ def _uuid_filter(name: str, value: str, errors: list[FieldError]) -> uuid.UUID |
         return None
 
 
+def _not_a_datetime(value: str) -> str:
+    """Why `since` is refused. An event's own `created_at` pasted into a URL unencoded (`?since=…+00:00`, as a
+    poller formats it) arrives with its `+` read as a space: name that, since the value looked right."""
+    head, space, offset = value.rpartition(" ")
+    if space and head:
+        try:
+            parse_datetime(f"{head}+{offset}")
+        except ValueError:
+            pass
+        else:
+            return (
+                f"{NOT_A_DATETIME}; it reads '{value}': a + in a URL's query string is a space, so send the "
+                "offset's + as %2B (or end the time with Z)"
+            )
+    return NOT_A_DATETIME
+
+
 def list_query(workspace_id: uuid.UUID, mode: str, filters: dict[str, str]) -> Select:
     """Events of a workspace and mode matching `filters` (type, link_token_id, account_id, since)."""
     query = select(Event).where(Event.workspace_id == workspace_id, Event.mode == mode)
@@ -54,7 +73,7 @@ def list_query(workspace_id: uuid.UUID, mode: str, filters: dict[str, str]) -> S
         try:
             query = query.where(Event.created_at >= parse_datetime(since))
         except ValueError:
-            errors.append(FieldError("since", "must be an ISO 8601 datetime, e.g. 2024-01-31T12:00:00Z"))
+            errors.append(FieldError("since", _not_a_datetime(since)))
     if errors:
         raise ValidationFailed(errors)
     return query
@@ -130,6 +149,9 @@ def get_event(workspace_id: uuid.UUID, mode: str, event_id: uuid.UUID | str) -> 
 
 def resend(event: Event, workspace: Workspace, webhook_id: str | None = None) -> list[WebhookDelivery]:
     """Deliver `event` again to one webhook, or to every active webhook subscribed to its type."""
+    # Resends of one event are run one after the other: two at once both found no delivery to a webhook made
+    # after the event, and the second insert broke the (event, webhook) unique index (a 500).
+    lock_row(Event, event.id)
     if webhook_id is not None:
         if not isinstance(webhook_id, str):
             raise ValidationFailed([FieldError("webhook_id", "must be a string")])

@@ -14,6 +14,7 @@ from sqlalchemy import Select, bindparam, func, inspect, select
 from console.core.errors import FieldError, Forbidden, NotFound, Unauthorized, ValidationFailed, shown
 from console.core.timeutil import utcnow
 from console.db.direct import Direct
+from console.db.locking import lock_row
 from console.db.rows import Snapshot
 from console.extensions import db
 from console.keys import secrets as key_secrets
@@ -76,8 +77,8 @@ def create_key(
             f"its owner creates {mode} keys (console keys create --mode {mode}, or their own browser).",
             code="MODE_NOT_HELD",
         )
-    # Lock the workspace row (PostgreSQL) so two concurrent creates cannot both pass the quota.
-    db.session.execute(select(Workspace.id).where(Workspace.id == workspace_id).with_for_update())
+    # Lock the workspace row so two concurrent creates cannot both pass the quota.
+    lock_row(Workspace, workspace_id)
     limit = keys_per_mode()
     if active_count(workspace_id, mode) >= limit:
         raise Forbidden(

@@ -224,6 +224,51 @@ STEPS: dict[str, Callable[[Flow, CompletionRequest], None]] = {
 }
 
 
+# Why a flow is already on a platform, by the token's route; otherwise it was chosen among matches or on search.
+CHOSEN_BY = {
+    m.DIRECT: "the Link token's platform_id or employer_id routes straight to it",
+    m.UPDATE: "the Link token's account_id (an on-demand update) routes straight to it",
+}
+
+
+def _refuse_another_choice(flow: Flow, body: CompletionRequest) -> None:
+    """A body naming another platform than the one the flow is already on is refused, not ignored.
+
+    Once a platform is chosen (by the token's routing, among matches, or on search), no step reads platform_id,
+    employer_id or program_id again, so a CI sending another one made the switch on the first platform and
+    passed unawares. Naming the same platform (or an employer on it) is fine.
+    """
+    row = flow.row
+    if row.platform_id is None or row.state == m.SEARCH:
+        return
+    for name, ident in (
+        ("platform_id", body.platform_id),
+        ("program_id", body.program_id),
+        ("employer_id", body.employer_id),
+    ):
+        if ident is None:
+            continue
+        if name == "employer_id":
+            employer = world.get_employer(ident)
+            same = employer is not None and employer.platform_id == row.platform_id
+        else:
+            same = ident.strip().lower() == str(row.platform_id)
+        if same:
+            continue
+        why = CHOSEN_BY.get(row.route) or (
+            "it is the matched platform chosen (matched_platform_id)"
+            if row.via_platform_matching
+            else "it was chosen on search (by a platform_id, employer_id or program_id, in this call or an earlier one)"
+        )
+        raise LinkError(
+            "INVALID_SELECTION",
+            f"{name} {ident} is not the platform this flow is on: it is on {flow.platform.name} "
+            f"(platform_id {row.platform_id}), since {why}. Leave {name} out to go on there, or create a new "
+            "Link token to choose another.",
+            recoverable=True,
+        )
+
+
 def _ended(flow: Flow) -> LinkError:
     if flow.row.state == m.EXPIRED:
         return LinkError("LINK_TOKEN_EXPIRED", "This Link token has expired.", recoverable=False)
@@ -252,6 +297,8 @@ def complete(link_token: LinkToken, body: Any) -> tuple[Flow, list[dict[str, Any
             break
         flow.events = []
         try:
+            # Before each step, not once: a token's routing chooses its platform on the intro step.
+            _refuse_another_choice(flow, request)
             STEPS[flow.row.state](flow, request)
         except StaleStep:
             raise _ended(flow) from None

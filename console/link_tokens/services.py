@@ -61,6 +61,17 @@ def _check_references(key: ApiKey, request: LinkTokenRequest) -> tuple[list[Fiel
         errors.append(FieldError("platform_id", "does not name a known platform"))
     if request.employer_id and db.session.get(Employer, uuid.UUID(request.employer_id)) is None:
         errors.append(FieldError("employer_id", "does not name a known employer"))
+    if account is not None and request.end_user_id and account.end_user_id not in (None, request.end_user_id):
+        # Spec §8: the end user persists from the first connection. Another one made this token's events carry
+        # a user the account does not belong to (its account.end_user_id still the first), so a backend tying
+        # events to users by end_user_id filed the switch under the wrong person.
+        errors.append(
+            FieldError(
+                "end_user_id",
+                f"differs from the end_user_id of account {account.id} ({account.end_user_id}), which an "
+                "on-demand update keeps: leave end_user_id out, or send that one",
+            )
+        )
     if account is not None:
         platform = db.session.get(Platform, account.platform_id)
         if platform is not None and platform.is_partner and request.platform_matching is None:

@@ -29,6 +29,19 @@ from console.core.bodies import (
 JOB_NAMES = ("direct_deposit_switch", "employment", "income", "identity")
 TARGET_TYPES = ("checking", "savings")
 PRESET_TYPES = ("amount", "percent")
+
+
+def _preset_type_message(value: Any) -> str:
+    if isinstance(value, dict):
+        # The spec writes the pair as `allocation.type.amount` with `allocation.type.value`: read literally,
+        # an object. Say how it is sent here (docs/api.md, Link tokens).
+        return (
+            f"must be a string, one of {', '.join(PRESET_TYPES)}, with the number in allocation.value beside it "
+            '(the spec\'s allocation.type.amount and allocation.type.value: {"type": "amount", "value": 5000})'
+        )
+    return f"must be one of {', '.join(PRESET_TYPES)}"
+
+
 MAX_AMOUNT_CENTS = 10_000_000  # $100,000 per paycheck: anything above is a unit mistake, not a wish.
 MAX_TARGETS = 10
 MAX_REQUIRED_JOBS = 10  # four names exist; repeats are tolerated (they collapse), a flood is not
@@ -81,7 +94,7 @@ class LinkTokenAllocation(RequestModel):
     )
 
     targets: array(Target, max_items=MAX_TARGETS)
-    type: one_of(PRESET_TYPES) | None = None
+    type: one_of(PRESET_TYPES, message=_preset_type_message) | None = None
     value: (
         integer(1, MAX_AMOUNT_CENTS, description="Cents for amount, whole percent (1-100) for percent.")
         | None

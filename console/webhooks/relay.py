@@ -31,6 +31,7 @@ from console import runslots
 from console.core.bodies import RequestModel, field_error, integer, text, validate
 from console.core.errors import NotFound, ServiceError, shown
 from console.core.timeutil import isoformat, utcnow
+from console.db.locking import lock_row
 from console.events.models import EVENT_TYPES
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -76,6 +77,9 @@ def open_listener(key: ApiKey, body: Any) -> tuple[Webhook, bool]:
     """The key's relayed webhook, created or brought up to date with `body`; (webhook, created)."""
     request = validate(ListenRequest, body or {})
     events = list(dict.fromkeys(request.enabled_events)) if request.enabled_events else None
+    # One per key even when two listeners start at once: without the lock both found none and both made one,
+    # and each event then went to the key's listeners twice.
+    lock_row(ApiKey, key.id)
     webhook = db.session.scalars(
         select(Webhook).where(
             Webhook.api_key_id == key.id, Webhook.url == urls.RELAY_URL, Webhook.deleted_at.is_(None)
@@ -273,6 +277,10 @@ def report(webhook: Webhook, attempt_id: str, body: Any) -> dict[str, Any]:
         token = uuid.UUID(str(attempt_id))
     except ValueError:
         raise NotFound(f"No attempt {shown(attempt_id)} handed out for this webhook.") from None
+    # Reports for one webhook are recorded one after the other: two of one attempt at once (a listener's retry
+    # of a report that was slow, not lost) both found it handed out and both stored an attempt, so the
+    # delivery counted one attempt and listed two. The second now finds it recorded: 409 RELAY_LEASE_LOST.
+    lock_row(Webhook, webhook.id)
     _note_seen(webhook)
     trip = db.session.scalars(
         select(RelayRoundTrip).where(

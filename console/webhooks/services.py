@@ -22,6 +22,7 @@ from console.core.errors import (
     shown,
 )
 from console.core.timeutil import isoformat, utcnow
+from console.db.locking import lock_row
 from console.events.models import EVENT_TYPES, Event
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -192,8 +193,8 @@ def create_webhook(key: ApiKey, body: Any) -> Webhook:
 
 def add_webhook(key: ApiKey, url: str, enabled_events: list[str], version: str, status: str) -> Webhook:
     """Insert a webhook whose fields are valid, within the key's quota."""
-    # Lock the key row (PostgreSQL) so two concurrent creates cannot both pass the quota.
-    db.session.execute(select(ApiKey.id).where(ApiKey.id == key.id).with_for_update())
+    # Lock the key row so two concurrent creates cannot both pass the quota.
+    lock_row(ApiKey, key.id)
     limit = webhooks_per_key()
     if owned_count(key.id) >= limit:
         raise Forbidden(

@@ -80,7 +80,8 @@ def test_business_days_make_a_federal_switch_sent(app, api, workspace):
         ({"seconds": 1e300}, {"seconds"}),
         ({"business_days": 10**9}, {"business_days"}),
         ({"business_days": 300}, {"business_days"}),
-        ({"minutes": 5}, {"minutes", "seconds", "hours", "days", "business_days"}),
+        ({"minutes": 5}, {"minutes"}),
+        ({}, {"seconds", "hours", "days", "business_days"}),
         ({"seconds": 5, "extra": 1}, {"extra"}),
     ],
 )
@@ -88,6 +89,25 @@ def test_bad_advances_are_400_naming_the_fields(api, body, fields):
     error = assert_error(api.post("/sandbox/clock/advance", json=body), 400, "INVALID_REQUEST_PARAMETERS")
     assert {f["name"] for f in error["fields"]} == fields
     assert api.get("/sandbox/clock").get_json()["data"]["offset_seconds"] == 0
+
+
+def test_an_unknown_unit_is_the_only_field_named_and_the_message_lists_the_units(api):
+    """`{"minutes": 5}` named five bad fields, four of them fields the caller never sent."""
+    error = assert_error(
+        api.post("/sandbox/clock/advance", json={"minutes": 5}), 400, "INVALID_REQUEST_PARAMETERS"
+    )
+    assert error["fields"] == [{"name": "minutes", "message": "is not a known field"}]
+    assert error["message"] == (
+        "Invalid request parameters: minutes. Give exactly one of seconds, hours, days, business_days."
+    )
+    # No body at all: the four units are named, and the message says to pick one.
+    error = assert_error(api.post("/sandbox/clock/advance", json={}), 400, "INVALID_REQUEST_PARAMETERS")
+    assert error["message"].endswith(". Give exactly one of seconds, hours, days, business_days.")
+    # A bad amount of a real unit keeps the usual message.
+    error = assert_error(
+        api.post("/sandbox/clock/advance", json={"hours": -1}), 400, "INVALID_REQUEST_PARAMETERS"
+    )
+    assert error["message"] == "Invalid request parameters: hours."
 
 
 def test_non_finite_numbers_are_refused(api):

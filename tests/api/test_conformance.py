@@ -557,6 +557,27 @@ def test_an_endpoint_refusing_everything_fails_and_its_refusals_are_qualified(ap
     assert f"api_key_id {workspace.key_ids['sandbox']}" in checks["signed_event"]["detail"]
     for name in ("forged_signature", "altered_body", "stale_timestamp"):
         assert checks[name]["passed"] and "proves little" in checks[name]["warning"]
+    # The event check's failure points at the signature, not at the event's fields: a receiver verifying with
+    # another key's secret (another mode's) was told to "accept every event … including fields you do not use".
+    detail = checks["event:account.added"]["detail"]
+    assert "see the signed event check" in detail and "fields you do not use" not in detail
+
+
+def test_an_endpoint_refusing_only_one_event_type_is_told_to_accept_it(app, api, workspace):
+    class RefusesSwitches(Endpoint):
+        def __call__(self, record: dict):
+            if b"direct_deposit_switch" in record["body"]:
+                return 400, b"unknown event"
+            return super().__call__(record)
+
+    with Receiver(RefusesSwitches(workspace.secrets["sandbox"])) as rx:
+        hook = create_webhook(api, rx.url, events=["account.added", "direct_deposit_switch.added"])
+        report = run_check(api, hook["id"])
+    assert failed(report) == {
+        "event:direct_deposit_switch.added",
+        "event:direct_deposit_switch.added:without_action",
+    }
+    assert "fields you do not use" in by_name(report)["event:direct_deposit_switch.added"]["detail"]
 
 
 def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
@@ -604,3 +625,43 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
     assert signed_event["received"]["status"] is None and signed_event["received"]["error"].startswith(
         "timeout"
     )
+
+
+def test_starts_at_the_same_moment_queue_one_run_and_refuse_the_other(app, api, workspace, monkeypatch):
+    """Two POSTs at once both counted no active run of the webhook; the second insert broke the partial unique
+    index and answered 500. Now they are counted one after the other: 202, then 409 CONFLICT."""
+    import contextlib
+
+    import requests
+    from werkzeug.serving import make_server
+
+    from tests.conftest import VERSION
+
+    hook = create_webhook(api, "http://127.0.0.1:9/hooks")
+    barrier, limits = threading.Barrier(2, timeout=2), runs._limits
+
+    def limits_after_both_counted(app_):
+        # Reached after the per-webhook count: without the lock both requests get here before either inserts;
+        # with it the other waits for this one's commit, so the wait gives up after 2 s.
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait()
+        return limits(app_)
+
+    monkeypatch.setattr(runs, "_limits", limits_after_both_counted)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/sandbox/webhooks/{hook['id']}/conformance"
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
+    answers: list = []
+    try:
+        senders = [
+            threading.Thread(target=lambda: answers.append(requests.post(url, headers=headers, timeout=60)))
+            for _ in range(2)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    finally:
+        server.shutdown()
+    assert sorted(a.status_code for a in answers) == [202, 409], [a.text for a in answers]

@@ -168,6 +168,35 @@ def test_an_api_call_without_v1_in_its_path_is_told_the_path_it_meant(client, wo
     assert client.get("/sandbox/nothing", headers=headers).content_type.startswith("text/html")
 
 
+def test_the_404_for_a_path_without_v1_carries_the_api_headers(client, workspace):
+    """Answered in the API's error shape, it lacked the Service-Version header every API answer carries."""
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-04-18"}
+    for path in ("/sandbox/link_tokens", "/sandbox/sandbox/v1/link_tokens"):
+        response = client.post(path, json={}, headers=headers)
+        assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+        assert response.headers["Service-Version"] == "2023-04-18"
+        assert _is_uuid(response.headers["x-service-request-id"])
+    # A console page keeps its own headers.
+    assert "Service-Version" not in client.get("/sandbox/jobs").headers
+
+
+def test_a_trailing_slash_is_named_as_the_problem(api):
+    """`…/v1/link_tokens/` (a client joining paths with a slash) got only "No endpoint at …/link_tokens/."."""
+    error = assert_error(api.post("/link_tokens/", json={}), 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
+    assert error["message"] == (
+        "No endpoint at /sandbox/v1/link_tokens/. Leave out the trailing slash: /sandbox/v1/link_tokens."
+    )
+    # A path that exists without the slash for other methods only (GET): still the slash, then the 405.
+    assert (
+        "Leave out the trailing slash: /sandbox/v1/link_tokens."
+        in api.get("/link_tokens/").get_json()["error"]["message"]
+    )
+    # No such endpoint without the slash either: nothing to suggest.
+    assert assert_error(api.get("/nothing/"), 404, "RECORD_NOT_FOUND")["message"] == (
+        "No endpoint at /sandbox/v1/nothing/."
+    )
+
+
 def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, workspace):
     """`$BASE/sandbox/v1/link_tokens` with BASE already ending in /sandbox (docs/api.md once showed that full
     path beside the README's $BASE): it reached the console's HTML 404."""
@@ -184,6 +213,13 @@ def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, 
     )
     assert (
         "endpoint is /v1/jobs." in client.get("/api/v1/jobs", headers=headers).get_json()["error"]["message"]
+    )
+    # Another mode's base before this one's (a sandbox-only client, pcc.py, given the development base URL).
+    assert client.post("/development/sandbox/v1/link_tokens", json={}, headers=headers).get_json()["error"][
+        "message"
+    ] == (
+        "No endpoint at /development/sandbox/v1/link_tokens. It puts another mode's base URL, /development, "
+        "before this one's: the endpoint is /sandbox/v1/link_tokens."
     )
     # Not an endpoint after the repeat either, or not an API call: the console's page, as before.
     assert client.get("/sandbox/sandbox/v1/nothing", headers=headers).content_type.startswith("text/html")
@@ -287,6 +323,27 @@ def test_an_answer_given_before_the_version_check_names_the_version_asked_for(cl
     # A version the service does not serve is not echoed as if it were used: the latest is named.
     unknown = Api(client, "sk_sandbox_not_a_key").get("/jobs", headers={"Service-Version": "1999-01-01"})
     assert unknown.headers["Service-Version"] == "2023-11-22"
+
+
+def test_a_secret_in_quotes_is_401_saying_to_drop_them(client, workspace):
+    """`docker run --env-file` keeps the quotes of `API_SECRET="sk_…"`; the 401 said only "not a valid API
+    secret: send a whole secret as it was shown", and the secret looked whole."""
+    secret = workspace.secrets["sandbox"]
+    for quoted in (f'"{secret}"', f"'{secret}'"):
+        error = assert_error(
+            Api(client, quoted).post("/link_tokens", json=LINK_TOKEN),
+            401,
+            "UNAUTHORIZED_REQUEST",
+            "INVALID_API_SECRET",
+        )
+        assert (
+            error["message"] == "The x-api-secret is wrapped in quotes: send the secret alone, without them."
+        )
+    # One quote alone is just a wrong secret.
+    error = assert_error(
+        Api(client, f'"{secret}').post("/link_tokens", json=LINK_TOKEN), 401, "UNAUTHORIZED_REQUEST"
+    )
+    assert "wrapped in quotes" not in error["message"]
 
 
 def test_a_secret_sent_as_a_bearer_token_is_401_saying_where_it_goes(client, workspace):

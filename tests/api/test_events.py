@@ -102,6 +102,29 @@ def test_bad_filters(api, params, field):
     assert [f["name"] for f in error["fields"]] == [field]
 
 
+def test_a_since_whose_plus_was_read_as_a_space_says_so(app, api, workspace):
+    """An event's own created_at put in the URL unencoded (`?since=2026-11-01T00:00:00.000000+00:00`) arrives
+    with a space for the +, and the 400 said only "must be an ISO 8601 datetime" of a value in the API's format."""
+    emit(app, workspace)
+    raw = (
+        "/sandbox/v1/events?since=2026-11-01T00:00:00.000000+00:00"  # unencoded, as a formatted URL sends it
+    )
+    error = assert_error(api.client.get(raw, headers=api.headers()), 400, "INVALID_REQUEST_PARAMETERS")
+    assert error["fields"] == [
+        {
+            "name": "since",
+            "message": "must be an ISO 8601 datetime, e.g. 2024-01-31T12:00:00Z; it reads "
+            "'2026-11-01T00:00:00.000000 00:00': a + in a URL's query string is a space, so send the offset's + "
+            "as %2B (or end the time with Z)",
+        }
+    ]
+    encoded = api.get("/events", query_string={"since": "2026-11-01T00:00:00.000000+00:00"})
+    assert encoded.status_code == 200 and encoded.get_json()["meta"]["count"] == 1
+    # Anything else unparsable keeps the plain message.
+    error = assert_error(api.get("/events?since=next week"), 400, "INVALID_REQUEST_PARAMETERS")
+    assert error["fields"][0]["message"] == "must be an ISO 8601 datetime, e.g. 2024-01-31T12:00:00Z"
+
+
 def test_pagination(app, api, workspace):
     made = [emit(app, workspace, minutes=-i) for i in range(5)]
     first = api.get("/events", query_string={"limit": 2}).get_json()
@@ -253,3 +276,50 @@ def test_get_event_shows_every_attempt(app, api, api_for, workspace):
         assert delivery["status"] == "pending" and delivery["next_attempt_at"]
     assert_error(api_for("development").get(f"/events/{event_id}"), 404, "RECORD_NOT_FOUND")
     assert_error(api.get(f"/events/{uuid.uuid4()}"), 404, "RECORD_NOT_FOUND")
+
+
+@pytest.mark.committing
+def test_resends_at_the_same_moment_to_a_webhook_made_after_the_event_do_not_500(
+    app, api, workspace, monkeypatch
+):
+    """Both resends found no delivery of the event to the new webhook and both inserted one: the second broke
+    the (event, webhook) unique index and answered 500. Now they run one after the other."""
+    import contextlib
+    import threading
+
+    import requests
+    from werkzeug.serving import make_server
+
+    from tests.conftest import VERSION
+
+    event_id = emit(app, workspace)
+    webhook_id = hook(api, "http://127.0.0.1:9/hooks")  # made after the event: it has no delivery of it yet
+    barrier, found = threading.Barrier(2, timeout=2), queries.deliveries_by_event
+
+    def found_after_both_looked(event_ids):
+        rows = found(event_ids)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait()  # with the lock the other resend cannot look yet: this gives up after 2 s
+        return rows
+
+    monkeypatch.setattr(queries, "deliveries_by_event", found_after_both_looked)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/events/{event_id}/resend"
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
+    answers: list = []
+
+    def send() -> None:
+        answers.append(requests.post(url, json={"webhook_id": webhook_id}, headers=headers, timeout=60))
+
+    try:
+        senders = [threading.Thread(target=send) for _ in range(2)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    finally:
+        server.shutdown()
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    deliveries = api.get(f"/events/{event_id}").get_json()["data"]["deliveries"]
+    assert [d["webhook_id"] for d in deliveries] == [webhook_id]

@@ -294,6 +294,19 @@ def test_a_query_parameter_the_endpoint_does_not_take_is_a_400_naming_it(api, ap
         assert_names(other.get("/accounts?enduser_id=u"), "enduser_id")
 
 
+def test_a_repeated_query_parameter_is_a_400_naming_it_unless_it_takes_several(api, app, workspace):
+    """`?outcome=success&outcome=error` answered the success jobs alone, as if the list held both outcomes."""
+    with app.app_context():
+        new_switch(workspace.id, "success")
+        new_switch(workspace.id, "error")
+    error = assert_names(api.get("/jobs?outcome=success&outcome=error"), "outcome")
+    assert error["fields"][0]["message"] == "is given 2 times; it takes one value (one call per value)"
+    assert_names(api.get("/jobs?limit=1&limit=2"), "limit")
+    # An array parameter takes repeats, as the document says (`supported_jobs`: comma-separated or repeated).
+    response = api.get("/platforms?supported_jobs=income&supported_jobs=employment&limit=1")
+    assert response.status_code == 200, response.get_json()
+
+
 @pytest.mark.parametrize(
     ("path", "first", "other"),
     [

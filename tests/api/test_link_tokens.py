@@ -339,12 +339,30 @@ def test_account_must_belong_to_this_workspace_and_mode(app, client, api, api_fo
 def test_on_demand_update_on_a_partner_platform_needs_matching_data_again(app, api, workspace):
     account_id = _make_account(app, workspace, partner=True)
     error = expect_fields(
-        api.post("/link_tokens", json=body(account_id=account_id)), "end_user.platform_matching"
+        api.post("/link_tokens", json=body(account_id=account_id, end_user_id=...)),
+        "end_user.platform_matching",
     )
     assert "partner" in error["fields"][0]["message"]
     payload = with_matching()
     payload["account_id"] = account_id
+    del payload["end_user_id"]  # it carries over from the first connection
     assert api.post("/link_tokens", json=payload).status_code == 200
+
+
+def test_on_demand_update_with_another_end_user_id_is_refused(app, api, workspace):
+    """The token was made, and its switch's event carried the other end_user_id while the account kept the
+    first: a backend tying events to users by end_user_id filed the switch under the wrong person."""
+    account_id = _make_account(app, workspace)  # its end_user_id is user-first
+    error = expect_fields(
+        api.post("/link_tokens", json=body(account_id=account_id, end_user_id="user-other")), "end_user_id"
+    )
+    assert error["fields"][0]["message"] == (
+        f"differs from the end_user_id of account {account_id} (user-first), which an on-demand update keeps: "
+        "leave end_user_id out, or send that one"
+    )
+    for same in ("user-first", ...):
+        response = api.post("/link_tokens", json=body(account_id=account_id, end_user_id=same))
+        assert response.status_code == 200, response.get_json()
 
 
 @pytest.mark.parametrize(
@@ -386,6 +404,20 @@ def test_preconfigured_amounts_are_stored(app, api, changes, expected):
 )
 def test_preconfigured_amount_rules(api, changes, field):
     expect_fields(api.post("/link_tokens", json=body(**changes)), field)
+
+
+def test_the_specs_allocation_type_object_is_told_how_the_pair_is_sent(api):
+    """The spec writes the pair as `allocation.type.amount` with `allocation.type.value`; sent literally, as an
+    object, it got "must be one of amount, percent", which does not say where the number goes."""
+    spec_literal = {"targets": [TARGET], "type": {"amount": 5000, "value": 5000}}
+    response = api.post("/link_tokens", json=body(allocation=spec_literal))
+    assert expect_fields(response, "allocation.type")["fields"][0]["message"] == (
+        "must be a string, one of amount, percent, with the number in allocation.value beside it (the spec's "
+        'allocation.type.amount and allocation.type.value: {"type": "amount", "value": 5000})'
+    )
+    bonus = {"targets": [TARGET], "type": "bonus", "value": 3}
+    error = expect_fields(api.post("/link_tokens", json=body(allocation=bonus)), "allocation.type")
+    assert error["fields"][0]["message"] == "must be one of amount, percent"
 
 
 def test_disable_direct_deposit_splitting_is_stored(app, api):

@@ -404,3 +404,103 @@ def test_a_payroll_platform_sent_as_program_id_is_refused_by_name_not_asked_for_
     assert "is a payroll platform" in error["message"] and "platform_id" in error["message"]
     # The same platform as platform_id goes on to its login, as before.
     link_error(complete(api, new_token(api), platform_id=PAYCREST), "CREDENTIALS_REQUIRED")
+
+
+def test_another_platform_than_the_one_the_flow_is_on_is_refused_not_ignored(api):
+    """A token routed to Paycrest, completed with another platform_id, made the switch on Paycrest: no step
+    reads the choice once a platform is chosen, and the CI passed believing it switched on the other one."""
+    harbor = str(PLATFORM_IDS["harbor-pay"])
+    routed = new_token(api, platform_id=PAYCREST)
+    error = link_error(
+        complete(api, routed, platform_id=harbor, credentials=creds("user_good")), "INVALID_SELECTION"
+    )
+    assert error["message"] == (
+        f"platform_id {harbor} is not the platform this flow is on: it is on Paycrest (platform_id {PAYCREST}), "
+        "since the Link token's platform_id or employer_id routes straight to it. Leave platform_id out to go "
+        "on there, or create a new Link token to choose another."
+    )
+    # Recoverable, and nothing was attempted: the same call without it (or naming Paycrest) goes on.
+    assert (
+        ok(complete(api, routed, platform_id=PAYCREST, credentials=creds("user_good")))["platform_id"]
+        == PAYCREST
+    )
+
+    # Chosen by an earlier call (search, then a wrong password): the retry may not switch platforms either.
+    searched = new_token(api)
+    link_error(
+        complete(api, searched, platform_id=PAYCREST, credentials=creds("user_good", "x")),
+        "INVALID_CREDENTIALS",
+    )
+    error = link_error(
+        complete(api, searched, program_id=SSA, credentials=creds("user_good")), "INVALID_SELECTION"
+    )
+    assert "since it was chosen on search (by a platform_id, employer_id or program_id" in error["message"]
+    # An employer on the flow's own platform is the same choice.
+    employer_on_paycrest = next(
+        e["id"] for e in api.get("/employers?limit=100").get_json()["data"] if e["platform_id"] == PAYCREST
+    )
+    ok(complete(api, searched, employer_id=employer_on_paycrest, credentials=creds("user_good")))
+
+    # A matched platform, and another platform_id beside it.
+    matching = new_token(api, end_user={"platform_matching": SANDBOX_MATCH_IDENTITIES["one"]})
+    matched = str(PLATFORM_IDS[SANDBOX_MATCH_EXPECTED["one"][0]])
+    error = link_error(
+        complete(api, matching, matched_platform_id=matched, platform_id=PAYCREST, mfa={"code": "123456"}),
+        "INVALID_SELECTION",
+    )
+    assert "it is the matched platform chosen (matched_platform_id)" in error["message"]
+
+    # An on-demand update is on its account's platform.
+    update = new_token(api, account_id=ok(complete(api, new_token(api), platform_id=PAYCREST,
+                                                   credentials=creds("user_good")))["account_id"], end_user_id=None)  # fmt: skip
+    error = link_error(complete(api, update, platform_id=harbor), "INVALID_SELECTION")
+    assert "account_id (an on-demand update) routes straight to it" in error["message"]
+
+
+@pytest.mark.committing
+def test_completions_racing_to_start_one_tokens_flow_answer_as_one_after_the_other(
+    app, api, workspace, monkeypatch
+):
+    """Two completions of a new token at once (a CI's retry of a timed-out call without an Idempotency-Key)
+    both found no flow and both started one: the loser's insert broke the session row's unique token id, a 500.
+    Now it runs again on the winner's flow, as Link's own pages do, and is told the token was used."""
+    import threading
+
+    import requests
+    from werkzeug.serving import make_server
+
+    from console.link import flow as link_flow
+    from tests.conftest import VERSION
+
+    token = new_token(api)
+    both_looked = threading.Barrier(2, timeout=20)
+    original_start = link_flow.Flow.start
+
+    def start_together(self):
+        both_looked.wait()  # each request has read "no flow yet" before either starts one
+        original_start(self)
+
+    monkeypatch.setattr(link_flow.Flow, "start", start_together)
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/sandbox/link_tokens/{token['id']}/complete"
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
+    body = {"platform_id": PAYCREST, "credentials": creds("user_good")}
+    answers: list[requests.Response] = []
+    try:
+        senders = [
+            threading.Thread(
+                target=lambda: answers.append(requests.post(url, json=body, headers=headers, timeout=60))
+            )
+            for _ in range(2)
+        ]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    finally:
+        server.shutdown()
+    assert sorted(r.status_code for r in answers) == [200, 400], [r.text for r in answers]
+    loser = next(r for r in answers if r.status_code == 400)
+    assert loser.json()["error"]["code"] == "LINK_TOKEN_ALREADY_USED"
+    assert len(api.get(f"/jobs?link_token_id={token['id']}").get_json()["data"]) == 1

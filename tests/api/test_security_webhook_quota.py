@@ -3,6 +3,7 @@ another added 10 more each time, without end (every event fanned out to all of t
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 
 import pytest
@@ -52,3 +53,130 @@ def test_revoking_full_keys_does_not_make_room_past_the_workspaces_share(app, cl
     monkeypatch.setattr(urls, "resolve", lambda host, port: ["93.184.216.34"])  # never contacted
     other = Api(client, workspace.secrets["development"], "development")
     assert other.post("/webhooks", json=webhook_body("https://hooks.example/h")).status_code == 200
+
+
+def _at_once(app, count: int, send) -> list:
+    """Run `send(base_url)` from `count` threads at once against a real threaded server; their responses."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}/sandbox/v1"
+    responses: list = []
+    try:
+        senders = [threading.Thread(target=lambda: responses.append(send(base))) for _ in range(count)]
+        for sender in senders:
+            sender.start()
+        for sender in senders:
+            sender.join()
+    finally:
+        server.shutdown()
+    return responses
+
+
+def _meeting(parties: int):
+    """A wait for the other request to reach the same point, given up after 2 s: with the lock the other one
+    cannot get there (it waits for this one's commit), without it both read before either writes."""
+    import threading
+
+    barrier = threading.Barrier(parties, timeout=2)
+
+    def meet() -> None:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            barrier.wait()
+
+    return meet
+
+
+@pytest.mark.committing
+def test_creates_at_the_same_moment_do_not_pass_the_quota_together(app, workspace, monkeypatch):
+    """On SQLite `FOR UPDATE` locks nothing and the count ran outside any transaction: two creates both counted
+    room for one and both inserted (six at once on a key holding 8 of 10 made 14)."""
+    import requests
+
+    from console.webhooks import services
+
+    monkeypatch.setitem(app.config, "WEBHOOKS_PER_KEY", 1)
+    counted, meet = services.owned_count, _meeting(2)
+
+    def count_then_meet(key_id):
+        count = counted(key_id)
+        meet()
+        return count
+
+    monkeypatch.setattr(services, "owned_count", count_then_meet)
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
+    responses = _at_once(
+        app,
+        2,
+        lambda base: requests.post(
+            f"{base}/webhooks", json=webhook_body("http://127.0.0.1:9/h"), headers=headers, timeout=60
+        ),
+    )
+    assert sorted(r.status_code for r in responses) == [200, 403], [r.text for r in responses]
+    with app.app_context():
+        assert services.owned_count(uuid.UUID(workspace.key_ids["sandbox"])) == 1
+
+
+@pytest.mark.committing
+def test_two_listeners_starting_at_once_share_the_keys_one_relayed_webhook(
+    app, client, workspace, monkeypatch
+):
+    """Both found no relayed webhook and both made one, so every event went to the key's listeners twice."""
+    import requests
+
+    from console.webhooks import services
+
+    added, meet = services.add_webhook, _meeting(2)
+
+    def meet_then_add(*args, **kwargs):
+        meet()
+        return added(*args, **kwargs)
+
+    monkeypatch.setattr(services, "add_webhook", meet_then_add)
+    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
+    responses = _at_once(
+        app, 2, lambda base: requests.post(f"{base}/sandbox/listen", json={}, headers=headers, timeout=60)
+    )
+    assert [r.status_code for r in responses] == [200, 200], [r.text for r in responses]
+    assert len({r.json()["data"]["id"] for r in responses}) == 1
+    listed = Api(client, workspace.secrets["sandbox"]).get("/webhooks").get_json()["data"]
+    assert [w["url"] for w in listed] == [urls.RELAY_URL]
+
+
+@pytest.mark.committing
+def test_keys_created_at_the_same_moment_do_not_pass_the_keys_per_mode_together(app, workspace, monkeypatch):
+    """The same race on the workspace's keys per mode (`console keys create` twice at once, two console tabs)."""
+    import threading
+
+    from console.keys import services as keys
+
+    monkeypatch.setitem(app.config, "API_KEYS_PER_MODE", 2)  # the workspace holds one development key
+    counted, meet = keys.active_count, _meeting(2)
+
+    def count_then_meet(*args):
+        count = counted(*args)
+        meet()
+        return count
+
+    monkeypatch.setattr(keys, "active_count", count_then_meet)
+    outcomes: list[str] = []
+
+    def create() -> None:
+        with app.app_context():
+            try:
+                keys.create_key(uuid.UUID(workspace.id), "development", "at once")
+                db.session.commit()
+                outcomes.append("created")
+            except Exception as exc:  # the refusal, KEY_LIMIT_REACHED
+                db.session.rollback()
+                outcomes.append(getattr(exc, "code", repr(exc)))
+
+    threads = [threading.Thread(target=create) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["KEY_LIMIT_REACHED", "created"]

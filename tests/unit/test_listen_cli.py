@@ -403,6 +403,52 @@ def test_sandbox_base_accepts_the_root_or_a_base_url():
     assert sandbox_base("http://h:5000/sandbox/v1/") == "http://h:5000/sandbox/v1"
 
 
+@pytest.mark.parametrize(
+    ("api", "mode", "root"),
+    [
+        ("http://h:5000/development", "development", "http://h:5000"),
+        ("http://h:5000/development/v1/", "development", "http://h:5000"),
+        ("http://h:5000/v1", "production", "http://h:5000"),
+    ],
+)
+def test_another_modes_base_url_is_refused_by_name(api, mode, root):
+    """`console trigger --api http://h:5000/development` became `…/development/sandbox/v1`, and the service's
+    404 ("has /development before the base URL") named a path the user never wrote."""
+    from console.listener import Fatal, sandbox_base
+
+    with pytest.raises(Fatal) as refused:
+        sandbox_base(api)
+    assert str(refused.value) == (
+        f"{api} is the {mode} API's base URL; console listen and console trigger use the sandbox: give the "
+        f"server's root ({root}) or its sandbox base URL ({root}/sandbox), and a sandbox key."
+    )
+
+
+def test_trigger_and_listen_say_so_for_another_modes_base_url():
+    """Before any call: nothing listens at h:1, so a call would have failed with a connection error instead."""
+    for command in (("trigger", "success"), ("listen", "--forward-to", "http://127.0.0.1:1/hooks")):
+        result = run_cli(*command, "--api", "http://127.0.0.1:1/development", "--key", "sk_dev_x")
+        assert result.returncode == 1, result.stderr
+        assert "is the development API's base URL; console listen and console trigger use the sandbox" in (
+            result.stderr
+        )
+
+
+@pytest.mark.parametrize(("key", "mode"), [("sk_dev_abcd", "development"), ("sk_live_abcd", "production")])
+def test_another_modes_key_is_refused_by_name_before_any_call(key, mode):
+    """The service's WRONG_MODE said to send the key to its own base URL, which these commands cannot."""
+    from console.listener import Fatal, Service
+
+    with pytest.raises(Fatal) as refused:
+        Service("http://127.0.0.1:1", key)
+    message = str(refused.value)
+    assert message.startswith(f"--key is a {mode} key (") and "give a sandbox key" in message
+    assert key not in message  # the secret is never echoed
+    result = run_cli("trigger", "success", "--api", "http://127.0.0.1:1", "--key", key)
+    assert result.returncode == 1 and f"--key is a {mode} key" in result.stderr
+    assert Service("http://127.0.0.1:1", "sk_sandbox_abcd").base == "http://127.0.0.1:1/sandbox/v1"
+
+
 def test_stop_signals_set_the_event_outside_the_handler_even_inside_set():
     """A handler that set the event itself deadlocked when a second signal came while `set` held the event's
     lock (the worker did, under Ctrl-C plus the master's SIGTERM). In a child process: the handlers and the
