@@ -192,15 +192,32 @@ def _answer(received: dict) -> str:
     return f"answered {received['status']}"
 
 
-def _refuses_signed(checks: list[dict]) -> str | None:
-    """The cause when the endpoint turned away the correctly signed event with a 4xx: it refuses every real
+# A 4xx that says the URL has no receiver, not that the signature was refused: a webhook registered with the
+# wrong path (/webhook for /hooks) passes the refusal checks with its 404s, and was told to check its key.
+NO_RECEIVER = {404: "not found", 405: "method not allowed"}
+
+
+def _signed_refusal(checks: list[dict]) -> int | None:
+    """The 4xx the endpoint turned the correctly signed event away with, if it did: it refuses every real
     delivery, and the failing checks' names ("signed_event, duplicate_event, event:…") hide why."""
     signed = next((c for c in checks if c.get("name") == "signed_event"), None)
     if signed is None or signed.get("passed"):
         return None
     status = (signed.get("received") or {}).get("status")
-    if not isinstance(status, int) or not 400 <= status < 500:
+    return status if isinstance(status, int) and 400 <= status < 500 else None
+
+
+def _refuses_signed(checks: list[dict]) -> str | None:
+    """`_signed_refusal` in a sentence: the URL when the answer says nothing is there, else the key."""
+    status = _signed_refusal(checks)
+    if status is None:
         return None
+    if status in NO_RECEIVER:
+        return (
+            f"it answered {status} ({NO_RECEIVER[status]}) to a correctly signed event: no route of your server "
+            "takes a POST at that URL, so real deliveries go nowhere too: register the path and port your "
+            "receiver serves (the snippets use /hooks on port 8000)"
+        )
     return (
         f"it answered {status} to a correctly signed event, so it refuses real deliveries too: verify with "
         "your own sandbox key (the one on your training page) over the raw body"
@@ -222,6 +239,17 @@ def _answers_if_none_passed(checks: list[dict]) -> set[str] | None:
     }
 
 
+# What answering every check alike most likely means, where a status alone does not say it to a trainee.
+EVERY_CHECK_CAUSES = {
+    # `python3 -m http.server` (exercise 2's page) answers any POST with 501: it is on the receiver's port.
+    "answered 501": (
+        ": 501 is how a static file server such as python3 -m http.server answers a POST, so that port serves "
+        "files, not your receiver: stop it or move it to another port (the page's snippet uses 8080), then "
+        "start your receiver there"
+    ),
+}
+
+
 def _why_failed(report: dict | None) -> str:
     """The cause of a failed report: the failing checks' names when some check passed, else what came back.
 
@@ -236,7 +264,7 @@ def _why_failed(report: dict | None) -> str:
         if len(answers) == 1:
             (answer,) = answers
             if answer.startswith("answered "):
-                return f"it {answer} to every check"
+                return f"it {answer} to every check{EVERY_CHECK_CAUSES.get(answer, '')}"
             return f"no request got an answer ({answer})"
         if answers:
             return f"no check passed ({'; '.join(sorted(answers))})"
@@ -279,8 +307,9 @@ def _failure_label(report: dict | None) -> str:
             return "timeout" if reason == TIMEOUT else "down"
         if got:
             return "no answer" if all(status is None for status, _ in got) else "failing"
-    if _refuses_signed(checks) is not None:
-        return "wrong key?"
+    refused = _signed_refusal(checks)
+    if refused is not None:
+        return "wrong URL?" if refused in NO_RECEIVER else "wrong key?"
     for names, label in _CHECK_LABELS:
         if failed.intersection(names):
             return label
@@ -381,7 +410,7 @@ CURRICULUM: tuple[Exercise, ...] = (
         "Open Link from your own page with the SDK",
         "Link from your page",
         "A page served by your app loads link.js and opens Link with a token your backend created.",
-        "Serve the page from your own origin (e.g. http://localhost:8000), not from the console: load link.js "
+        "Serve the page from your own origin (e.g. http://localhost:8080), not from the console: load link.js "
         "from this server and call Link.open with the token (not the id) of a Link token you created.",
         _solution("link_sdk"),
         check_link_sdk,

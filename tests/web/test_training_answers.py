@@ -1,0 +1,104 @@
+"""Exercise 4's reason and grid word for endpoints that answer, but not as a receiver: what a class showed.
+
+A trainee who registered the wrong path (a 404 to everything) was told on the grid "wrong key?" and on their
+page to verify with their own sandbox key; a trainee whose exercise-2 file server still held the receiver's port
+(`python3 -m http.server` answers every POST with 501) was told only "it answered 501 to every check".
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import threading
+from html import unescape
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from bench.webhooks import Receiver
+from console.training import snippets
+from tests.web.test_training import backend, check_now, create_cohort, join, register, result
+
+# Fixtures of test_training.py, imported so pytest finds them here (the autouse rate limit too).
+from tests.web.test_training import generous_rate_limit as generous_rate_limit
+from tests.web.test_training import trainer as trainer
+
+
+@pytest.fixture
+def cohort(trainer):
+    return create_cohort(trainer)
+
+
+def _cell(grid: str) -> str:
+    return re.search(r'<td data-exercise="conformance"[^>]*>\s*(.*?)</td>', grid, re.S).group(1)
+
+
+@pytest.mark.committing
+def test_an_endpoint_registered_at_a_path_with_no_route_is_told_to_fix_the_url_not_the_key(
+    app, trainer, cohort
+):
+    """Its 404s pass the refusal checks (forged, altered, stale expect a 4xx), so the signed event's 404 read as a
+    verification refusal: "wrong key?" on the grid, "verify with your own sandbox key" on the trainee's page."""
+    trainee = join(app, cohort, "Radia")
+    api = backend(app, trainee)
+    with Receiver(lambda record: (404, b"<h1>Not Found</h1>")) as no_route:
+        hook = register(api, no_route.url.rstrip("/") + "/webhook")
+        assert check_now(app, api, hook["id"])["report"]["passed"] is False
+    failed = result(app, trainee, "conformance")
+    assert failed.label == "wrong URL?"
+    assert "answered 404 (not found) to a correctly signed event" in failed.reason
+    assert "register the path and port your receiver serves" in failed.reason
+    assert "sandbox key" not in failed.reason
+    grid = unescape(trainer.get(f"/training/{cohort['id']}").get_data(as_text=True))
+    assert ">wrong URL?</a>" in _cell(grid)
+    me = unescape(trainee.get("/training/me").get_data(as_text=True))
+    assert "answered 404 (not found)" in me
+
+
+@pytest.mark.committing
+def test_a_wrong_key_is_still_called_a_wrong_key(app, cohort):
+    trainee = join(app, cohort, "Margaret")
+    api = backend(app, trainee)
+    with Receiver(lambda record: (401, b"invalid signature")) as refuses:
+        hook = register(api, refuses.url)
+        check_now(app, api, hook["id"])
+    failed = result(app, trainee, "conformance")
+    assert failed.label == "wrong key?" and "verify with your own sandbox key" in failed.reason
+
+
+@pytest.mark.committing
+def test_a_file_server_on_the_receivers_port_is_named_as_the_cause(app, cohort, tmp_path):
+    """The real `python3 -m http.server` (exercise 2's page server) where the receiver should be."""
+    trainee = join(app, cohort, "Ken")
+    api = backend(app, trainee)
+    (tmp_path / "index.html").write_text("<button id=connect>Connect payroll</button>")
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(tmp_path))
+    handler.log_message = lambda *args: None
+    files = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=files.serve_forever, daemon=True).start()
+    try:
+        hook = register(api, f"http://127.0.0.1:{files.server_address[1]}/hooks")
+        check_now(app, api, hook["id"])
+    finally:
+        files.shutdown()
+        files.server_close()
+    failed = result(app, trainee, "conformance")
+    assert failed.label == "HTTP 501"
+    assert failed.reason.endswith(
+        "it answered 501 to every check: 501 is how a static file server such as python3 -m http.server "
+        "answers a POST, so that port serves files, not your receiver: stop it or move it to another port "
+        "(the page's snippet uses 8080), then start your receiver there."
+    )
+
+
+def test_exercise_2s_page_is_served_on_another_port_than_the_receivers():
+    """Both snippets said 8000: the page's file server, left running, took the port the listener forwards to."""
+    facts = snippets.Facts(secret="sk_sandbox_x")
+    shown = snippets.for_exercises("http://192.168.1.10:5000", facts)
+    page = "\n".join(s.text + s.label for s in shown["link_sdk"])
+    receiver = "\n".join(s.text + s.label for s in shown["own_endpoint"] + shown["conformance"])
+    page_ports = set(re.findall(r"localhost:(\d+)|http\.server (\d+)", page))
+    receiver_ports = set(re.findall(r"localhost:(\d+)/hooks|run -p (\d+)|listen\((\d+)\)", receiver))
+    page_ports = {p for pair in page_ports for p in pair if p}
+    receiver_ports = {p for group in receiver_ports for p in group if p}
+    assert page_ports == {"8080"} and receiver_ports == {"8000"}
