@@ -73,7 +73,7 @@ class Row:
     last_activity: datetime | None = None
     # Exercises left and no API call for STUCK_MINUTES: the grid highlights the row.
     stuck: bool = False
-    # How long ago `last_activity` was, in words ("just now", "4 min ago", "1 h 12 min ago").
+    # How long ago `last_activity` was, in words ("just now", "4 min ago", "1 h ago", "2 d ago").
     last_activity_text: str = ""
 
     @property
@@ -548,12 +548,16 @@ def grid(cohort: Cohort, now: datetime | None = None) -> list[Row]:
 
 
 def ago(moment: datetime, now: datetime) -> str:
+    """In the grid's "Last API call" column. Whole hours past the first: "joined 1 h 12 min ago", bold on a
+    stuck row (the one the trainer looks for an hour in), ran over the row's Remove button at 1280 px."""
     minutes = int((now - moment).total_seconds() // 60)
     if minutes < 1:
         return "just now"
     if minutes < 60:
         return f"{minutes} min ago"
-    return f"{minutes // 60} h {minutes % 60} min ago"
+    if minutes < 24 * 60:
+        return f"{minutes // 60} h ago"
+    return f"{minutes // (24 * 60)} d ago"
 
 
 def summary(cohort: Cohort, rows: list[Row]) -> Summary:
