@@ -67,9 +67,19 @@ def own_webhooks(workspace: Workspace) -> list[Webhook]:
 
 
 def endpoint_name(hook: Webhook) -> str:
-    """How a reason names a trainee's endpoint: its URL, or for a relayed webhook (whose URL is the placeholder
-    relay://console-listen, which the trainee never typed) the listener that forwards to it."""
-    return "your endpoint behind the listener (pcc.py listen)" if hook.url == RELAY_URL else hook.url
+    """How a reason names a trainee's endpoint, mid-sentence: "your endpoint <its URL>", or for a relayed
+    webhook (whose URL is the placeholder relay://console-listen, which the trainee never typed) the listener
+    that forwards to it. One phrase for both, so no sentence reads "Your endpoint your endpoint behind …"."""
+    return (
+        "your endpoint behind the listener (pcc.py listen)"
+        if hook.url == RELAY_URL
+        else f"your endpoint {hook.url}"
+    )
+
+
+def _starting(phrase: str) -> str:
+    """`endpoint_name` at the start of a sentence."""
+    return phrase[:1].upper() + phrase[1:]
 
 
 def check_link_token(workspace: Workspace) -> Result:
@@ -123,7 +133,7 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     good = [h for h in hooks if h.version == WEBHOOK_VERSION and h.status == ACTIVE]
     if good:
         return Result(
-            True, f"Your endpoint {endpoint_name(good[0])} is registered with version {WEBHOOK_VERSION}."
+            True, f"{_starting(endpoint_name(good[0]))} is registered with version {WEBHOOK_VERSION}."
         )
     if not hooks:
         return Result(
@@ -133,12 +143,12 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     if hook.version != WEBHOOK_VERSION:
         return Result(
             False,
-            f"{endpoint_name(hook)} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
+            f"{_starting(endpoint_name(hook))} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
             "old version",
         )
     return Result(
         False,
-        f"{endpoint_name(hook)} is {hook.status}: make it active (PUT status=active).",
+        f"{_starting(endpoint_name(hook))} is {hook.status}: make it active (PUT status=active).",
         str(hook.status),
     )
 
@@ -156,7 +166,9 @@ def check_conformance(workspace: Workspace) -> Result:
     ).all()
     passed = next((r for r in reports if r.passed), None)
     if passed is not None:
-        return Result(True, f"{endpoint_name(hooks[passed.webhook_id])} passed the conformance check.")
+        return Result(
+            True, f"{_starting(endpoint_name(hooks[passed.webhook_id]))} passed the conformance check."
+        )
     latest = (
         f"The latest check of {endpoint_name(hooks[reports[0].webhook_id])} failed: "
         f"{_why_failed(reports[0].report)}."

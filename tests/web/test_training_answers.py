@@ -102,3 +102,26 @@ def test_exercise_2s_page_is_served_on_another_port_than_the_receivers():
     page_ports = {p for pair in page_ports for p in pair if p}
     receiver_ports = {p for group in receiver_ports for p in group if p}
     assert page_ports == {"8080"} and receiver_ports == {"8000"}
+
+
+@pytest.mark.committing
+def test_a_relayed_endpoints_reasons_read_as_sentences(app, cohort):
+    """Through pcc.py listen a class read "Your endpoint your endpoint behind the listener (pcc.py listen) is
+    registered …" and "your endpoint behind the listener (pcc.py listen) passed the conformance check."."""
+    trainee = join(app, cohort, "Hedy")
+    api = backend(app, trainee)
+    assert api.post("/sandbox/listen", json={"version": "2023-11-22"}).status_code in (200, 201)
+    registered = result(app, trainee, "own_endpoint").reason
+    assert (
+        registered
+        == "Your endpoint behind the listener (pcc.py listen) is registered with version 2023-11-22."
+    )
+    direct = join(app, cohort, "Grace")
+    hook = register(backend(app, direct), "http://127.0.0.1:9/hooks")
+    assert result(app, direct, "own_endpoint").reason == (
+        "Your endpoint http://127.0.0.1:9/hooks is registered with version 2023-11-22."
+    )
+    assert backend(app, direct).put(f"/webhooks/{hook['id']}", json={"status": "paused"}).status_code == 200
+    assert result(app, direct, "own_endpoint").reason == (
+        "Your endpoint http://127.0.0.1:9/hooks is paused: make it active (PUT status=active)."
+    )
