@@ -262,6 +262,20 @@ EVERY_CHECK_CAUSES = {
 }
 
 
+def _every_check_cause(answer: str) -> str:
+    """What answering every check `answer` ("answered 308") most likely means, after a colon; "" if nothing."""
+    if answer in EVERY_CHECK_CAUSES:
+        return EVERY_CHECK_CAUSES[answer]
+    status = answer.removeprefix("answered ")
+    if len(status) == 3 and status.startswith("3"):
+        # Flask's route "/hooks/" answers a POST to /hooks with 308; deliveries never follow a redirect.
+        return (
+            f": {status} is a redirect, and deliveries do not follow redirects: register the URL your receiver "
+            "answers at itself (a route declared with a trailing slash, /hooks/, redirects /hooks)"
+        )
+    return ""
+
+
 def _why_failed(report: dict | None) -> str:
     """The cause of a failed report: the failing checks' names when some check passed, else what came back.
 
@@ -276,7 +290,7 @@ def _why_failed(report: dict | None) -> str:
         if len(answers) == 1:
             (answer,) = answers
             if answer.startswith("answered "):
-                return f"it {answer} to every check{EVERY_CHECK_CAUSES.get(answer, '')}"
+                return f"it {answer} to every check{_every_check_cause(answer)}"
             return f"no request got an answer ({answer})"
         if answers:
             return f"no check passed ({'; '.join(sorted(answers))})"

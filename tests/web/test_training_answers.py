@@ -125,3 +125,20 @@ def test_a_relayed_endpoints_reasons_read_as_sentences(app, cohort):
     assert result(app, direct, "own_endpoint").reason == (
         "Your endpoint http://127.0.0.1:9/hooks is paused: make it active (PUT status=active)."
     )
+
+
+@pytest.mark.committing
+def test_an_endpoint_that_redirects_every_delivery_is_told_deliveries_do_not_follow(app, cohort):
+    """Flask's `@app.post("/hooks/")` answers a POST to /hooks with 308: the reason said only "it answered 308 to
+    every check"."""
+    trainee = join(app, cohort, "Linus")
+    api = backend(app, trainee)
+    with Receiver(lambda record: (308, b"", {"Location": "/hooks/"})) as slash:
+        hook = register(api, slash.url.rstrip("/") + "/hooks")
+        check_now(app, api, hook["id"])
+    failed = result(app, trainee, "conformance")
+    assert failed.label == "HTTP 308"
+    assert "it answered 308 to every check: 308 is a redirect, and deliveries do not follow redirects" in (
+        failed.reason
+    )
+    assert "a trailing slash, /hooks/, redirects /hooks" in failed.reason
