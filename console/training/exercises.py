@@ -9,6 +9,7 @@ search by a backend (`LinkToken.outside_lookup_at`) and the jobs' transitions. E
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from console.jobs.models import Job, JobTransition
 from console.jobs.plans import PENDING, SENT, SUCCESS
 from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
+from console.requestlog.models import RequestLogEntry
+from console.training.models import own_call
 from console.webhooks import own_inbox
 from console.webhooks.models import ACTIVE, Webhook
 from console.webhooks.urls import RELAY_URL
@@ -100,9 +103,64 @@ def check_link_token(workspace: Workspace) -> Result:
             "Only the console has created Link tokens: send POST /v1/link_tokens from your code.",
             "console only",
         )
+    refused = _refused_link_token_request(workspace)
+    if refused is not None:
+        return refused
     return Result(
         False, "No Link token yet: send POST /v1/link_tokens from your backend with your sandbox key."
     )
+
+
+def _refused_link_token_request(workspace: Workspace) -> Result | None:
+    """The trainee's newest own POST /v1/link_tokens, when the API refused it: what it said, and on the grid
+    "HTTP 400". A trainee whose backend sent a wrong body or header read "No Link token yet: send POST
+    /v1/link_tokens …", alike to one who never tried; the trainer's grid showed the same quiet dot.
+
+    Found in the own-calls partial index (`models.own_call`), which covers these columns, so a log full of a
+    listener's polls is not walked; the answer's body is read only for a refusal, by its row's key."""
+    asked = (
+        RequestLogEntry.workspace_id == workspace.id,
+        RequestLogEntry.method == "POST",
+        RequestLogEntry.path.like("%/v1/link_tokens"),
+    )
+    latest = db.session.execute(
+        select(RequestLogEntry.created_at, RequestLogEntry.status)
+        .where(*asked, own_call())
+        .order_by(RequestLogEntry.created_at.desc())
+        .limit(1)
+    ).first()
+    if latest is None or latest.status is None or latest.status < 400:
+        return None
+    body = db.session.scalar(
+        select(RequestLogEntry.response_body)
+        .where(*asked, RequestLogEntry.created_at == latest.created_at)
+        .limit(1)
+    )
+    said = _api_error(body or "")
+    return Result(
+        False,
+        f"The API refused your backend's last POST /v1/link_tokens: {latest.status}"
+        + (f" {said}" if said else "")
+        + ". Fix what it names and send it again.",
+        f"HTTP {latest.status}",
+    )
+
+
+def _api_error(body: str) -> str:
+    """An API error body (docs/api.md) in a few words: its code, then each refused field or else its message,
+    e.g. "INVALID_FIELDS (allocation: is required)"; "" when the body is not one."""
+    try:
+        error = json.loads(body or "").get("error") or {}
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(error, dict):
+        return ""
+    fields = [
+        f"{f.get('name')}: {f.get('message')}" for f in error.get("fields") or [] if isinstance(f, dict)
+    ]
+    detail = "; ".join(fields) if fields else str(error.get("message") or "")
+    code = str(error.get("code") or "")
+    return f"{code} ({detail})" if code and detail else code or detail
 
 
 def check_link_sdk(workspace: Workspace) -> Result:

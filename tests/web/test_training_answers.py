@@ -16,7 +16,9 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from bench.webhooks import Receiver
+from console.requestlog.writer import writer_for
 from console.training import snippets
+from tests.factories import LINK_TOKEN
 from tests.web.test_training import backend, check_now, create_cohort, join, register, result
 
 # Fixtures of test_training.py, imported so pytest finds them here (the autouse rate limit too).
@@ -142,3 +144,28 @@ def test_an_endpoint_that_redirects_every_delivery_is_told_deliveries_do_not_fol
         failed.reason
     )
     assert "a trailing slash, /hooks/, redirects /hooks" in failed.reason
+
+
+@pytest.mark.committing
+def test_a_link_token_request_the_api_refused_says_what_it_said(app, trainer, cohort):
+    """A trainee whose backend sent a body without `allocation` read "No Link token yet: send POST
+    /v1/link_tokens …", as one who never tried, and the grid showed the same quiet dot for both."""
+    trainee = join(app, cohort, "Alan")
+    api = backend(app, trainee)
+    assert "No Link token yet" in result(app, trainee, "link_token").reason
+    body = {"org_name": "Acme", "end_user_id": "user-1", "required_jobs": ["direct_deposit_switch"]}
+    refused = api.post("/link_tokens", json=body)
+    assert refused.status_code == 400
+    writer_for(app).flush()  # the request log's background writer, as a poll a second later finds it
+    failed = result(app, trainee, "link_token")
+    assert failed.label == "HTTP 400", failed
+    assert failed.reason == (
+        "The API refused your backend's last POST /v1/link_tokens: 400 INVALID_FIELDS (allocation: is required). "
+        "Fix what it names and send it again."
+    )
+    grid = unescape(trainer.get(f"/training/{cohort['id']}").get_data(as_text=True))
+    cell = re.search(r'<td data-exercise="link_token"[^>]*>\s*(.*?)</td>', grid, re.S).group(1)
+    assert ">HTTP 400</a>" in cell
+    # Sent again, right: done, whatever came before.
+    assert api.post("/link_tokens", json={**body, "allocation": LINK_TOKEN["allocation"]}).status_code == 200
+    assert result(app, trainee, "link_token").done is True
