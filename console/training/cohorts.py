@@ -187,7 +187,12 @@ def get_cohort(cohort_id: uuid.UUID | str) -> Cohort:
 def by_join_token(token: str) -> Cohort:
     cohort = db.session.scalars(select(Cohort).where(Cohort.join_token == token)).first() if token else None
     if cohort is None:
-        raise NotFound("This join link is not valid: ask your trainer for the current one.")
+        # Most often typed from the projector: the token mixes letters and digits that read alike there.
+        raise NotFound(
+            "No class has this join link. Typed it from the screen? Check it character by character (l, I and "
+            "1, O and 0 look alike, and capitals count) or scan its QR code; else ask your trainer for the "
+            "current one."
+        )
     return cohort
 
 

@@ -19,6 +19,7 @@ from bench.webhooks import Receiver
 from console.requestlog.writer import writer_for
 from console.training import snippets
 from tests.factories import LINK_TOKEN
+from tests.web.conftest import Visitor
 from tests.web.test_training import backend, check_now, create_cohort, join, register, result
 
 # Fixtures of test_training.py, imported so pytest finds them here (the autouse rate limit too).
@@ -169,3 +170,15 @@ def test_a_link_token_request_the_api_refused_says_what_it_said(app, trainer, co
     # Sent again, right: done, whatever came before.
     assert api.post("/link_tokens", json={**body, "allocation": LINK_TOKEN["allocation"]}).status_code == 200
     assert result(app, trainee, "link_token").done is True
+
+
+def test_a_mistyped_join_link_says_how_to_get_it_right(app, cohort):
+    """Typed from the projector, a join link's token is easy to get wrong (l and 1, O and 0): the page said only
+    "This join link is not valid: ask your trainer for the current one"."""
+    visitor = Visitor(app.test_client())
+    path = "/" + cohort["join"].split("://", 1)[1].split("/", 1)[1]
+    answer = visitor.get(path[:-1] + ("x" if path[-1] != "x" else "y"))
+    assert answer.status_code == 404
+    page = unescape(answer.get_data(as_text=True))
+    assert "No class has this join link. Typed it from the screen?" in page
+    assert "scan its QR code" in page
