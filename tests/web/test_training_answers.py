@@ -182,3 +182,18 @@ def test_a_mistyped_join_link_says_how_to_get_it_right(app, cohort):
     page = unescape(answer.get_data(as_text=True))
     assert "No class has this join link. Typed it from the screen?" in page
     assert "scan its QR code" in page
+
+
+def test_once_a_webhook_is_held_the_button_says_pressing_again_replaces_it(app, cohort):
+    """After the first press the page showed the same "Miss a webhook" button beside the held token: pressed
+    again (nothing seemed to happen), it held back a new switch, and a lookup of the first token no longer
+    counted."""
+    trainee = join(app, cohort, "Whitfield")
+    page = trainee.get("/training/me").get_data(as_text=True)
+    assert ">Miss a webhook</button>" in page and "Miss another webhook" not in page
+    assert trainee.post("/training/me/miss-webhook").status_code == 302
+    page = unescape(trainee.get("/training/me").get_data(as_text=True))
+    held = re.search(r"Held Link token: <code>([0-9a-f-]{36})</code>", page).group(1)
+    assert ">Miss a webhook</button>" not in page
+    assert ">Miss another webhook (replaces this token)</button>" in page
+    assert held in result(app, trainee, "missed_webhook").reason
