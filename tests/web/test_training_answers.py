@@ -197,3 +197,19 @@ def test_once_a_webhook_is_held_the_button_says_pressing_again_replaces_it(app, 
     assert ">Miss a webhook</button>" not in page
     assert ">Miss another webhook (replaces this token)</button>" in page
     assert held in result(app, trainee, "missed_webhook").reason
+
+
+def test_the_trainees_page_opens_with_their_progress_and_the_next_exercise_and_its_poll_keeps_it(app, cohort):
+    """On a phone the six statuses are screens apart: the page said nowhere how far the trainee was."""
+    trainee = join(app, cohort, "Grace")
+    page = unescape(trainee.get("/training/me").get_data(as_text=True))
+    line = re.search(r'<p id="my-progress"[^>]*>(.*?)</p>', page, re.S).group(1)
+    assert " ".join(re.sub(r"<[^>]+>", "", line).split()) == (
+        "0 of 6 exercises done; next: Create a Link token from your own backend."
+    )
+    assert 'href="#exercise-link_token"' in line
+    poll = re.search(r'hx-get="(/training/me/progress\?pulse=[0-9a-f]+)"', page).group(1)
+    assert backend(app, trainee).post("/link_tokens", json=LINK_TOKEN).status_code == 200
+    live = unescape(trainee.get(poll, htmx=True).get_data(as_text=True))
+    line = re.search(r'<p id="my-progress"[^>]*hx-swap-oob="true"[^>]*>(.*?)</p>', live, re.S).group(1)
+    assert "1 of 6 exercises done" in line and 'href="#exercise-link_sdk"' in line
