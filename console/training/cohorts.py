@@ -643,7 +643,8 @@ def export_filename(cohort: Cohort) -> str:
 
 
 def export_csv(cohort: Cohort) -> str:
-    """One row per trainee: name, joined, then each exercise's done (yes/no) and reason.
+    """One row per trainee: name, joined, exercises done and chosen, then each exercise's done (yes/no) and
+    reason.
 
     Starts with a byte-order mark: without one, Excel reads the file as the system's code page and garbles
     names outside ASCII (Numbers, LibreOffice and Google Sheets read it either way).
@@ -652,12 +653,13 @@ def export_csv(cohort: Cohort) -> str:
     out = io.StringIO()
     out.write("\ufeff")
     writer = csv.writer(out)
-    header = ["trainee", "joined_at", "done"]
+    # `done` and `exercises` are counts in two columns: "3/6" in one cell opened in Excel as a date (3 June).
+    header = ["trainee", "joined_at", "done", "exercises"]
     for exercise in chosen:
         header += [exercise.key, f"{exercise.key}_reason"]
     writer.writerow(header)
     for row in grid(cohort):
-        line = [_cell(row.member.name), row.member.joined_at.isoformat(), f"{row.done}/{len(row.results)}"]
+        line = [_cell(row.member.name), row.member.joined_at.isoformat(), row.done, len(row.results)]
         for _exercise, result in row.results:
             line += ["yes" if result.done else "no", _cell(result.reason)]
         writer.writerow(line)
