@@ -213,3 +213,15 @@ def test_the_trainees_page_opens_with_their_progress_and_the_next_exercise_and_i
     live = unescape(trainee.get(poll, htmx=True).get_data(as_text=True))
     line = re.search(r'<p id="my-progress"[^>]*hx-swap-oob="true"[^>]*>(.*?)</p>', live, re.S).group(1)
     assert "1 of 6 exercises done" in line and 'href="#exercise-link_sdk"' in line
+
+
+def test_a_grid_opened_in_another_browser_says_how_to_open_it_there(app, trainer, cohort):
+    """The grid's URL copied to the projector's browser answered "Nothing here, or it belongs to another
+    workspace": a trainer has no workspace. Alike for a class that does not exist, so it tells a stranger nothing."""
+    projector = Visitor(app.test_client())
+    for path in (f"/training/{cohort['id']}", "/training/00000000-0000-0000-0000-000000000000"):
+        answer = projector.get(path)
+        assert answer.status_code == 404
+        page = unescape(answer.get_data(as_text=True))
+        assert "opened its trainer link" in page and "another workspace" not in page
+    assert projector.get(f"/training/{cohort['id']}/grid").status_code == 404  # the poll: still a 404

@@ -53,14 +53,23 @@ def _forget(cohort_id) -> None:
     session[TRAINER_KEY] = [i for i in _trained() if i != str(cohort_id)]
 
 
+# A grid's URL copied to another browser (the projector's) answered the console's "Nothing here, or it belongs
+# to another workspace", which a trainer (who has no workspace) could not act on. Said alike whether or not the
+# class exists, so it tells a stranger nothing.
+NOT_A_TRAINERS_CLASS = (
+    "No class of this browser's is here. A class's grid opens in the browser that created it, or in one that "
+    "opened its trainer link (shown on the page its creation led to); or the class was deleted."
+)
+
+
 def _trainer_cohort(cohort_id: str):
     """The cohort, for a session that trains it; 404 otherwise (whether or not it exists)."""
     if cohort_id not in _trained():
-        abort(404)
+        raise NotFound(NOT_A_TRAINERS_CLASS)
     try:
         return cohorts.get_cohort(cohort_id)
     except NotFound:
-        abort(404)
+        raise NotFound(NOT_A_TRAINERS_CLASS) from None
 
 
 def _root() -> room.Root:
