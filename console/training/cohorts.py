@@ -73,7 +73,7 @@ class Row:
     last_activity: datetime | None = None
     # Exercises left and no API call for STUCK_MINUTES: the grid highlights the row.
     stuck: bool = False
-    # How long ago `last_activity` was, in words ("just now", "4 min ago", "1 h 12 min ago").
+    # How long ago `last_activity` was, in words ("just now", "4 min ago", "1 h ago", "2 d ago").
     last_activity_text: str = ""
 
     @property
@@ -187,7 +187,12 @@ def get_cohort(cohort_id: uuid.UUID | str) -> Cohort:
 def by_join_token(token: str) -> Cohort:
     cohort = db.session.scalars(select(Cohort).where(Cohort.join_token == token)).first() if token else None
     if cohort is None:
-        raise NotFound("This join link is not valid: ask your trainer for the current one.")
+        # Most often typed from the projector: the token mixes letters and digits that read alike there.
+        raise NotFound(
+            "No class has this join link. Typed it from the screen? Check it character by character (l, I and "
+            "1, O and 0 look alike, and capitals count) or scan its QR code; else ask your trainer for the "
+            "current one."
+        )
     return cohort
 
 
@@ -548,12 +553,16 @@ def grid(cohort: Cohort, now: datetime | None = None) -> list[Row]:
 
 
 def ago(moment: datetime, now: datetime) -> str:
+    """In the grid's "Last API call" column. Whole hours past the first: "joined 1 h 12 min ago", bold on a
+    stuck row (the one the trainer looks for an hour in), ran over the row's Remove button at 1280 px."""
     minutes = int((now - moment).total_seconds() // 60)
     if minutes < 1:
         return "just now"
     if minutes < 60:
         return f"{minutes} min ago"
-    return f"{minutes // 60} h {minutes % 60} min ago"
+    if minutes < 24 * 60:
+        return f"{minutes // 60} h ago"
+    return f"{minutes // (24 * 60)} d ago"
 
 
 def summary(cohort: Cohort, rows: list[Row]) -> Summary:
@@ -634,7 +643,8 @@ def export_filename(cohort: Cohort) -> str:
 
 
 def export_csv(cohort: Cohort) -> str:
-    """One row per trainee: name, joined, then each exercise's done (yes/no) and reason.
+    """One row per trainee: name, joined, exercises done and chosen, then each exercise's done (yes/no) and
+    reason.
 
     Starts with a byte-order mark: without one, Excel reads the file as the system's code page and garbles
     names outside ASCII (Numbers, LibreOffice and Google Sheets read it either way).
@@ -643,12 +653,13 @@ def export_csv(cohort: Cohort) -> str:
     out = io.StringIO()
     out.write("\ufeff")
     writer = csv.writer(out)
-    header = ["trainee", "joined_at", "done"]
+    # `done` and `exercises` are counts in two columns: "3/6" in one cell opened in Excel as a date (3 June).
+    header = ["trainee", "joined_at", "done", "exercises"]
     for exercise in chosen:
         header += [exercise.key, f"{exercise.key}_reason"]
     writer.writerow(header)
     for row in grid(cohort):
-        line = [_cell(row.member.name), row.member.joined_at.isoformat(), f"{row.done}/{len(row.results)}"]
+        line = [_cell(row.member.name), row.member.joined_at.isoformat(), row.done, len(row.results)]
         for _exercise, result in row.results:
             line += ["yes" if result.done else "no", _cell(result.reason)]
         writer.writerow(line)

@@ -9,6 +9,7 @@ search by a backend (`LinkToken.outside_lookup_at`) and the jobs' transitions. E
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Callable
@@ -26,6 +27,8 @@ from console.jobs.models import Job, JobTransition
 from console.jobs.plans import PENDING, SENT, SUCCESS
 from console.link.models import LinkSession
 from console.link_tokens.models import LinkToken
+from console.requestlog.models import RequestLogEntry
+from console.training.models import own_call
 from console.webhooks import own_inbox
 from console.webhooks.models import ACTIVE, Webhook
 from console.webhooks.urls import RELAY_URL
@@ -67,9 +70,19 @@ def own_webhooks(workspace: Workspace) -> list[Webhook]:
 
 
 def endpoint_name(hook: Webhook) -> str:
-    """How a reason names a trainee's endpoint: its URL, or for a relayed webhook (whose URL is the placeholder
-    relay://console-listen, which the trainee never typed) the listener that forwards to it."""
-    return "your endpoint behind the listener (pcc.py listen)" if hook.url == RELAY_URL else hook.url
+    """How a reason names a trainee's endpoint, mid-sentence: "your endpoint <its URL>", or for a relayed
+    webhook (whose URL is the placeholder relay://console-listen, which the trainee never typed) the listener
+    that forwards to it. One phrase for both, so no sentence reads "Your endpoint your endpoint behind …"."""
+    return (
+        "your endpoint behind the listener (pcc.py listen)"
+        if hook.url == RELAY_URL
+        else f"your endpoint {hook.url}"
+    )
+
+
+def _starting(phrase: str) -> str:
+    """`endpoint_name` at the start of a sentence."""
+    return phrase[:1].upper() + phrase[1:]
 
 
 def check_link_token(workspace: Workspace) -> Result:
@@ -90,9 +103,64 @@ def check_link_token(workspace: Workspace) -> Result:
             "Only the console has created Link tokens: send POST /v1/link_tokens from your code.",
             "console only",
         )
+    refused = _refused_link_token_request(workspace)
+    if refused is not None:
+        return refused
     return Result(
         False, "No Link token yet: send POST /v1/link_tokens from your backend with your sandbox key."
     )
+
+
+def _refused_link_token_request(workspace: Workspace) -> Result | None:
+    """The trainee's newest own POST /v1/link_tokens, when the API refused it: what it said, and on the grid
+    "HTTP 400". A trainee whose backend sent a wrong body or header read "No Link token yet: send POST
+    /v1/link_tokens …", alike to one who never tried; the trainer's grid showed the same quiet dot.
+
+    Found in the own-calls partial index (`models.own_call`), which covers these columns, so a log full of a
+    listener's polls is not walked; the answer's body is read only for a refusal, by its row's key."""
+    asked = (
+        RequestLogEntry.workspace_id == workspace.id,
+        RequestLogEntry.method == "POST",
+        RequestLogEntry.path.like("%/v1/link_tokens"),
+    )
+    latest = db.session.execute(
+        select(RequestLogEntry.created_at, RequestLogEntry.status)
+        .where(*asked, own_call())
+        .order_by(RequestLogEntry.created_at.desc())
+        .limit(1)
+    ).first()
+    if latest is None or latest.status is None or latest.status < 400:
+        return None
+    body = db.session.scalar(
+        select(RequestLogEntry.response_body)
+        .where(*asked, RequestLogEntry.created_at == latest.created_at)
+        .limit(1)
+    )
+    said = _api_error(body or "")
+    return Result(
+        False,
+        f"The API refused your backend's last POST /v1/link_tokens: {latest.status}"
+        + (f" {said}" if said else "")
+        + ". Fix what it names and send it again.",
+        f"HTTP {latest.status}",
+    )
+
+
+def _api_error(body: str) -> str:
+    """An API error body (docs/api.md) in a few words: its code, then each refused field or else its message,
+    e.g. "INVALID_FIELDS (allocation: is required)"; "" when the body is not one."""
+    try:
+        error = json.loads(body or "").get("error") or {}
+    except (ValueError, AttributeError):
+        return ""
+    if not isinstance(error, dict):
+        return ""
+    fields = [
+        f"{f.get('name')}: {f.get('message')}" for f in error.get("fields") or [] if isinstance(f, dict)
+    ]
+    detail = "; ".join(fields) if fields else str(error.get("message") or "")
+    code = str(error.get("code") or "")
+    return f"{code} ({detail})" if code and detail else code or detail
 
 
 def check_link_sdk(workspace: Workspace) -> Result:
@@ -123,7 +191,7 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     good = [h for h in hooks if h.version == WEBHOOK_VERSION and h.status == ACTIVE]
     if good:
         return Result(
-            True, f"Your endpoint {endpoint_name(good[0])} is registered with version {WEBHOOK_VERSION}."
+            True, f"{_starting(endpoint_name(good[0]))} is registered with version {WEBHOOK_VERSION}."
         )
     if not hooks:
         return Result(
@@ -133,12 +201,12 @@ def check_own_endpoint(workspace: Workspace) -> Result:
     if hook.version != WEBHOOK_VERSION:
         return Result(
             False,
-            f"{endpoint_name(hook)} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
+            f"{_starting(endpoint_name(hook))} uses version {hook.version}: register it with {WEBHOOK_VERSION}.",
             "old version",
         )
     return Result(
         False,
-        f"{endpoint_name(hook)} is {hook.status}: make it active (PUT status=active).",
+        f"{_starting(endpoint_name(hook))} is {hook.status}: make it active (PUT status=active).",
         str(hook.status),
     )
 
@@ -156,7 +224,9 @@ def check_conformance(workspace: Workspace) -> Result:
     ).all()
     passed = next((r for r in reports if r.passed), None)
     if passed is not None:
-        return Result(True, f"{endpoint_name(hooks[passed.webhook_id])} passed the conformance check.")
+        return Result(
+            True, f"{_starting(endpoint_name(hooks[passed.webhook_id]))} passed the conformance check."
+        )
     latest = (
         f"The latest check of {endpoint_name(hooks[reports[0].webhook_id])} failed: "
         f"{_why_failed(reports[0].report)}."
@@ -192,15 +262,32 @@ def _answer(received: dict) -> str:
     return f"answered {received['status']}"
 
 
-def _refuses_signed(checks: list[dict]) -> str | None:
-    """The cause when the endpoint turned away the correctly signed event with a 4xx: it refuses every real
+# A 4xx that says the URL has no receiver, not that the signature was refused: a webhook registered with the
+# wrong path (/webhook for /hooks) passes the refusal checks with its 404s, and was told to check its key.
+NO_RECEIVER = {404: "not found", 405: "method not allowed"}
+
+
+def _signed_refusal(checks: list[dict]) -> int | None:
+    """The 4xx the endpoint turned the correctly signed event away with, if it did: it refuses every real
     delivery, and the failing checks' names ("signed_event, duplicate_event, event:…") hide why."""
     signed = next((c for c in checks if c.get("name") == "signed_event"), None)
     if signed is None or signed.get("passed"):
         return None
     status = (signed.get("received") or {}).get("status")
-    if not isinstance(status, int) or not 400 <= status < 500:
+    return status if isinstance(status, int) and 400 <= status < 500 else None
+
+
+def _refuses_signed(checks: list[dict]) -> str | None:
+    """`_signed_refusal` in a sentence: the URL when the answer says nothing is there, else the key."""
+    status = _signed_refusal(checks)
+    if status is None:
         return None
+    if status in NO_RECEIVER:
+        return (
+            f"it answered {status} ({NO_RECEIVER[status]}) to a correctly signed event: no route of your server "
+            "takes a POST at that URL, so real deliveries go nowhere too: register the path and port your "
+            "receiver serves (the snippets use /hooks on port 8000)"
+        )
     return (
         f"it answered {status} to a correctly signed event, so it refuses real deliveries too: verify with "
         "your own sandbox key (the one on your training page) over the raw body"
@@ -222,6 +309,31 @@ def _answers_if_none_passed(checks: list[dict]) -> set[str] | None:
     }
 
 
+# What answering every check alike most likely means, where a status alone does not say it to a trainee.
+EVERY_CHECK_CAUSES = {
+    # `python3 -m http.server` (exercise 2's page) answers any POST with 501: it is on the receiver's port.
+    "answered 501": (
+        ": 501 is how a static file server such as python3 -m http.server answers a POST, so that port serves "
+        "files, not your receiver: stop it or move it to another port (the page's snippet uses 8080), then "
+        "start your receiver there"
+    ),
+}
+
+
+def _every_check_cause(answer: str) -> str:
+    """What answering every check `answer` ("answered 308") most likely means, after a colon; "" if nothing."""
+    if answer in EVERY_CHECK_CAUSES:
+        return EVERY_CHECK_CAUSES[answer]
+    status = answer.removeprefix("answered ")
+    if len(status) == 3 and status.startswith("3"):
+        # Flask's route "/hooks/" answers a POST to /hooks with 308; deliveries never follow a redirect.
+        return (
+            f": {status} is a redirect, and deliveries do not follow redirects: register the URL your receiver "
+            "answers at itself (a route declared with a trailing slash, /hooks/, redirects /hooks)"
+        )
+    return ""
+
+
 def _why_failed(report: dict | None) -> str:
     """The cause of a failed report: the failing checks' names when some check passed, else what came back.
 
@@ -236,7 +348,7 @@ def _why_failed(report: dict | None) -> str:
         if len(answers) == 1:
             (answer,) = answers
             if answer.startswith("answered "):
-                return f"it {answer} to every check"
+                return f"it {answer} to every check{_every_check_cause(answer)}"
             return f"no request got an answer ({answer})"
         if answers:
             return f"no check passed ({'; '.join(sorted(answers))})"
@@ -279,8 +391,9 @@ def _failure_label(report: dict | None) -> str:
             return "timeout" if reason == TIMEOUT else "down"
         if got:
             return "no answer" if all(status is None for status, _ in got) else "failing"
-    if _refuses_signed(checks) is not None:
-        return "wrong key?"
+    refused = _signed_refusal(checks)
+    if refused is not None:
+        return "wrong URL?" if refused in NO_RECEIVER else "wrong key?"
     for names, label in _CHECK_LABELS:
         if failed.intersection(names):
             return label
@@ -381,7 +494,7 @@ CURRICULUM: tuple[Exercise, ...] = (
         "Open Link from your own page with the SDK",
         "Link from your page",
         "A page served by your app loads link.js and opens Link with a token your backend created.",
-        "Serve the page from your own origin (e.g. http://localhost:8000), not from the console: load link.js "
+        "Serve the page from your own origin (e.g. http://localhost:8080), not from the console: load link.js "
         "from this server and call Link.open with the token (not the id) of a Link token you created.",
         _solution("link_sdk"),
         check_link_sdk,

@@ -123,9 +123,11 @@ def for_exercises(root: str, facts: Facts) -> dict[str, list[Snippet]]:
                 "</script>",
             ),
             Snippet(
-                "Serve it from your laptop, then open http://localhost:8000 (user_good / pass_good)",
+                "Serve it from your laptop, then open http://localhost:8080 (user_good / pass_good)",
                 "shell",
-                "python3 -m http.server 8000    # or: npx --yes http-server -p 8000",
+                # Not 8000: that is the receiver's port from exercise 3 on, and a file server left running
+                # there answers every delivery with 501 (or keeps the receiver from starting).
+                "python3 -m http.server 8080    # or: npx --yes http-server -p 8080",
             ),
         ],
         "own_endpoint": [

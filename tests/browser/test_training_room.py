@@ -112,3 +112,59 @@ def test_a_long_name_leaves_the_exercises_on_a_phone(browser, live_server):
         assert page.locator(".scroll-hint").is_visible()
     finally:
         context.close()
+
+
+# Every word a pending cell can say (console.training.exercises: each check's Result label, and the
+# conformance check's _failure_label), the longest first.
+CELL_WORDS = ("console only", "old version", "wrong URL?", "wrong key?", "duplicates", "no answer", "running…",
+              "forged ok", "stale ok", "HTTP 500", "disabled", "failing", "timeout", "to find", "no page",
+              "paused", "down")  # fmt: skip
+
+
+def test_every_cell_word_and_an_hour_old_stuck_join_fit_a_projectors_grid(browser, live_server):
+    """At 1280 px "wrong key?" read "wrong k…" and "console only" "console o…"; and a trainee stuck since joining
+    an hour ago read "joined 1 h 12 min ago", bold, over the row's Remove button."""
+    from datetime import timedelta
+
+    from sqlalchemy import select, update
+
+    from console.extensions import db
+    from console.training.models import CohortMember
+
+    context = browser.new_context(viewport=PROJECTOR)
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        page = context.new_page()
+        join_link = open_new_class(page, live_server.url, "Hour class")
+        join(join_link, "Idle Isaac")
+        with live_server.app.app_context():
+            member = db.session.scalars(select(CohortMember).where(CohortMember.name == "Idle Isaac")).one()
+            hour_ago = member.joined_at - timedelta(minutes=72)
+            db.session.execute(
+                update(CohortMember).where(CohortMember.id == member.id).values(joined_at=hour_ago)
+            )
+            db.session.commit()
+        page.reload()
+        row = page.locator('tr[data-trainee="Idle Isaac"]')
+        assert row.get_attribute("data-stuck") == "yes"
+        last = row.locator("td.last-activity time")
+        remove = row.locator("td.remove-cell button").bounding_box()
+        text = last.bounding_box()
+        assert text["x"] + text["width"] <= remove["x"], (last.inner_text(), text, remove)
+        assert last.inner_text() == "joined 1 h ago"  # whole hours past the first
+        # Each word in a pending cell of the conformance column, as the grid draws a failure (the poll is
+        # stopped first, so no redraw puts the cell back meanwhile).
+        cut = page.evaluate(
+            """words => {
+              document.querySelector("#training-grid").removeAttribute("hx-trigger");
+              const cell = document.querySelector('td[data-exercise="conformance"]');
+              cell.className = "cell-pending cell-trouble";
+              cell.innerHTML = '<a class="quiet-link" href="#"></a>';
+              const a = cell.querySelector("a");
+              return words.filter(w => { a.textContent = w; return a.scrollWidth > a.clientWidth; });
+            }""",
+            list(CELL_WORDS),
+        )
+        assert cut == [], cut
+    finally:
+        context.close()

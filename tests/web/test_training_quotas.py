@@ -144,6 +144,39 @@ def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces
     assert rows(app, Cohort) == 1  # the class itself stays until deleted
 
 
+def _poll_of(page: str, element_id: str) -> str:
+    """The path a page's poller asks (its hx-get), as htmx sends it."""
+    tag = re.search(rf'<div id="{element_id}" hx-get="([^"]+)"', page).group(1)
+    return tag.replace("&amp;", "&")
+
+
+def test_pages_open_on_a_class_reload_once_it_is_archived(app, trainer):
+    """A grid on another trainer screen (the projector's) kept the join link and its QR code after the class
+    was archived from the trainer's laptop, turning latecomers away; a trainee's open page never said the
+    class was archived, nor what becomes of their workspace, until reloaded by hand."""
+    cohort = create_cohort(trainer)
+    ada = join(app, cohort, "Ada")
+    projector = Visitor(app.test_client())
+    assert (
+        projector.get(cohort["trainer"].split("://", 1)[1].split("/", 1)[1].join(["/", ""])).status_code
+        == 302
+    )
+    grid_poll = _poll_of(projector.get(f"/training/{cohort['id']}").get_data(as_text=True), "training-grid")
+    me_poll = _poll_of(ada.get("/training/me").get_data(as_text=True), "training-poller")
+    assert projector.get(grid_poll).status_code == 204 and ada.get(me_poll).status_code == 204
+    assert trainer.post(f"/training/{cohort['id']}/archive").status_code == 303
+    for visitor, poll in ((projector, grid_poll), (ada, me_poll)):
+        answer = visitor.get(poll)
+        assert answer.status_code == 200 and answer.headers.get("HX-Refresh") == "true", poll
+    # Reloaded, each page says the class is archived, and polls on without reloading again.
+    grid = projector.get(f"/training/{cohort['id']}").get_data(as_text=True)
+    assert 'id="cohort-archived"' in grid and 'id="join-link"' not in grid
+    assert projector.get(_poll_of(grid, "training-grid")).status_code == 204
+    me = ada.get("/training/me").get_data(as_text=True)
+    assert 'id="class-archived"' in me
+    assert ada.get(_poll_of(me, "training-poller")).status_code == 204
+
+
 def test_an_archived_classs_join_link_says_it_is_over_before_anyone_types_a_name(app, trainer):
     cohort = create_cohort(trainer)
     ada = join(app, cohort, "Ada")

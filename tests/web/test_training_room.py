@@ -60,7 +60,9 @@ def test_the_join_link_and_snippets_use_public_url(app, on_the_lan, trainer):
     assert f'<script src="{LAN}/static/link.js">' in me  # exercise 2's page and its reference solution
     assert f"{LAN}/sandbox/v1" in me
     assert f"curl -O {LAN}/training/pcc.py" in me
-    assert "127.0.0.1:5000" not in me and "localhost" not in me.replace("http://localhost:8000", "")
+    assert "127.0.0.1:5000" not in me and "localhost" not in me.replace("http://localhost:8000", "").replace(
+        "http://localhost:8080", ""
+    )
 
 
 def test_without_public_url_the_root_is_the_address_the_page_was_opened_at(app, monkeypatch, trainer):

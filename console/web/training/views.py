@@ -53,14 +53,23 @@ def _forget(cohort_id) -> None:
     session[TRAINER_KEY] = [i for i in _trained() if i != str(cohort_id)]
 
 
+# A grid's URL copied to another browser (the projector's) answered the console's "Nothing here, or it belongs
+# to another workspace", which a trainer (who has no workspace) could not act on. Said alike whether or not the
+# class exists, so it tells a stranger nothing.
+NOT_A_TRAINERS_CLASS = (
+    "No class of this browser's is here. A class's grid opens in the browser that created it, or in one that "
+    "opened its trainer link (shown on the page its creation led to); or the class was deleted."
+)
+
+
 def _trainer_cohort(cohort_id: str):
     """The cohort, for a session that trains it; 404 otherwise (whether or not it exists)."""
     if cohort_id not in _trained():
-        abort(404)
+        raise NotFound(NOT_A_TRAINERS_CLASS)
     try:
         return cohorts.get_cohort(cohort_id)
     except NotFound:
-        abort(404)
+        raise NotFound(NOT_A_TRAINERS_CLASS) from None
 
 
 def _root() -> room.Root:
@@ -181,12 +190,21 @@ def training_grid(cohort_id: str):
 
 @routes.get("/training/<cohort_id>/grid", endpoint="training_grid_live")
 def training_grid_live(cohort_id: str):
-    """The grid's poll: 204 while no trainee's facts changed, else the grid redrawn."""
+    """The grid's poll: 204 while no trainee's facts changed, else the grid redrawn. A grid that showed the
+    class open reloads once it is archived (HX-Refresh): another trainer screen, the projector's, kept
+    showing the join link and its QR code, which now turn latecomers away."""
     cohort = _trainer_cohort(cohort_id)
+    if _archived_since_shown(cohort):
+        return "", 200, {"HX-Refresh": "true"}
     seen = request.args.get("pulse")
     if seen and seen == cohorts.cohort_pulse(cohort):
         return "", 204
     return render_template("console/training/_grid.html", **_grid_context(cohort))
+
+
+def _archived_since_shown(cohort) -> bool:
+    """Whether a polling page (its `archived` argument: it said so) showed this class open, and it is archived."""
+    return cohort.archived_at is not None and not request.args.get("archived")
 
 
 @routes.post("/training/<cohort_id>/archive", endpoint="training_archive", no_create=True)
@@ -195,11 +213,7 @@ def training_archive(cohort_id: str):
     cohort = _trainer_cohort(cohort_id)
     cohorts.archive(cohort)
     db.session.commit()
-    flash(
-        f"{cohort.name} is archived: its join link no longer works, and each trainee's workspace is deleted "
-        "after it has been unused for the server's idle period.",
-        "ok",
-    )
+    flash(f"{cohort.name} is archived.", "ok")  # the page's own note under it says what that means
     return redirect(url_for("console.training_grid", cohort_id=cohort.id), code=303)
 
 
@@ -429,12 +443,17 @@ def training_me_live():
     """The trainee page's poll: 204 while nothing changed, else each exercise's status (out of band); 410
     once the membership the page showed is gone (the class was deleted, with the trainee's workspace), so
     the page stops asking and says so. Removed from the class by its trainer (the class and the workspace are
-    still there), it answers HX-Refresh: the page reloads and says that."""
+    still there), or the class archived since the page showed it open, it answers HX-Refresh: the page reloads
+    and says that."""
     context = _me_context()
     if context["member"] is None:
         if context["removed_from"]:  # the page reloads to say so (its trainer removed this row)
             return "", 200, {"HX-Refresh": "true"}
         return "", 410
+    if _archived_since_shown(
+        context["cohort"]
+    ):  # the page reloads to say so, and what becomes of the workspace
+        return "", 200, {"HX-Refresh": "true"}
     seen = request.args.get("pulse")
     if seen and seen == context["pulse"]:
         return "", 204
