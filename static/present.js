@@ -132,14 +132,32 @@
     // Link's, and a person's click or key in Link while the stage fills it in hands Link to them.
     var iframe = overlay ? overlay.querySelector("iframe") : null;
     if (!iframe) return;
+    var refused = 0;
     iframe.addEventListener("load", function () {
-      listenToLink(iframe);
+      if (listenToLink(iframe) || !refusedPage(iframe) || refused >= BUSY_TRIES) return;
+      // Link's page refused for now (429: too many requests from this machine's address, another program on
+      // it may have used its share up): the phone showed the refusal's plain text to the room. Load it again
+      // (Link opens again at the screen it was on) after a second.
+      refused += 1;
+      window.setTimeout(function () {
+        if (iframe.isConnected) iframe.contentWindow.location.reload();
+      }, 1000);
     });
     // Also as soon as Link's document is there (before its load event), so an early key press is not lost.
     var poll = window.setInterval(function () {
       if (!iframe.isConnected) window.clearInterval(poll);
       else if (listenToLink(iframe)) window.clearInterval(poll);
     }, 50);
+  }
+
+  // Whether Link's frame holds a plain-text answer (the server's 429 refusal) instead of Link's page (HTML).
+  function refusedPage(iframe) {
+    try {
+      var doc = iframe.contentDocument;
+      return !!doc && doc.contentType === "text/plain";
+    } catch (err) {
+      return false;
+    }
   }
 
   var listened = new WeakSet();
@@ -303,11 +321,21 @@
       return;
     }
     if (window.Link) window.Link.close();
+    // A step refused because another tab replaced this stage's run: the answer's phone and panel are that other
+    // run's (its workspace is the browser's now), which read "No switch yet" under a caption saying the switch
+    // happened. The stage keeps its own phone and panel (the panel's poll keeps them, see /present/backend).
+    var kept = fresh.hasAttribute("data-keeps-run") ? document.querySelector("#stage .stage-main") : null;
+    var theirs = kept ? fresh.querySelector(".stage-main") : null;
+    if (theirs) theirs.replaceWith(kept);
     stage().replaceWith(fresh);
     if (window.htmx) window.htmx.process(fresh);
     if (fresh.dataset.url) window.history.replaceState(null, "", withSpeed(fresh.dataset.url));
     afterRender();
   }
+
+  // A step refused with 429 is sent again this many times, waiting the Retry-After (at most BUSY_MAX_WAIT_S).
+  var BUSY_TRIES = 30;
+  var BUSY_MAX_WAIT_S = 60;
 
   function go(url, options) {
     if (!stage()) return;
@@ -315,10 +343,42 @@
     if (driver) driver.cancelled = "stop"; // back, restart or a refresh while Link was being filled in
     busy = true;
     stage().classList.add("is-busy");
-    fetch(url, Object.assign({ credentials: "same-origin" }, options || {}))
-      .then(function (response) {
+    var tries = 0;
+    function send() {
+      return fetch(url, Object.assign({ credentials: "same-origin" }, options || {})).then(function (response) {
+        if (response.status === 429 && tries < BUSY_TRIES) return later(response);
+        if (tries) setNote("");
+        if (response.status === 429) {
+          showProblem("The server is still refusing requests from this machine (too many from its address). " +
+            "Press the key again in a moment.");
+          return null;
+        }
         return response.text().then(swap);
-      })
+      });
+    }
+    // 429: the server refused the request before doing anything (too many from this address: another program
+    // on the same machine can use its share up), so it is sent again after Retry-After rather than leaving the
+    // room a page that is not the stage. The room reads a calm line; the reason is for the presenter's eyes.
+    // A step's POST answers with a redirect to the stage: when that GET was the one refused, the step has run,
+    // so it is the GET that is sent again (sending the POST again ran the step twice: two Link tokens).
+    function later(response) {
+      tries += 1;
+      if (response.redirected) {
+        url = response.url;
+        options = { method: "GET" };
+      }
+      var wait = Math.min(Math.max(parseInt(response.headers.get("Retry-After"), 10) || 1, 1), BUSY_MAX_WAIT_S);
+      setNote("One moment: the server is busy…");
+      var detail = find("[data-drive-detail]");
+      if (detail) {
+        detail.textContent = "For you only: the server refused the step for now (too many requests from this " +
+          "machine's address); it is sent again in " + wait + " s.";
+      }
+      return new Promise(function (resolve) {
+        window.setTimeout(resolve, wait * 1000);
+      }).then(send);
+    }
+    send()
       .catch(function () {
         showProblem("The server did not answer. Check it is running, then press the key again.");
       })

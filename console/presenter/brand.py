@@ -23,6 +23,12 @@ class Brand:
     profile: str = ""  # the saved profile's slug, when the brand is one
     logo: str = ""  # the profile's uploaded logo (its digest, which versions its URL); empty: initials
 
+    @property
+    def typed_initials(self) -> str:
+        """The initials as the brand form shows them: empty when they are the name's own, so that a new name typed
+        brings its own (a form pre-filled with the default's "NL" gave "Acme Bank" the initials "NL")."""
+        return "" if self.initials == initials_of(self.name) else self.initials
+
     def args(self) -> dict[str, str]:
         """The query arguments that carry this brand from one stage URL to the next (defaults left out)."""
         if self.profile:

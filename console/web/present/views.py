@@ -538,6 +538,8 @@ def present_step(key: str, number: int):
         "message": message,
         # A replaced run cannot be retried (a retry fails the same way): the message says to press r instead.
         "retry": message != OTHER_RUN,
+        # ... and the stage keeps its own phone and panel: what this answer would draw is the other tab's run.
+        "replaced": message == OTHER_RUN,
     }
     return _stage(story, number - 1, failure=failure, status=422)
 
