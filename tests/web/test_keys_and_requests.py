@@ -254,6 +254,22 @@ def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):
     )
 
 
+def test_try_it_starts_with_the_documented_example_body_which_the_api_accepts(visitor):
+    page = visitor.get("/reference").get_data(as_text=True)
+    textarea = re.search(r'<textarea id="b-post--link_tokens"[^>]*>(.*?)</textarea>', page, re.S)
+    body = unescape(textarea.group(1))
+    assert json.loads(body)["org_name"] == "Acme"  # the document's example, not "{}" (which drew only a 400)
+    sent = visitor.post(
+        "/reference/try",
+        {"method": "POST", "path": "/link_tokens", "mode": "sandbox", "body": body},
+        htmx=True,
+    ).get_data(as_text=True)
+    assert 'status-2xx">200' in sent
+    # An operation whose document has no example still starts with an empty object.
+    replay = re.search(r'<textarea id="b-post--webhooks-webhook_id-replay"[^>]*>(.*?)</textarea>', page, re.S)
+    assert replay.group(1) == "{}"
+
+
 def test_the_reference_says_when_the_mode_has_no_key_instead_of_showing_a_bare_401(app, visitor):
     visitor.get("/reference")
     assert (
