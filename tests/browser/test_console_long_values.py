@@ -1,0 +1,29 @@
+"""Long values a developer can give the console (a key's label) keep every page inside the screen."""
+
+from __future__ import annotations
+
+from tests.browser.test_console_walkthrough import start
+
+NO_SIDEWAYS_SCROLL = "document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth"
+
+
+def test_a_long_key_label_wraps_inside_the_keys_table(page, live_server):
+    # 120 characters without a space (the most a label keeps): a pasted token, a URL, a build id.
+    label = "ci-" + "x" * 117
+    start(page, live_server)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.goto(live_server.url + "/keys")
+    development = page.locator("section", has=page.get_by_role("heading", name="Development", exact=True))
+    development.get_by_label("Label").fill(label)
+    development.get_by_role("button", name="Create development key").click()
+    development.get_by_role("cell", name=label).wait_for()
+    for width, height in ((1280, 720), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.reload()
+        assert page.evaluate(NO_SIDEWAYS_SCROLL), f"the page scrolls sideways at {width} px"
+        table = development.locator("table.keys-table")
+        card = development.bounding_box()
+        box = table.bounding_box()
+        assert box["x"] + box["width"] <= card["x"] + card["width"], (
+            f"the table leaves its card at {width} px"
+        )
