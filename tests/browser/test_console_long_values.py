@@ -27,3 +27,19 @@ def test_a_long_key_label_wraps_inside_the_keys_table(page, live_server):
         assert box["x"] + box["width"] <= card["x"] + card["width"], (
             f"the table leaves its card at {width} px"
         )
+
+
+def test_a_long_end_user_id_wraps_on_the_timelines(page, live_server):
+    end_user_id = (
+        "crm-" + "7" * 180
+    )  # the API takes up to 200 characters; ids from a CRM often have no spaces
+    start(page, live_server)
+    page.locator("#lt-end_user_id").fill(end_user_id)
+    page.get_by_role("button", name="Create Link token").click()
+    link_token_id = page.locator("#step-link [data-link-open]").get_attribute("data-link-token-id")
+    for path in ("/timeline", f"/timeline/link-tokens/{link_token_id}"):
+        for width, height in ((1280, 720), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(live_server.url + path)
+            page.get_by_text(end_user_id).first.wait_for()
+            assert page.evaluate(NO_SIDEWAYS_SCROLL), f"{path} scrolls sideways at {width} px"
