@@ -291,3 +291,23 @@ def test_the_reference_says_when_the_mode_has_no_key_instead_of_showing_a_bare_4
     assert "401" in html  # what the API would have answered, said in words
     with app.app_context():  # nothing was sent
         assert db.session.scalar(select(func.count()).select_from(RequestLogEntry)) == logged
+
+
+def test_a_console_call_without_a_key_says_why_and_what_to_do(app, visitor):
+    # Every sandbox key revoked: the walkthrough's step 3 and a scenario still send their call (the API's 401 is
+    # the truth), and say that the console had no key to send and where to make one.
+    sandbox = next(k for k in keys_of(app, visitor.workspace_id) if k.mode == "sandbox")
+    visitor.post(f"/keys/{sandbox.id}/revoke", htmx=True)
+    advice = "This workspace has no active sandbox key, so the console sent none and the API answered 401."
+
+    def text(response) -> str:
+        return unescape(re.sub(r"\s+", " ", response.get_data(as_text=True)))
+
+    html = text(visitor.post("/walkthrough/link-token", {"org_name": "Acme"}, htmx=True))
+    assert 'status-4xx">401' in html and advice in html and 'href="/keys">Create one on API keys' in html
+    failed = visitor.post("/scenarios/user_good/run")
+    assert failed.status_code == 502 and advice in text(failed)
+    # With a key again, a 401 of another kind (none here: the call succeeds) is never explained as a missing key.
+    visitor.post("/keys", {"mode": "sandbox"}, htmx=True)
+    html = text(visitor.post("/walkthrough/link-token", {"org_name": "Acme"}, htmx=True))
+    assert "x-api-secret" in html and advice not in html
