@@ -43,3 +43,33 @@ def test_a_long_end_user_id_wraps_on_the_timelines(page, live_server):
             page.goto(live_server.url + path)
             page.get_by_text(end_user_id).first.wait_for()
             assert page.evaluate(NO_SIDEWAYS_SCROLL), f"{path} scrolls sideways at {width} px"
+
+
+def test_a_long_webhook_url_wraps_in_what_the_clock_says_is_next_and_what_fired(page, console_live):
+    # A receiver URL with a long path (a tunnel's, say). Nothing listens on port 9: its deliveries fail and wait
+    # for their retry, which the Clock page names ("Next: Webhook delivery … to <url>: attempt 2").
+    url = "http://127.0.0.1:9/hooks/" + "x" * 300
+    start(page, console_live)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.get_by_text("…or register your own URL").click()
+    page.locator("#wh-url").fill(url)
+    page.get_by_role("button", name="Register webhook").click()
+    page.locator("#step-webhook").get_by_text("/hooks/xxxx").first.wait_for()
+    page.goto(console_live.url + "/scenarios")
+    page.get_by_role("button", name="Run user_good headless").click()
+    page.locator("#timeline").wait_for()
+    page.goto(console_live.url + "/clock")
+    page.locator("#clk-next-help", has_text="attempt 2").wait_for()  # the worker's first attempt failed
+    for width, height in ((1280, 720), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(console_live.url + "/clock")
+        assert page.evaluate(NO_SIDEWAYS_SCROLL), f"the Clock page scrolls sideways at {width} px"
+    page.set_viewport_size({"width": 1280, "height": 720})  # (below 60rem the main column wraps any word)
+    page.goto(console_live.url + "/clock")
+    page.get_by_role("button", name="To the next scheduled item").click()
+    page.get_by_text("Clock advanced.").wait_for()
+    assert page.evaluate(NO_SIDEWAYS_SCROLL), "what fired pushes the Clock page sideways"
+    fired = page.locator(".fired", has_text="Moved to the next scheduled item")
+    assert fired.evaluate("e => e.scrollWidth <= e.clientWidth"), (
+        "the line naming the delivery leaves its box"
+    )
