@@ -55,3 +55,19 @@ def test_a_call_from_outside_the_console_appears_in_the_request_log(page, live_s
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url(re.compile(r"request_id="))
     assert page.locator(".request-row").count() == 1
+
+
+def test_each_filter_label_stays_beside_its_field_on_a_phone(page, live_server):
+    """At 390 px the filters wrap; a label must wrap with its field, not end one line while its field starts the
+    next (as "Path contains" and "Key" did)."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    start(page, live_server)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.goto(live_server.url + "/requests")
+    for name in ("Status", "Path contains", "Key", "Request id"):
+        label = page.locator("form.request-filters label", has_text=name).bounding_box()
+        field = page.get_by_label(name, exact=True).bounding_box()
+        middle = label["y"] + label["height"] / 2
+        assert field["y"] <= middle <= field["y"] + field["height"], f"{name!r}: label and field on two lines"
+        assert label["x"] < field["x"], name
+    assert page.evaluate("document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth")

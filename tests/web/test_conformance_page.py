@@ -79,6 +79,9 @@ def test_the_built_in_inbox_passes_the_check(app, visitor):
     assert "✓ conformant" in visitor.get("/webhooks").get_data(as_text=True)
     report_page = visitor.get(f"/webhooks/{hook_id}/conformance").get_data(as_text=True)
     assert "✓ passed" in report_page and "Run again" in report_page
+    # When it ran, in the console's one format for a moment ("Sun 29 Nov 2026 02:15:22"), not ISO-like.
+    ran = re.search(r'ran <time datetime="[^"]+">([^<]+)</time> \(workspace clock\)', report_page).group(1)
+    assert re.fullmatch(r"\w{3} \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2}", ran), ran
     assert "conformance check" in visitor.get("/webhooks").get_data(as_text=True)  # the inbox badge
 
 

@@ -15,7 +15,7 @@ from console.api.ratelimit import RateLimiter
 from console.clock.moves import advance
 from console.clock.services import now
 from console.extensions import db
-from console.web.webhooks import inbox
+from console.web.webhooks import endpoint_stats, inbox
 from console.web.webhooks.models import InboxMessage
 from console.webhooks.delivery_loop import deliver_due
 from console.webhooks.models import Webhook, WebhookAttempt, WebhookDelivery
@@ -126,6 +126,23 @@ def test_the_endpoint_page_shows_attempts_rates_and_the_chart(app, visitor):
     # Every moment in the console's one format ("Sat 28 Nov 2026 16:55:25"), not ISO-like "2026-11-28 16:55:25".
     assert not re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", page)
     assert re.search(r"Last 200 OK.*?\w{3} \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2}", page, re.S)
+
+
+def test_the_attempts_table_says_when_it_lists_only_the_newest(app, visitor, monkeypatch):
+    monkeypatch.setattr(endpoint_stats, "RECENT_ATTEMPTS", 2)
+    webhook_id = inbox_webhook(app, visitor)
+    visitor.post(f"/webhooks/{webhook_id}/test", {"event": "account.added"})
+    assert deliver(app) == 1
+    assert 'id="attempts-shown"' not in visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True)
+    for _ in range(2):
+        visitor.post(f"/webhooks/{webhook_id}/test", {"event": "account.added"})
+        deliver(app)
+    page = text_of(visitor.get(f"/webhooks/{webhook_id}"))
+    # The rate counts all three; the table lists two and says why, and where the others are.
+    assert "3 of 3 attempts delivered" in page
+    assert (
+        "The newest 2 attempts are listed. Every attempt of an event is in its row of the event log" in page
+    )
 
 
 def test_success_rate_counts_attempts_in_the_window_of_the_workspace_clock(app, visitor):

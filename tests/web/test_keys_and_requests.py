@@ -254,6 +254,22 @@ def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):
     )
 
 
+def test_try_it_starts_with_the_documented_example_body_which_the_api_accepts(visitor):
+    page = visitor.get("/reference").get_data(as_text=True)
+    textarea = re.search(r'<textarea id="b-post--link_tokens"[^>]*>(.*?)</textarea>', page, re.S)
+    body = unescape(textarea.group(1))
+    assert json.loads(body)["org_name"] == "Acme"  # the document's example, not "{}" (which drew only a 400)
+    sent = visitor.post(
+        "/reference/try",
+        {"method": "POST", "path": "/link_tokens", "mode": "sandbox", "body": body},
+        htmx=True,
+    ).get_data(as_text=True)
+    assert 'status-2xx">200' in sent
+    # An operation whose document has no example still starts with an empty object.
+    replay = re.search(r'<textarea id="b-post--webhooks-webhook_id-replay"[^>]*>(.*?)</textarea>', page, re.S)
+    assert replay.group(1) == "{}"
+
+
 def test_the_reference_says_when_the_mode_has_no_key_instead_of_showing_a_bare_401(app, visitor):
     visitor.get("/reference")
     assert (
@@ -275,3 +291,23 @@ def test_the_reference_says_when_the_mode_has_no_key_instead_of_showing_a_bare_4
     assert "401" in html  # what the API would have answered, said in words
     with app.app_context():  # nothing was sent
         assert db.session.scalar(select(func.count()).select_from(RequestLogEntry)) == logged
+
+
+def test_a_console_call_without_a_key_says_why_and_what_to_do(app, visitor):
+    # Every sandbox key revoked: the walkthrough's step 3 and a scenario still send their call (the API's 401 is
+    # the truth), and say that the console had no key to send and where to make one.
+    sandbox = next(k for k in keys_of(app, visitor.workspace_id) if k.mode == "sandbox")
+    visitor.post(f"/keys/{sandbox.id}/revoke", htmx=True)
+    advice = "This workspace has no active sandbox key, so the console sent none and the API answered 401."
+
+    def text(response) -> str:
+        return unescape(re.sub(r"\s+", " ", response.get_data(as_text=True)))
+
+    html = text(visitor.post("/walkthrough/link-token", {"org_name": "Acme"}, htmx=True))
+    assert 'status-4xx">401' in html and advice in html and 'href="/keys">Create one on API keys' in html
+    failed = visitor.post("/scenarios/user_good/run")
+    assert failed.status_code == 502 and advice in text(failed)
+    # With a key again, a 401 of another kind (none here: the call succeeds) is never explained as a missing key.
+    visitor.post("/keys", {"mode": "sandbox"}, htmx=True)
+    html = text(visitor.post("/walkthrough/link-token", {"org_name": "Acme"}, htmx=True))
+    assert "x-api-secret" in html and advice not in html

@@ -147,6 +147,37 @@ def test_a_finished_token_is_never_called_ready_and_a_new_one_is_offered(visitor
     assert "Finished" in state and 'hx-post="/walkthrough/link-token/again"' in state
 
 
+def test_a_finished_token_whose_switch_still_waits_says_so_and_how_to_get_there(visitor):
+    # Federal SSN 900000001: the flow completes, the switch is processing until the agency review a business
+    # day later on the workspace clock. "The flow completed" alone read as done.
+    first = create(visitor, "federal")
+    federal = {"first_name": "Ada", "last_name": "Lovelace", "social_security_number": "900000001"}
+    assert api(visitor, f"/sandbox/link_tokens/{first}/complete", {"federal": federal}).status_code == 200
+    html = step_4(visitor)
+    assert (
+        "Its direct_deposit_switch job is processing: it is reviewed by the agency on the workspace clock;"
+        " its timeline says when, and moving the clock gets there now." in html
+    )
+    # Once it has moved on (sent), the state says nothing more than that the flow completed.
+    assert api(visitor, "/sandbox/clock/advance", {"business_days": 1}).status_code == 200
+    html = step_4(visitor)
+    assert "Finished: the flow completed." in html and " job is " not in html
+
+
+def test_a_finished_pending_switch_says_it_is_retried(visitor):
+    create(visitor, "standard")
+    link_token_id = offered(step_4(visitor))
+    credentials = {"username": "user_pending_success", "password": sandbox_data.PASSWORD}
+    platform = "8e8483e0-5235-5127-93ca-2efa4d35d6dc"  # Paycrest
+    done = api(
+        visitor,
+        f"/sandbox/link_tokens/{link_token_id}/complete",
+        {"platform_id": platform, "credentials": credentials},
+    )
+    assert done.status_code == 200, done.get_data(as_text=True)
+    assert "Its direct_deposit_switch job is pending: it is retried on the workspace clock" in step_4(visitor)
+
+
 def test_an_expired_token_says_so(visitor):
     create(visitor, "standard")
     assert api(visitor, "/sandbox/clock/advance", {"hours": 2}).status_code == 200

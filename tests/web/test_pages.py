@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.web.helpers import run_headless
@@ -61,3 +63,9 @@ def test_the_api_reference_renders_the_openapi_document(visitor):
     html = visitor.get("/reference").get_data(as_text=True)
     assert "/sandbox/v1/openapi.json" in html
     assert "/v1/link_tokens" in html and "Create a Link token" in html
+
+
+def test_a_persons_deposit_split_reads_as_money_not_a_bare_integer(visitor):
+    # Gabriel Abbott's old WorkNest job sends 50000 (cents, the API's unit) to savings before the remainder.
+    html = visitor.get("/world/people/gabriel-abbott").get_data(as_text=True)
+    assert re.search(r"<td>\$500\.00 <span class=\"muted\">\(50000 cents\)</span></td>", html), html

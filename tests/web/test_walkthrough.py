@@ -105,6 +105,11 @@ def test_the_whole_walkthrough_ticks_every_step(app, client, visitor):
     )
     assert 'badge-success">success' in html
     assert f"/sandbox/v1/jobs?link_token_id={link_token_id}" in html
+    # The job's timestamp reads as every other moment on the console does, not as the API's ISO string.
+    table = html[html.index("<table") : html.index("</table>")]
+    cell = re.search(r'<time datetime="([^"]+)">([^<]+)</time>', table)
+    assert cell and "T" in cell.group(1)
+    assert re.fullmatch(r"\w{3} \d{2} \w{3} \d{4} \d{2}:\d{2}:\d{2}", cell.group(2))
     page = visitor.get("/").get_data(as_text=True)
     assert done_steps(page) == ["key", "webhook", "link_token", "link", "inbox", "jobs"]
     assert "✓ signature verified" in page

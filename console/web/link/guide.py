@@ -18,6 +18,8 @@ from sqlalchemy import select
 from console.accounts.models import Account
 from console.clock.services import now
 from console.extensions import db
+from console.jobs.models import Job
+from console.jobs.plans import PENDING, PROCESSING
 from console.link import checks, sandbox_data
 from console.link import models as m
 from console.link.flow import route_of
@@ -68,8 +70,13 @@ def _platform_name(platform_id) -> str:
     return platform.name if platform else "the platform"
 
 
-def state(link_token: LinkToken, session: LinkSession | None, at: datetime) -> TokenState:
-    """Unused, open (at which screen), finished (with its outcome) or expired, on the workspace clock."""
+def state(
+    link_token: LinkToken, session: LinkSession | None, at: datetime, waiting_job: Job | None = None
+) -> TokenState:
+    """Unused, open (at which screen), finished (with its outcome) or expired, on the workspace clock.
+
+    `waiting_job`: the token's job still pending or processing. "The flow completed" alone read as done, while
+    the switch waits for a retry or an agency review the workspace clock can reach now."""
     if (session is not None and session.state == m.EXPIRED) or (
         at >= link_token.expires_at and (session is None or not session.finished)
     ):
@@ -83,11 +90,14 @@ def state(link_token: LinkToken, session: LinkSession | None, at: datetime) -> T
     outcome = OUTCOMES.get(session.state, session.state)
     if session.error_code:
         outcome += f" ({ERROR_TITLES.get(session.error_code, session.error_code)}, {session.error_code})"
-    return TokenState(
-        FINISHED,
-        f"Finished: the flow {outcome}. A token is used once; create a new one to run it again.",
-        False,
-    )
+    text = f"Finished: the flow {outcome}. A token is used once; create a new one to run it again."
+    if waiting_job is not None:
+        what = "retried" if waiting_job.outcome == PENDING else "reviewed by the agency"
+        text += (
+            f" Its {waiting_job.name} job is {waiting_job.outcome}: it is {what} on the workspace clock; its"
+            " timeline says when, and moving the clock gets there now."
+        )
+    return TokenState(FINISHED, text, False)
 
 
 def opening(skip_intro: bool, route: str, platform_name: str | None) -> str:
@@ -265,4 +275,19 @@ def view(workspace: Workspace, link_token_id: str, token: str, origin: str | Non
     if row is None:
         return None
     session = db.session.scalars(select(LinkSession).where(LinkSession.link_token_id == row.id)).first()
-    return TokenView(link_token_id, token, state(row, session, now(workspace)), guide_for(row), origin)
+    waiting = None
+    if session is not None and session.finished:
+        waiting = db.session.scalars(
+            select(Job)
+            .where(
+                Job.workspace_id == workspace.id,
+                Job.mode == row.mode,  # (the index's order: workspace, mode, Link token)
+                Job.link_token_id == row.id,
+                Job.outcome.in_((PENDING, PROCESSING)),
+            )
+            .order_by(Job.created_at.desc())
+            .limit(1)
+        ).first()
+    return TokenView(
+        link_token_id, token, state(row, session, now(workspace), waiting), guide_for(row), origin
+    )

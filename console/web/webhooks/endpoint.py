@@ -69,7 +69,7 @@ def _debug_latest(webhook, key, is_inbox: bool) -> dict:
 def _context(webhook, verdict=None, debug_form: dict | None = None) -> dict:
     workspace = g.console_workspace
     at = now(workspace)
-    attempts = endpoint.recent_attempts(webhook.id)
+    attempts = endpoint.recent_attempts(webhook.id, endpoint.RECENT_ATTEMPTS)
     key = endpoint.owner_key(webhook)
     row = requestlog.latest(workspace.id, step_of(webhook.id)) if has_workspace() else None
     is_inbox = inbox.is_inbox_url(workspace, webhook.url)
@@ -77,6 +77,7 @@ def _context(webhook, verdict=None, debug_form: dict | None = None) -> dict:
         "webhook": webhook,
         "now": at,
         "attempts": attempts,
+        "attempts_shown_max": endpoint.RECENT_ATTEMPTS,
         "bars": endpoint.chart(attempts),
         "chart_width": endpoint.CHART_WIDTH,
         "chart_height": endpoint.CHART_HEIGHT,

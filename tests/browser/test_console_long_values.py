@@ -1,0 +1,75 @@
+"""Long values a developer can give the console (a key's label) keep every page inside the screen."""
+
+from __future__ import annotations
+
+from tests.browser.test_console_walkthrough import start
+
+NO_SIDEWAYS_SCROLL = "document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth"
+
+
+def test_a_long_key_label_wraps_inside_the_keys_table(page, live_server):
+    # 120 characters without a space (the most a label keeps): a pasted token, a URL, a build id.
+    label = "ci-" + "x" * 117
+    start(page, live_server)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.goto(live_server.url + "/keys")
+    development = page.locator("section", has=page.get_by_role("heading", name="Development", exact=True))
+    development.get_by_label("Label").fill(label)
+    development.get_by_role("button", name="Create development key").click()
+    development.get_by_role("cell", name=label).wait_for()
+    for width, height in ((1280, 720), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.reload()
+        assert page.evaluate(NO_SIDEWAYS_SCROLL), f"the page scrolls sideways at {width} px"
+        table = development.locator("table.keys-table")
+        card = development.bounding_box()
+        box = table.bounding_box()
+        assert box["x"] + box["width"] <= card["x"] + card["width"], (
+            f"the table leaves its card at {width} px"
+        )
+
+
+def test_a_long_end_user_id_wraps_on_the_timelines(page, live_server):
+    end_user_id = (
+        "crm-" + "7" * 180
+    )  # the API takes up to 200 characters; ids from a CRM often have no spaces
+    start(page, live_server)
+    page.locator("#lt-end_user_id").fill(end_user_id)
+    page.get_by_role("button", name="Create Link token").click()
+    link_token_id = page.locator("#step-link [data-link-open]").get_attribute("data-link-token-id")
+    for path in ("/timeline", f"/timeline/link-tokens/{link_token_id}"):
+        for width, height in ((1280, 720), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.goto(live_server.url + path)
+            page.get_by_text(end_user_id).first.wait_for()
+            assert page.evaluate(NO_SIDEWAYS_SCROLL), f"{path} scrolls sideways at {width} px"
+
+
+def test_a_long_webhook_url_wraps_in_what_the_clock_says_is_next_and_what_fired(page, console_live):
+    # A receiver URL with a long path (a tunnel's, say). Nothing listens on port 9: its deliveries fail and wait
+    # for their retry, which the Clock page names ("Next: Webhook delivery … to <url>: attempt 2").
+    url = "http://127.0.0.1:9/hooks/" + "x" * 300
+    start(page, console_live)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.get_by_text("…or register your own URL").click()
+    page.locator("#wh-url").fill(url)
+    page.get_by_role("button", name="Register webhook").click()
+    page.locator("#step-webhook").get_by_text("/hooks/xxxx").first.wait_for()
+    page.goto(console_live.url + "/scenarios")
+    page.get_by_role("button", name="Run user_good headless").click()
+    page.locator("#timeline").wait_for()
+    page.goto(console_live.url + "/clock")
+    page.locator("#clk-next-help", has_text="attempt 2").wait_for()  # the worker's first attempt failed
+    for width, height in ((1280, 720), (390, 844)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(console_live.url + "/clock")
+        assert page.evaluate(NO_SIDEWAYS_SCROLL), f"the Clock page scrolls sideways at {width} px"
+    page.set_viewport_size({"width": 1280, "height": 720})  # (below 60rem the main column wraps any word)
+    page.goto(console_live.url + "/clock")
+    page.get_by_role("button", name="To the next scheduled item").click()
+    page.get_by_text("Clock advanced.").wait_for()
+    assert page.evaluate(NO_SIDEWAYS_SCROLL), "what fired pushes the Clock page sideways"
+    fired = page.locator(".fired", has_text="Moved to the next scheduled item")
+    assert fired.evaluate("e => e.scrollWidth <= e.clientWidth"), (
+        "the line naming the delivery leaves its box"
+    )
