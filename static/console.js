@@ -278,13 +278,57 @@
     if (opener) openLink(opener);
   });
 
-  // Capture phase, so a refused confirmation also stops htmx from sending the form.
+  // Confirmations ask in the page's own modal <dialog>, not window.confirm: the browser's box says
+  // "127.0.0.1:5000 says", cannot be styled and on a projector looks like an error. showModal() keeps focus
+  // inside and closes on Escape; its confirming button is named after the button that asked ("Revoke").
+  var confirmDialog = null;
+
+  function confirmBox() {
+    if (confirmDialog) return confirmDialog;
+    var dialog = document.createElement("dialog");
+    dialog.className = "confirm-dialog";
+    dialog.setAttribute("aria-labelledby", "confirm-dialog-message");
+    // method="dialog": either button closes the dialog with its value as returnValue, no handler needed.
+    dialog.innerHTML = '<form method="dialog"><p id="confirm-dialog-message"></p>' +
+      '<div class="confirm-actions"><button type="submit" value="cancel" class="button-quiet" autofocus>Cancel</button>' +
+      '<button type="submit" value="ok" class="confirm-ok"></button></div></form>';
+    document.body.appendChild(dialog);
+    confirmDialog = dialog;
+    return dialog;
+  }
+
+  function askToConfirm(form, submitter) {
+    var dialog = confirmBox();
+    dialog.querySelector("#confirm-dialog-message").textContent = form.getAttribute("data-confirm");
+    var label = submitter && submitter.textContent.trim();
+    var ok = dialog.querySelector(".confirm-ok");
+    ok.textContent = label || "OK";
+    ok.classList.toggle("button-danger", !!(submitter && submitter.classList.contains("button-danger")));
+    dialog.returnValue = "";
+    dialog.onclose = function () {
+      dialog.onclose = null;
+      if (dialog.returnValue === "ok") {
+        form.setAttribute("data-confirmed", "");
+        // requestSubmit fires a new submit event, which htmx (or the browser) sends; the mark lets it pass.
+        if (submitter && submitter.form === form) form.requestSubmit(submitter); else form.requestSubmit();
+      } else if (submitter && document.contains(submitter)) {
+        submitter.focus();
+      }
+    };
+    dialog.showModal();
+  }
+
+  // Capture phase, so a form waiting for its confirmation is not sent by htmx meanwhile.
   document.addEventListener("submit", function (event) {
     var form = event.target.closest("form[data-confirm]");
-    if (form && !window.confirm(form.getAttribute("data-confirm"))) {
-      event.preventDefault();
-      event.stopPropagation();
+    if (!form) return;
+    if (form.hasAttribute("data-confirmed")) {
+      form.removeAttribute("data-confirmed");
+      return;
     }
+    event.preventDefault();
+    event.stopPropagation();
+    askToConfirm(form, event.submitter);
   }, true);
 
   // A Link token was just created (walkthrough step 3, or "create a new token" in step 4): the result is

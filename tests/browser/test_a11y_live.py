@@ -54,7 +54,6 @@ def focused(page) -> str:
 
 def test_key_forms_put_the_focus_on_what_they_did(page, console_live):
     """Create, reveal, roll and revoke redraw the keys: focus lands on the result, never on <body>."""
-    page.on("dialog", lambda dialog: dialog.accept())  # the confirmations (their own test: test_a11y_dialogs)
     page.goto(console_live.url + "/keys")
     page.get_by_label("Label").first.focus()
     page.keyboard.type("CI")
@@ -74,13 +73,29 @@ def test_key_forms_put_the_focus_on_what_they_did(page, console_live):
     page.keyboard.press("Enter")
     expect(page.get_by_role("button", name="Reveal").first).to_be_focused()
 
+    # The confirmation is a modal dialog: focus starts on Cancel, Tab reaches the button named like the one
+    # that asked, Escape cancels and gives the focus back.
+    confirmation = page.locator("dialog.confirm-dialog[open]")
     page.get_by_role("button", name="Roll").first.focus()
+    page.keyboard.press("Enter")
+    expect(confirmation.get_by_role("button", name="Cancel")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(confirmation.get_by_role("button", name="Roll")).to_be_focused()
     page.keyboard.press("Enter")
     expect(done).to_have_text(re.compile("Key rolled"))
     expect(done).to_be_focused()
 
-    page.get_by_role("button", name="Revoke").first.focus()
+    revoke = page.get_by_role("button", name="Revoke").first
+    revoke.focus()
     page.keyboard.press("Space")
+    expect(confirmation).to_contain_text("Revoke this key? Requests with it will get 401.")
+    page.keyboard.press("Escape")
+    expect(confirmation).to_have_count(0)
+    expect(revoke).to_be_focused()
+    expect(done).to_have_text(re.compile("Key rolled"))  # nothing was sent
+    page.keyboard.press("Space")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
     expect(done).to_have_text(re.compile("Key revoked"))
     expect(done).to_be_focused()
 

@@ -87,3 +87,24 @@ def test_a_table_that_scrolls_on_a_phone_takes_the_keyboard(scanned, console_liv
 def test_link_open_over_the_walkthrough_passes_axe(scanned, console_live):
     open_from_step_4(scanned, console_live)
     assert not scan_both_widths(scanned, console_live.url)
+
+
+def test_a_confirmation_is_a_modal_dialog_that_passes_axe_at_both_widths(scanned, console_live):
+    """data-confirm asks in the page's own <dialog> (not window.confirm): named by its question, modal (the page
+    behind it inert), focus on Cancel, and its confirming button fits a phone's width."""
+    from tests.browser.test_console_walkthrough import start
+
+    page = scanned
+    start(page, console_live)
+    page.goto(console_live.url + "/keys")
+    page.get_by_label("Label").first.fill("CI")
+    page.get_by_label("Label").first.press("Enter")
+    page.get_by_role("button", name="Revoke").first.click()
+    dialog = page.get_by_role("dialog", name="Revoke this key? Requests with it will get 401.")
+    expect(dialog).to_be_visible()
+    expect(dialog.get_by_role("button", name="Cancel")).to_be_focused()
+    assert page.evaluate("() => document.querySelector('dialog.confirm-dialog').matches(':modal')")
+    assert not scan_both_widths(page, console_live.url)
+    resize(page, PHONE)
+    box = dialog.get_by_role("button", name="Revoke").bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= PHONE["width"]

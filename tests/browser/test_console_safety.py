@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from playwright.sync_api import expect
 
+from tests.browser.confirm import answer_confirmation
 from tests.browser.conftest import csp_violations
 from tests.browser.test_console_walkthrough import checklist_done, create_token, start
 from tests.browser.waits import poll
@@ -234,8 +235,8 @@ def test_keep_then_reset_from_the_header(page, console_live):
     page.get_by_role("button", name="Keep", exact=True).click()
     page.get_by_text("Workspace kept as").wait_for()
     assert "Training room 3" in page.locator(".workspace-bar").inner_text()
-    page.on("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Reset workspace").click()
+    answer_confirmation(page)
     page.get_by_role("heading", name="Integrate payroll connectivity in six steps").wait_for()
     assert page.locator(".workspace-bar code").inner_text() != first
     assert checklist_done(page) == ["key", "webhook"]  # reset is an action: the new workspace is ready

@@ -10,6 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests import images
+from tests.browser.confirm import answer_confirmation
 from tests.browser.linkui import release, search_and_choose
 from tests.browser.waits import after_page_timers, poll
 
@@ -456,8 +457,8 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
 
     # Deleted from the start page's list of this browser's profiles: the short link stops working.
     page.goto(url + "/present")
-    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete the profile for Acme Bank").click()
+    answer_confirmation(page)
     page.get_by_text("Profile for Acme Bank deleted").wait_for()
     assert page.request.get(short).status == 404
 

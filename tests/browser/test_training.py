@@ -9,6 +9,7 @@ from sqlalchemy import select
 from console.extensions import db
 from console.training.models import CohortMember
 from tests.browser.classroom import open_new_class_links
+from tests.browser.confirm import answer_confirmation
 from tests.browser.conftest import BACKSTOP_MS, csp_violations
 from tests.browser.waits import after_page_timers
 from tests.web.helpers import sandbox_secret
@@ -105,8 +106,8 @@ def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page
             "request", lambda r: "/training/me/progress" in r.url and polls.__setitem__("me", polls["me"] + 1)
         )
 
-        page.once("dialog", lambda dialog: dialog.accept())
         page.get_by_role("button", name="Delete this class and its trainees' workspaces").click()
+        answer_confirmation(page)
         page.get_by_text("is deleted").wait_for()
 
         grid.locator("#poll-gone").get_by_text("This class was deleted.").wait_for()

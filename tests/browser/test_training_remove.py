@@ -3,7 +3,10 @@ and the removed trainee's open page saying what happened."""
 
 from __future__ import annotations
 
+from playwright.sync_api import expect
+
 from tests.browser.classroom import open_new_class_links
+from tests.browser.confirm import answer_confirmation
 from tests.browser.conftest import BACKSTOP_MS
 from tests.browser.test_training import join
 
@@ -23,14 +26,15 @@ def test_the_trainer_removes_a_row_after_a_confirmation_that_names_the_trainee(b
         for screen in (page, grid):
             screen.locator('tr[data-trainee="Bot 9000"]').wait_for()
 
-        asked: list[str] = []
-        page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
-        page.get_by_role("button", name="Remove Bot 9000 from the class").click()
-        assert asked and asked[0].startswith("Remove Bot 9000 from Training class?"), asked
+        remove = page.get_by_role("button", name="Remove Bot 9000 from the class")
+        remove.click()
+        asked = answer_confirmation(page, accept=False)
+        assert asked.startswith("Remove Bot 9000 from Training class?"), asked
+        expect(remove).to_be_focused()  # cancelled: back on the button that asked
         assert page.locator('tr[data-trainee="Bot 9000"]').count() == 1  # dismissed: nothing sent
 
-        page.once("dialog", lambda dialog: dialog.accept())
-        page.get_by_role("button", name="Remove Bot 9000 from the class").click()
+        remove.click()
+        answer_confirmation(page)
         page.get_by_text("Bot 9000 is removed from Training class").wait_for()
         assert page.locator('tr[data-trainee="Bot 9000"]').count() == 0
         # The other trainer screen drops the row at its next poll, without a reload; Ada stays.
