@@ -7,6 +7,7 @@ POST's Idempotency-Key, then the body. Public endpoints (the OpenAPI document) s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -248,6 +249,10 @@ def json_body() -> dict[str, Any]:
             f"The request body nests arrays and objects more than {jsontext.MAX_JSON_DEPTH} levels deep.",
             code="JSON_TOO_DEEP",
         ) from None
+    except json.JSONDecodeError as exc:
+        # Where, in the parser's words (a trailing comma, single quotes): never the body's own text.
+        where = f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+        raise ServiceError(f"The request body is not valid JSON: {where}.", code="MALFORMED_JSON") from None
     except ValueError:  # also bad UTF-8 and integers too long to convert
         raise ServiceError("The request body is not valid JSON.", code="MALFORMED_JSON") from None
     if not isinstance(body, dict):
