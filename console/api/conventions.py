@@ -7,6 +7,7 @@ POST's Idempotency-Key, then the body. Public endpoints (the OpenAPI document) s
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,7 @@ from console.core.errors import (
     ServiceError,
     Unauthorized,
     ValidationFailed,
+    shown,
 )
 from console.core.params import nul_fields
 from console.db import sqlite
@@ -168,6 +170,31 @@ def check_parameters() -> None:
     errors = nul_fields(request.args, request.view_args) or _query_parameter_errors()
     if errors:
         raise ValidationFailed(errors)
+    _refuse_a_reads_body()
+
+
+def _refuse_a_reads_body() -> None:
+    """A GET's body is never read: one is refused, naming what it holds. Filters sent as JSON
+    (`requests.get(url, json={"link_token_id": …})`, a client's default body) were ignored, and the list
+    answered unfiltered, as if it held the one token's jobs."""
+    if request.method not in ("GET", "HEAD"):
+        return
+    if not request.content_length and "chunked" not in request.headers.get("Transfer-Encoding", "").lower():
+        return
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        return
+    try:
+        parsed = jsontext.loads(raw)
+    except ValueError:
+        parsed = None
+    names = [shown(name) for name in parsed][:5] if isinstance(parsed, dict) else []
+    sent = (
+        f"its {', '.join(names)} as query parameters (?{names[0]}=…)"
+        if names
+        else "its filters as query parameters"
+    )
+    raise ServiceError(f"A {request.method} request's body is not read: send {sent}, and no body.")
 
 
 # app.extensions[QUERY_PARAMETERS]: (method, rule, mode) -> the query parameter names the route takes, each with
@@ -222,6 +249,10 @@ def json_body() -> dict[str, Any]:
             f"The request body nests arrays and objects more than {jsontext.MAX_JSON_DEPTH} levels deep.",
             code="JSON_TOO_DEEP",
         ) from None
+    except json.JSONDecodeError as exc:
+        # Where, in the parser's words (a trailing comma, single quotes): never the body's own text.
+        where = f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+        raise ServiceError(f"The request body is not valid JSON: {where}.", code="MALFORMED_JSON") from None
     except ValueError:  # also bad UTF-8 and integers too long to convert
         raise ServiceError("The request body is not valid JSON.", code="MALFORMED_JSON") from None
     if not isinstance(body, dict):

@@ -121,6 +121,10 @@ def _http_error(exc: HTTPException):
         elif request.path.endswith("/") and _routes_to(request.path.rstrip("/"), request.method):
             # `…/v1/link_tokens/` (a client that joins paths with a trailing slash): the endpoint exists without it.
             message += f" Leave out the trailing slash: {request.path.rstrip('/')}."
+    elif exc.code == 413:
+        # werkzeug's own words ("The data value transmitted exceeds the capacity limit") name no limit.
+        limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
+        message = f"The request body is larger than this API accepts ({limit:,} bytes, {limit / 1024 / 1024:g} MiB)."
     elif exc.code == 405:
         allowed = ", ".join(sorted(exc.valid_methods or [])) if hasattr(exc, "valid_methods") else ""
         message = f"Method {request.method} is not allowed on {request.path}. Allowed: {allowed}."

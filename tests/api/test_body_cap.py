@@ -87,6 +87,8 @@ def test_the_streamed_request_has_no_content_length_and_a_small_body_works(app, 
 def test_a_chunked_body_over_the_cap_is_413_and_nothing_is_made(app, api, body):
     response = chunked(api, "/link_tokens", body)
     error = assert_error(response, 413, "INVALID_REQUEST_PARAMETERS", "BODY_TOO_LARGE")
+    # The limit is named (werkzeug's "exceeds the capacity limit" named none).
+    assert error["message"] == "The request body is larger than this API accepts (1,048,576 bytes, 1 MiB)."
     assert not error["fields"]
     assert uuid.UUID(response.headers["x-service-request-id"])
     assert link_tokens(app) == 0

@@ -237,6 +237,24 @@ def test_malformed_json_is_400(api):
     assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "MALFORMED_JSON")
 
 
+def test_malformed_json_says_where(api):
+    """A trailing comma or single quotes got only "not valid JSON": the parser's words and place now, never the
+    body's own text."""
+    trailing_comma = '{"org_name": "Acme",\n "required_jobs": ["direct_deposit_switch"],}'
+    response = api.post("/link_tokens", data=trailing_comma, headers={"Content-Type": "application/json"})
+    error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "MALFORMED_JSON")
+    assert error["message"] == (
+        "The request body is not valid JSON: Expecting property name enclosed in double quotes at line 2, "
+        "column 45."
+    )
+    bad_utf8 = api.post(
+        "/link_tokens", data=b'{"org_name": "\xff"}', headers={"Content-Type": "application/json"}
+    )
+    assert assert_error(bad_utf8, 400, "INVALID_REQUEST_PARAMETERS", "MALFORMED_JSON")["message"] == (
+        "The request body is not valid JSON."
+    )
+
+
 def test_wrong_content_type_is_415(api):
     response = api.post("/link_tokens", data="org_name=Acme", headers={"Content-Type": "text/plain"})
     assert_error(response, 415, "INVALID_REQUEST_PARAMETERS", "UNSUPPORTED_CONTENT_TYPE")

@@ -307,6 +307,26 @@ def test_a_repeated_query_parameter_is_a_400_naming_it_unless_it_takes_several(a
     assert response.status_code == 200, response.get_json()
 
 
+def test_a_gets_body_is_refused_naming_what_to_send_as_query_parameters(api, app, workspace):
+    """`requests.get(url, json={"link_token_id": …})`: the body was ignored and the list answered unfiltered."""
+    with app.app_context():
+        new_switch(workspace.id, "success")
+    response = api.get("/jobs", json={"link_token_id": str(uuid.uuid4())})
+    error = assert_error(response, 400, "INVALID_REQUEST_PARAMETERS", "INVALID_REQUEST")
+    assert error["message"] == (
+        "A GET request's body is not read: send its link_token_id as query parameters (?link_token_id=…), "
+        "and no body."
+    )
+    response = api.get("/jobs", data="outcome=success", headers={"Content-Type": "text/plain"})
+    assert (
+        "send its filters as query parameters"
+        in assert_error(response, 400, "INVALID_REQUEST_PARAMETERS")["message"]
+    )
+    # An empty body (a client that always sends one) changes nothing.
+    assert api.get("/jobs", data="", headers={"Content-Type": "application/json"}).status_code == 200
+    assert api.get("/jobs").status_code == 200
+
+
 @pytest.mark.parametrize(
     ("path", "first", "other"),
     [
