@@ -134,7 +134,7 @@
     if (!iframe) return;
     var refused = 0;
     iframe.addEventListener("load", function () {
-      if (listenToLink(iframe) || !refusedPage(iframe) || refused >= BUSY_TRIES) return;
+      if (listenToLink(iframe) || !refusedPage(iframe) || refused >= LINK_REFUSED_TRIES) return;
       // Link's page refused for now (429: too many requests from this machine's address, another program on
       // it may have used its share up): the phone showed the refusal's plain text to the room. Load it again
       // (Link opens again at the screen it was on) after a second.
@@ -333,9 +333,10 @@
     afterRender();
   }
 
-  // A step refused with 429 is sent again this many times, waiting the Retry-After (at most BUSY_MAX_WAIT_S).
-  var BUSY_TRIES = 30;
+  // A step refused with 429 is sent again after its Retry-After, for at most this long in all (then the stage
+  // says so, and the keys pressed meanwhile, queued while it waited, run).
   var BUSY_MAX_WAIT_S = 60;
+  var LINK_REFUSED_TRIES = 30; // Link's page refused in the phone: loaded again once a second, this many times
 
   function go(url, options) {
     if (!stage()) return;
@@ -343,11 +344,11 @@
     if (driver) driver.cancelled = "stop"; // back, restart or a refresh while Link was being filled in
     busy = true;
     stage().classList.add("is-busy");
-    var tries = 0;
+    var waited = 0;
     function send() {
       return fetch(url, Object.assign({ credentials: "same-origin" }, options || {})).then(function (response) {
-        if (response.status === 429 && tries < BUSY_TRIES) return later(response);
-        if (tries) setNote("");
+        if (response.status === 429 && waited < BUSY_MAX_WAIT_S) return later(response);
+        if (waited) setNote("");
         if (response.status === 429) {
           showProblem("The server is still refusing requests from this machine (too many from its address). " +
             "Press the key again in a moment.");
@@ -362,12 +363,13 @@
     // A step's POST answers with a redirect to the stage: when that GET was the one refused, the step has run,
     // so it is the GET that is sent again (sending the POST again ran the step twice: two Link tokens).
     function later(response) {
-      tries += 1;
       if (response.redirected) {
         url = response.url;
         options = { method: "GET" };
       }
-      var wait = Math.min(Math.max(parseInt(response.headers.get("Retry-After"), 10) || 1, 1), BUSY_MAX_WAIT_S);
+      var asked = Math.max(parseInt(response.headers.get("Retry-After"), 10) || 1, 1);
+      var wait = Math.min(asked, BUSY_MAX_WAIT_S - waited);
+      waited += wait;
       setNote("One moment: the server is busy…");
       var detail = find("[data-drive-detail]");
       if (detail) {

@@ -16,3 +16,26 @@ def test_the_brand_forms_two_buttons_are_one_size_one_primary(page, live_server,
     background = "getComputedStyle(el).backgroundColor"
     assert use.evaluate(f"el => {background}") == "rgba(0, 0, 0, 0)"
     assert save.evaluate(f"el => {background}") != "rgba(0, 0, 0, 0)"
+
+
+def test_the_summary_s_tables_fit_a_phone_with_every_column_in_view(page, live_server):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{live_server.url}/present/50-failure-and-recovery?speed=20")
+    for number in (1, 2):  # a Link token, then Link completed headlessly: a path holding the token's id
+        page.keyboard.press("ArrowRight")
+        page.locator(f'#stage[data-step="{number}"]').wait_for()
+    page.goto(f"{live_server.url}/present/50-failure-and-recovery/summary?step=2")
+    tables = page.locator(".summary-table")
+    tables.first.wait_for()
+    assert "/complete" in tables.last.inner_text()
+    # Scrolled sideways inside the table, a phone showed "delive… answe…" and no Signature or Status column.
+    for box in tables.evaluate_all(
+        "ts => ts.map(t => [t.scrollWidth, t.clientWidth, t.getBoundingClientRect().right])"
+    ):
+        scroll_width, client_width, right = box
+        assert scroll_width <= client_width + 1 and right <= 390, box
+    # Only the long code words wrap: a header stays one line.
+    heights = tables.last.locator("th").evaluate_all(
+        "ths => ths.map(th => th.getBoundingClientRect().height)"
+    )
+    assert max(heights) - min(heights) < 1
