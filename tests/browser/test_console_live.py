@@ -58,6 +58,12 @@ def test_the_clock_page_jumps_and_goes_to_the_next_item(page, console_live):
     ).wait_for()
     assert "1 scheduled task ran" in fired.inner_text()
     assert "ahead of real time" in page.locator("#clock-bar").inner_text()  # the header followed
+    # On a phone the header says it in short, whole: "(+1 min ahead)", not cut to "(+1 min ahe…".
+    page.set_viewport_size({"width": 390, "height": 844})
+    bar = page.locator("#clock-bar")
+    assert re.search(r"\(\+[^)]* ahead\)$", bar.inner_text().strip()), bar.inner_text()
+    assert bar.evaluate("el => el.scrollWidth <= el.clientWidth"), bar.inner_text()
+    page.set_viewport_size({"width": 1280, "height": 720})
 
     now = datetime.fromisoformat(page.locator("#clock time[data-clock-now]").get_attribute("data-clock-now"))
     page.get_by_label("Jump to (UTC, workspace clock)").fill(
