@@ -137,8 +137,8 @@ class RunSlotsMiddleware:
             wait = self.refuse(environ, address)
             environ[RATE_CHECKED] = True  # counted once: the page hooks do not count it again
             if wait is not None:
-                body = f"Too many console requests from your address; try again in {wait} s.\n".encode()
-                headers = [("Content-Type", "text/plain; charset=utf-8"), ("Retry-After", str(wait)),
+                content_type, body = page_refusal(environ, wait)
+                headers = [("Content-Type", content_type), ("Retry-After", str(wait)),
                            ("Content-Length", str(len(body)))]  # fmt: skip
                 start_response("429 Too Many Requests", headers)
                 return [body]
@@ -156,6 +156,31 @@ class RunSlotsMiddleware:
             held, _held.slots, _held.owed = _held.slots, None, None
             if held is not None:  # not if it ended in a write it began without its slot (`give_back`)
                 self.slots.release(preferred)
+
+
+REFUSAL_TEXT = "Too many console requests from your address; try again in {wait} s.\n"
+# A browser loading a page: words instead of a line of text, and the page loads again by itself (a meta refresh:
+# no script, so the CSP has nothing to refuse), so a stage on a projector recovers without anyone at the keys.
+REFUSAL_PAGE = (
+    '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    '<meta http-equiv="refresh" content="{wait}"><title>One moment · Payroll Connect console</title>'
+    '<link rel="stylesheet" href="{root}/static/console.css"></head><body><main id="main">'
+    '<h1>One moment</h1><p class="callout" role="status">Many console requests are coming from your address '
+    "(another browser or program on this machine or network), so the console is pacing them. This page loads "
+    "again by itself in {wait} s.</p></main></body></html>"
+)
+
+
+def page_refusal(environ: dict[str, Any], wait: int) -> tuple[str, bytes]:
+    """The per-address page rate's 429 body and its content type: a short page that reloads itself after
+    `wait` seconds for a browser loading a page (`Sec-Fetch-Dest: document`), else one line of text (htmx
+    swaps, the stage's own requests, Link's frame and scripts read it as it always was). Built without
+    Flask: a flood's refusals must cost next to nothing."""
+    if environ.get("HTTP_SEC_FETCH_DEST") == "document":
+        root = environ.get("SCRIPT_NAME", "").rstrip("/")
+        return "text/html; charset=utf-8", REFUSAL_PAGE.format(wait=int(wait), root=root).encode()
+    return "text/plain; charset=utf-8", REFUSAL_TEXT.format(wait=int(wait)).encode()
 
 
 def _with_timing(start_response: Callable[..., Any], queued: str) -> Callable[..., Any]:

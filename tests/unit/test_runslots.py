@@ -237,6 +237,14 @@ def test_a_page_over_its_address_rate_is_refused_at_once_without_waiting_for_a_t
     assert answers[0][0].startswith("429") and answers[0][1]["Retry-After"] == "3"  # while the slot is held
     assert b"Too many console requests" in b"".join(body) and environ[runslots.RATE_CHECKED]
     assert _queued(app.slots) == 0 and inner.started == ["/page"]
+    # A browser loading a page (a stage on a projector) gets words and a page that loads again by itself.
+    answers.clear()
+    loading = {"PATH_INFO": "/flood", "HTTP_SEC_FETCH_DEST": "document", "SCRIPT_NAME": "/console"}
+    page = b"".join(app(loading, lambda status, headers: answers.append((status, dict(headers))))).decode()
+    assert answers[0][0].startswith("429") and answers[0][1]["Content-Type"].startswith("text/html")
+    assert '<meta http-equiv="refresh" content="3">' in page and "loads again by itself in 3 s" in page
+    assert 'href="/console/static/console.css"' in page
+    assert int(answers[0][1]["Content-Length"]) == len(page.encode())
     inner.gate.set()
     first.join(60)
     assert app.slots.in_use() == 0

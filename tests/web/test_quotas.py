@@ -187,6 +187,11 @@ def test_console_requests_past_the_per_address_rate_get_a_short_429_and_nothing_
     refused = client.get("/training", headers=flood)
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     assert refused.mimetype == "text/plain" and b"Too many console requests" in refused.data
+    loading = client.get("/present", headers={**flood, "Sec-Fetch-Dest": "document"})  # a browser's page load
+    assert loading.status_code == 429 and loading.mimetype == "text/html"
+    assert (
+        b'<meta http-equiv="refresh" content="' in loading.data and b"loads again by itself" in loading.data
+    )
     assert client.get("/present", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 200  # another
     assert client.get("/healthz", headers=flood).status_code == 200
     static = client.get("/static/link.js", headers=flood)

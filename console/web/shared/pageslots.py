@@ -45,8 +45,8 @@ def init_app(app: Flask) -> None:
             return None
         wait = throttle.page_wait()  # before any wait or rendering: a flood's refusals cost next to nothing
         if wait is not None:
-            message = f"Too many console requests from your address; try again in {wait} s.\n"
-            return message, 429, {"Retry-After": str(wait), "Content-Type": "text/plain; charset=utf-8"}
+            content_type, body = runslots.page_refusal(request.environ, wait)
+            return body, 429, {"Retry-After": str(wait), "Content-Type": content_type}
         if not slots.acquire(timeout=PAGE_WAIT_SECONDS):
             page = render_template(
                 "unavailable.html",
