@@ -163,8 +163,8 @@ class EndUser(RequestModel):
 
 
 class LinkTokenRequest(RequestModel):
-    """POST /v1/link_tokens. With `end_user.platform_matching`, `skip_intro_screen` must not be true and
-    `platform_id`/`employer_id` must be absent; `amount` and `allocation.type`/`value` must agree."""
+    """POST /v1/link_tokens. With `end_user.platform_matching`, `skip_intro_screen` must not be true;
+    `amount` and `allocation.type`/`value` must agree."""
 
     org_name: text(200)
     end_user_id: (
@@ -197,13 +197,8 @@ class LinkTokenRequest(RequestModel):
                     "accepts the terms before their data is sent to payroll providers",
                 )
             )
-        if "platform_id" in data or "employer_id" in data:
-            broken.append(
-                field_error(
-                    ("end_user", "platform_matching"),
-                    "cannot be combined with platform_id or employer_id, which skip platform matching",
-                )
-            )
+        # With platform_id or employer_id too, the spec sends the user straight to that platform with no matching
+        # flow: accepted (not a 400), and the matching data is not kept (`platform_matching` below).
         return broken
 
     @model_validator(mode="after")
@@ -225,8 +220,13 @@ class LinkTokenRequest(RequestModel):
 
     @property
     def platform_matching(self) -> dict | None:
+        """The matching data to keep with the token: none when `platform_id` or `employer_id` routes the user
+        directly (spec: no platform-matching flow then), so personal data nothing will read is never stored.
+        An on-demand update (`account_id`) keeps it: a partner platform's account needs it again."""
         matching = self.end_user.platform_matching if self.end_user else None
-        return matching.model_dump(exclude_none=True) if matching else None
+        if matching is None or ((self.platform_id or self.employer_id) and not self.account_id):
+            return None
+        return matching.model_dump(exclude_none=True)
 
 
 KNOWN_FIELDS = frozenset(LinkTokenRequest.model_fields)

@@ -281,6 +281,27 @@ def test_platform_and_employer_ids_must_exist(app, api):
     expect_fields(api.post("/link_tokens", json=body(platform_id="not-a-uuid")), "platform_id")
 
 
+@pytest.mark.parametrize("route", ["platform_id", "employer_id"])
+def test_platform_matching_with_a_direct_route_goes_directly_and_keeps_no_matching_data(app, api, route):
+    """Spec: with platform_id or employer_id the user goes directly to that platform, with no matching flow.
+    The matching data is still checked, but not stored: nothing would read it."""
+    from console.extensions import db
+    from console.link_tokens.models import LinkToken
+    from console.world.models import Employer, Platform
+
+    target = _first_id(app, Platform if route == "platform_id" else Employer)
+    payload = with_matching()
+    payload[route] = target
+    response = api.post("/link_tokens", json=payload)
+    assert response.status_code == 200, response.get_json()
+    with app.app_context():
+        token = db.session.get(LinkToken, uuid.UUID(response.get_json()["data"]["id"]))
+        assert str(getattr(token, route)) == target and token.platform_matching is None
+    bad = with_matching(email="not-an-email")
+    bad[route] = target
+    expect_fields(api.post("/link_tokens", json=bad), "end_user.platform_matching.email")
+
+
 def _make_account(app, workspace, mode="sandbox", partner=False):
     from sqlalchemy import select
 

@@ -382,7 +382,6 @@ def test_cross_field_rules_are_reported_with_other_bad_fields(api):
     assert set(field_names(error)) == {
         "org_name",
         "skip_intro_screen",
-        "end_user.platform_matching",
         "end_user.platform_matching.social_security_number",
         "end_user.platform_matching.email",
     }
