@@ -25,7 +25,7 @@ from console.conformance.sender import TIMEOUT
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
 from console.jobs.plans import PENDING, SENT, SUCCESS
-from console.link.models import LinkSession
+from console.link.models import OPAQUE_ORIGIN, LinkSession
 from console.link_tokens.models import LinkToken
 from console.requestlog.models import RequestLogEntry
 from console.training.models import own_call
@@ -166,12 +166,31 @@ def _api_error(body: str) -> str:
 def check_link_sdk(workspace: Workspace) -> Result:
     origin = db.session.scalar(
         select(LinkSession.embedding_origin)
-        .where(LinkSession.workspace_id == workspace.id, LinkSession.embedding_origin.is_not(None))
+        .where(
+            LinkSession.workspace_id == workspace.id,
+            LinkSession.embedding_origin.is_not(None),
+            LinkSession.embedding_origin != OPAQUE_ORIGIN,
+        )
         .order_by(LinkSession.started_at)
         .limit(1)
     )
     if origin:
         return Result(True, f"Link was opened from your page at {origin}.")
+    from_file = db.session.scalar(
+        select(LinkSession.id)
+        .where(LinkSession.workspace_id == workspace.id, LinkSession.embedding_origin == OPAQUE_ORIGIN)
+        .limit(1)
+    )
+    if from_file is not None:
+        # index.html double-clicked: the page has no origin, the browser refuses Link's frame (a grey box),
+        # and "not inside a page of yours" would have been untrue.
+        return Result(
+            False,
+            "Link was opened from your page, but that page was opened as a file (file://…), which browsers give "
+            "no origin, so Link could not show inside it. Serve the page instead: python3 -m http.server 8080 "
+            "in its folder, then open http://localhost:8080.",
+            "file page",
+        )
     opened = db.session.scalar(
         select(LinkSession.id).where(LinkSession.workspace_id == workspace.id).limit(1)
     )
