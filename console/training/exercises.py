@@ -381,8 +381,28 @@ def _why_failed(report: dict | None) -> str:
 
 
 def _requirement(check: dict) -> str:
+    """What a failed check required, then its name; and what the endpoint did when it crashed or did not
+    answer ("…is accepted (event:direct_deposit_switch.added: it answered 500)"): "is accepted" alone hid
+    that the receiver fell over on that event type. A 2xx or 4xx is what the requirement already says."""
     name, title = str(check.get("name", "?")), str(check.get("title") or "")
+    received = check.get("received") or {}
+    status = received.get("status")
+    if received and (status is None or status >= 500):
+        name = f"{name}: it {_answer(received)}"
     return f"{title[:1].lower()}{title[1:]} ({name})" if title else name
+
+
+def _crashed_on(checks: list[dict]) -> int | None:
+    """The one 5xx every failed check that got an answer got, if so: the grid's "HTTP 500" for a receiver
+    that verifies and deduplicates but falls over on some events (it said only "failing")."""
+    statuses = {
+        (c.get("received") or {}).get("status") for c in checks if not c.get("passed") and c.get("received")
+    }
+    if len(statuses) == 1:
+        (status,) = statuses
+        if isinstance(status, int) and status >= 500:
+            return status
+    return None
 
 
 # The grid's word for a failed check, by what the endpoint did wrong (first that applies).
@@ -416,6 +436,9 @@ def _failure_label(report: dict | None) -> str:
     for names, label in _CHECK_LABELS:
         if failed.intersection(names):
             return label
+    crashed = _crashed_on(checks)
+    if crashed is not None:
+        return f"HTTP {crashed}"
     return "failing" if failed else ""
 
 

@@ -18,8 +18,10 @@ import pytest
 from bench.webhooks import Receiver
 from console.requestlog.writer import writer_for
 from console.training import snippets
+from console.webhooks import WebhookVerificationError, verify
 from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
+from tests.web.helpers import sandbox_secret
 from tests.web.test_training import backend, check_now, create_cohort, join, register, result
 
 # Fixtures of test_training.py, imported so pytest finds them here (the autouse rate limit too).
@@ -249,3 +251,29 @@ def test_link_opened_from_a_page_opened_as_a_file_says_to_serve_the_page(app, tr
     )
     done = result(app, trainee, "link_sdk")
     assert done.done is True and "http://localhost:8080" in done.reason
+
+
+@pytest.mark.committing
+def test_a_receiver_that_falls_over_on_some_events_says_so(app, trainer, cohort):
+    """It verified and deduplicated, then raised on the event types it did not expect: the grid said "failing"
+    and the reason "a direct_deposit_switch.added event is accepted", with no word of its 500."""
+    trainee = join(app, cohort, "Dennis")
+    api = backend(app, trainee)
+    secret = sandbox_secret(app, trainee.workspace_id)
+
+    def only_accounts(record):
+        try:
+            body = verify(secret, record["headers"], record["body"])
+        except WebhookVerificationError:
+            return 400, b"bad signature"
+        return (200, b"") if body["event"] == "account.added" else (500, b"KeyError: 'account'")
+
+    with Receiver(only_accounts) as receiver:
+        hook = register(api, receiver.url)
+        check_now(app, api, hook["id"])
+    failed = result(app, trainee, "conformance")
+    assert failed.label == "HTTP 500"
+    assert (
+        "a direct_deposit_switch.added event is accepted (event:direct_deposit_switch.added: it answered 500)"
+        in (failed.reason)
+    )
