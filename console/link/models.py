@@ -33,6 +33,11 @@ EXITED = "exited"
 TERMINAL = (DONE, FAILED, EXPIRED, EXITED)
 
 
+# What the SDK sends as its page's origin from a page opened as a file (file://) or a sandboxed frame: a
+# browser gives such a page an opaque origin, "null". Link's frame cannot open there (frame-ancestors).
+OPAQUE_ORIGIN = "null"
+
+
 class LinkSession(IdMixin, CreatedAtMixin, db.Model):
     __tablename__ = "link_sessions"
     __table_args__ = (Index("ix_link_sessions_scope_created", "workspace_id", "mode", "created_at"),)
@@ -73,6 +78,7 @@ class LinkSession(IdMixin, CreatedAtMixin, db.Model):
     via_platform_matching: Mapped[bool] = mapped_column(default=False)
     # The SDK's parent page origin when Link was opened from a page other than this service's own
     # (the console's launcher): training exercise 2 checks that a trainee embedded Link themselves.
+    # OPAQUE_ORIGIN when that page has none (opened as a file), where Link cannot show: said to the trainee.
     embedding_origin: Mapped[str | None] = mapped_column(String(255))
     started_at: Mapped[datetime]  # workspace clock
     updated_at: Mapped[datetime]  # workspace clock

@@ -220,7 +220,11 @@ def _note_embedding(flow: link_flow.Flow) -> None:
     """Remember the first parent page that opened Link from another origin than the console's own:
     the sign that a customer's own page embeds Link with the SDK (training exercise 2)."""
     origin = parent_origin()
-    if origin and flow.row.embedding_origin is None and origin not in _own_origins():
+    if origin is None and (request.values.get("origin") or "").strip() == m.OPAQUE_ORIGIN:
+        origin = (
+            m.OPAQUE_ORIGIN
+        )  # a trainee's index.html opened as a file: exercise 2 says why Link did not show
+    if origin and flow.row.embedding_origin in (None, m.OPAQUE_ORIGIN) and origin not in _own_origins():
         flow.row.embedding_origin = origin[:255]
 
 

@@ -25,7 +25,7 @@ from console.conformance.sender import TIMEOUT
 from console.extensions import db
 from console.jobs.models import Job, JobTransition
 from console.jobs.plans import PENDING, SENT, SUCCESS
-from console.link.models import LinkSession
+from console.link.models import OPAQUE_ORIGIN, LinkSession
 from console.link_tokens.models import LinkToken
 from console.requestlog.models import RequestLogEntry
 from console.training.models import own_call
@@ -166,12 +166,31 @@ def _api_error(body: str) -> str:
 def check_link_sdk(workspace: Workspace) -> Result:
     origin = db.session.scalar(
         select(LinkSession.embedding_origin)
-        .where(LinkSession.workspace_id == workspace.id, LinkSession.embedding_origin.is_not(None))
+        .where(
+            LinkSession.workspace_id == workspace.id,
+            LinkSession.embedding_origin.is_not(None),
+            LinkSession.embedding_origin != OPAQUE_ORIGIN,
+        )
         .order_by(LinkSession.started_at)
         .limit(1)
     )
     if origin:
         return Result(True, f"Link was opened from your page at {origin}.")
+    from_file = db.session.scalar(
+        select(LinkSession.id)
+        .where(LinkSession.workspace_id == workspace.id, LinkSession.embedding_origin == OPAQUE_ORIGIN)
+        .limit(1)
+    )
+    if from_file is not None:
+        # index.html double-clicked: the page has no origin, the browser refuses Link's frame (a grey box),
+        # and "not inside a page of yours" would have been untrue.
+        return Result(
+            False,
+            "Link was opened from your page, but that page was opened as a file (file://…), which browsers give "
+            "no origin, so Link could not show inside it. Serve the page instead: python3 -m http.server 8080 "
+            "in its folder, then open http://localhost:8080.",
+            "file page",
+        )
     opened = db.session.scalar(
         select(LinkSession.id).where(LinkSession.workspace_id == workspace.id).limit(1)
     )
@@ -362,8 +381,28 @@ def _why_failed(report: dict | None) -> str:
 
 
 def _requirement(check: dict) -> str:
+    """What a failed check required, then its name; and what the endpoint did when it crashed or did not
+    answer ("…is accepted (event:direct_deposit_switch.added: it answered 500)"): "is accepted" alone hid
+    that the receiver fell over on that event type. A 2xx or 4xx is what the requirement already says."""
     name, title = str(check.get("name", "?")), str(check.get("title") or "")
+    received = check.get("received") or {}
+    status = received.get("status")
+    if received and (status is None or status >= 500):
+        name = f"{name}: it {_answer(received)}"
     return f"{title[:1].lower()}{title[1:]} ({name})" if title else name
+
+
+def _crashed_on(checks: list[dict]) -> int | None:
+    """The one 5xx every failed check that got an answer got, if so: the grid's "HTTP 500" for a receiver
+    that verifies and deduplicates but falls over on some events (it said only "failing")."""
+    statuses = {
+        (c.get("received") or {}).get("status") for c in checks if not c.get("passed") and c.get("received")
+    }
+    if len(statuses) == 1:
+        (status,) = statuses
+        if isinstance(status, int) and status >= 500:
+            return status
+    return None
 
 
 # The grid's word for a failed check, by what the endpoint did wrong (first that applies).
@@ -397,6 +436,9 @@ def _failure_label(report: dict | None) -> str:
     for names, label in _CHECK_LABELS:
         if failed.intersection(names):
             return label
+    crashed = _crashed_on(checks)
+    if crashed is not None:
+        return f"HTTP {crashed}"
     return "failing" if failed else ""
 
 

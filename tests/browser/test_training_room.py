@@ -117,7 +117,7 @@ def test_a_long_name_leaves_the_exercises_on_a_phone(browser, live_server):
 # Every word a pending cell can say (console.training.exercises: each check's Result label, and the
 # conformance check's _failure_label), the longest first.
 CELL_WORDS = ("console only", "old version", "wrong URL?", "wrong key?", "duplicates", "no answer", "running…",
-              "forged ok", "stale ok", "HTTP 500", "disabled", "failing", "timeout", "to find", "no page",
+              "forged ok", "stale ok", "HTTP 500", "disabled", "file page", "failing", "timeout", "to find", "no page",
               "paused", "down")  # fmt: skip
 
 

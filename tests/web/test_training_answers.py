@@ -18,8 +18,10 @@ import pytest
 from bench.webhooks import Receiver
 from console.requestlog.writer import writer_for
 from console.training import snippets
+from console.webhooks import WebhookVerificationError, verify
 from tests.factories import LINK_TOKEN
 from tests.web.conftest import Visitor
+from tests.web.helpers import sandbox_secret
 from tests.web.test_training import backend, check_now, create_cohort, join, register, result
 
 # Fixtures of test_training.py, imported so pytest finds them here (the autouse rate limit too).
@@ -225,3 +227,53 @@ def test_a_grid_opened_in_another_browser_says_how_to_open_it_there(app, trainer
         page = unescape(answer.get_data(as_text=True))
         assert "opened its trainer link" in page and "another workspace" not in page
     assert projector.get(f"/training/{cohort['id']}/grid").status_code == 404  # the poll: still a 404
+
+
+def test_link_opened_from_a_page_opened_as_a_file_says_to_serve_the_page(app, trainer, cohort):
+    """index.html double-clicked (file://): the SDK sends the page's origin, "null"; the browser refuses Link's
+    frame there (a grey box), and exercise 2 said "not inside a page of yours (from the console, or its URL
+    opened directly)", which the trainee had not done."""
+    trainee = join(app, cohort, "Tim")
+    api = backend(app, trainee)
+    browser = app.test_client()
+    token = api.post("/link_tokens", json=LINK_TOKEN).get_json()["data"]
+    assert browser.get(f"/sandbox/link?token={token['token']}&origin=null").status_code == 200
+    failed = result(app, trainee, "link_sdk")
+    assert failed.done is False and failed.label == "file page"
+    assert "opened as a file (file://…)" in failed.reason and "python3 -m http.server 8080" in failed.reason
+    assert "not inside a page of yours" not in failed.reason
+    grid = unescape(trainer.get(f"/training/{cohort['id']}").get_data(as_text=True))
+    cell = re.search(r'<td data-exercise="link_sdk"[^>]*>\s*(.*?)</td>', grid, re.S).group(1)
+    assert ">file page</a>" in cell
+    # Served, the same token opened again from the page's real origin: done.
+    assert (
+        browser.get(f"/sandbox/link?token={token['token']}&origin=http://localhost:8080").status_code == 200
+    )
+    done = result(app, trainee, "link_sdk")
+    assert done.done is True and "http://localhost:8080" in done.reason
+
+
+@pytest.mark.committing
+def test_a_receiver_that_falls_over_on_some_events_says_so(app, trainer, cohort):
+    """It verified and deduplicated, then raised on the event types it did not expect: the grid said "failing"
+    and the reason "a direct_deposit_switch.added event is accepted", with no word of its 500."""
+    trainee = join(app, cohort, "Dennis")
+    api = backend(app, trainee)
+    secret = sandbox_secret(app, trainee.workspace_id)
+
+    def only_accounts(record):
+        try:
+            body = verify(secret, record["headers"], record["body"])
+        except WebhookVerificationError:
+            return 400, b"bad signature"
+        return (200, b"") if body["event"] == "account.added" else (500, b"KeyError: 'account'")
+
+    with Receiver(only_accounts) as receiver:
+        hook = register(api, receiver.url)
+        check_now(app, api, hook["id"])
+    failed = result(app, trainee, "conformance")
+    assert failed.label == "HTTP 500"
+    assert (
+        "a direct_deposit_switch.added event is accepted (event:direct_deposit_switch.added: it answered 500)"
+        in (failed.reason)
+    )
