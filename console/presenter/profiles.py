@@ -32,6 +32,7 @@ from sqlalchemy import update as update_rows
 from sqlalchemy.orm.attributes import set_committed_value
 
 from console.core.errors import FieldError, ServiceError, ValidationFailed
+from console.core.owners import address_hash, browser_hash
 from console.core.params import NUL
 from console.core.timeutil import utcnow
 from console.extensions import db
@@ -73,19 +74,9 @@ def profiles_per_browser() -> int:
     return int(current_app.config.get("PRESENTER_PROFILES_PER_BROWSER", DEFAULT_PROFILES_PER_BROWSER))
 
 
-def owner_hash(owner: str) -> str:
-    """How a creating browser's id is stored: hashed, so the table never holds a live session value."""
-    return _hash(f"browser:{owner}")
-
-
-def address_hash(address: str) -> str:
-    """How a creating client address is stored: hashed, like the browser's id."""
-    return _hash(f"address:{address}")
-
-
 def owned_count(owner: str) -> int:
     """Profiles saved by this browser that still exist."""
-    query = select(func.count()).where(PresenterProfile.created_by == owner_hash(owner))
+    query = select(func.count()).where(PresenterProfile.created_by == browser_hash(owner))
     return db.session.scalar(query) or 0
 
 
@@ -133,7 +124,7 @@ def create(
         stories=list(dict.fromkeys(story_keys)),
         captions={},
         edit_secret_hash=_hash(secret),
-        created_by=owner_hash(owner) if owner is not None else None,
+        created_by=browser_hash(owner) if owner is not None else None,
         created_from=address_hash(address) if address is not None else None,
         created_at=at,
         updated_at=at,
