@@ -630,38 +630,16 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
 def test_starts_at_the_same_moment_queue_one_run_and_refuse_the_other(app, api, workspace, monkeypatch):
     """Two POSTs at once both counted no active run of the webhook; the second insert broke the partial unique
     index and answered 500. Now they are counted one after the other: 202, then 409 CONFLICT."""
-    import contextlib
-
-    import requests
-    from werkzeug.serving import make_server
-
-    from tests.conftest import VERSION
+    from tests.api.at_once import at_once, meeting, posting
 
     hook = create_webhook(api, "http://127.0.0.1:9/hooks")
-    barrier, limits = threading.Barrier(2, timeout=2), runs._limits
+    meet, limits = meeting(2), runs._limits
 
     def limits_after_both_counted(app_):
-        # Reached after the per-webhook count: without the lock both requests get here before either inserts;
-        # with it the other waits for this one's commit, so the wait gives up after 2 s.
-        with contextlib.suppress(threading.BrokenBarrierError):
-            barrier.wait()
+        meet()  # reached after the per-webhook count
         return limits(app_)
 
     monkeypatch.setattr(runs, "_limits", limits_after_both_counted)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/sandbox/webhooks/{hook['id']}/conformance"
-    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
-    answers: list = []
-    try:
-        senders = [
-            threading.Thread(target=lambda: answers.append(requests.post(url, headers=headers, timeout=60)))
-            for _ in range(2)
-        ]
-        for sender in senders:
-            sender.start()
-        for sender in senders:
-            sender.join()
-    finally:
-        server.shutdown()
+    path = f"/sandbox/webhooks/{hook['id']}/conformance"
+    answers = at_once(app, 2, posting(path, workspace.secrets["sandbox"]))
     assert sorted(a.status_code for a in answers) == [202, 409], [a.text for a in answers]

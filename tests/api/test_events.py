@@ -284,42 +284,20 @@ def test_resends_at_the_same_moment_to_a_webhook_made_after_the_event_do_not_500
 ):
     """Both resends found no delivery of the event to the new webhook and both inserted one: the second broke
     the (event, webhook) unique index and answered 500. Now they run one after the other."""
-    import contextlib
-    import threading
-
-    import requests
-    from werkzeug.serving import make_server
-
-    from tests.conftest import VERSION
+    from tests.api.at_once import at_once, meeting, posting
 
     event_id = emit(app, workspace)
     webhook_id = hook(api, "http://127.0.0.1:9/hooks")  # made after the event: it has no delivery of it yet
-    barrier, found = threading.Barrier(2, timeout=2), queries.deliveries_by_event
+    meet, found = meeting(2), queries.deliveries_by_event
 
     def found_after_both_looked(event_ids):
         rows = found(event_ids)
-        with contextlib.suppress(threading.BrokenBarrierError):
-            barrier.wait()  # with the lock the other resend cannot look yet: this gives up after 2 s
+        meet()
         return rows
 
     monkeypatch.setattr(queries, "deliveries_by_event", found_after_both_looked)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/events/{event_id}/resend"
-    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
-    answers: list = []
-
-    def send() -> None:
-        answers.append(requests.post(url, json={"webhook_id": webhook_id}, headers=headers, timeout=60))
-
-    try:
-        senders = [threading.Thread(target=send) for _ in range(2)]
-        for sender in senders:
-            sender.start()
-        for sender in senders:
-            sender.join()
-    finally:
-        server.shutdown()
+    send = posting(f"/events/{event_id}/resend", workspace.secrets["sandbox"], {"webhook_id": webhook_id})
+    answers = at_once(app, 2, send)
     assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
     deliveries = api.get(f"/events/{event_id}").get_json()["data"]["deliveries"]
     assert [d["webhook_id"] for d in deliveries] == [webhook_id]

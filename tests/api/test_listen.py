@@ -344,48 +344,22 @@ def test_the_conformance_check_of_a_relayed_webhook_goes_through_its_listener(ap
 def test_two_reports_of_one_attempt_at_the_same_moment_record_it_once(app, api, workspace, monkeypatch):
     """A listener's retry of a slow (not lost) report raced the first: both found the attempt handed out and
     both stored one, and the delivery said 1 attempt while listing 2. Now the second gets RELAY_LEASE_LOST."""
-    import contextlib
-
-    import requests
-    from werkzeug.serving import make_server
-
-    from tests.conftest import VERSION
+    from tests.api.at_once import at_once, meeting, posting
 
     hook = listen(api)
     event_id = test_event(api, hook["id"])
     [item] = poll(api, hook["id"])
-    barrier, timing = threading.Barrier(2, timeout=2), relay._timing
+    meet, timing = meeting(2), relay._timing
 
     def timing_after_both_checked():
-        # Reached once the attempt was found handed out: without the lock both reports get here before either
-        # records; with it the other waits for this one's commit, so the wait gives up after 2 s.
-        with contextlib.suppress(threading.BrokenBarrierError):
-            barrier.wait()
+        meet()  # reached once the attempt was found handed out
         return timing()
 
     monkeypatch.setattr(relay, "_timing", timing_after_both_checked)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = (
-        f"http://127.0.0.1:{server.server_port}/sandbox/v1/sandbox/listen/{hook['id']}/deliveries/"
-        f"{item['attempt_id']}/result"
+    path = f"/sandbox/listen/{hook['id']}/deliveries/{item['attempt_id']}/result"
+    answers = at_once(
+        app, 2, posting(path, workspace.secrets["sandbox"], {"status_code": 500, "latency_ms": 3})
     )
-    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
-    answers: list = []
-
-    def send() -> None:
-        answers.append(
-            requests.post(url, json={"status_code": 500, "latency_ms": 3}, headers=headers, timeout=60)
-        )
-
-    try:
-        senders = [threading.Thread(target=send) for _ in range(2)]
-        for sender in senders:
-            sender.start()
-        for sender in senders:
-            sender.join()
-    finally:
-        server.shutdown()
     assert sorted(a.status_code for a in answers) == [200, 409], [a.text for a in answers]
     delivery = api.get(f"/events/{event_id}").get_json()["data"]["deliveries"][0]
     assert delivery["attempt_count"] == 1 and len(delivery["attempts"]) == 1

@@ -466,11 +466,8 @@ def test_completions_racing_to_start_one_tokens_flow_answer_as_one_after_the_oth
     Now it runs again on the winner's flow, as Link's own pages do, and is told the token was used."""
     import threading
 
-    import requests
-    from werkzeug.serving import make_server
-
     from console.link import flow as link_flow
-    from tests.conftest import VERSION
+    from tests.api.at_once import at_once, posting
 
     token = new_token(api)
     both_looked = threading.Barrier(2, timeout=20)
@@ -481,25 +478,9 @@ def test_completions_racing_to_start_one_tokens_flow_answer_as_one_after_the_oth
         original_start(self)
 
     monkeypatch.setattr(link_flow.Flow, "start", start_together)
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"http://127.0.0.1:{server.server_port}/sandbox/v1/sandbox/link_tokens/{token['id']}/complete"
-    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": VERSION}
     body = {"platform_id": PAYCREST, "credentials": creds("user_good")}
-    answers: list[requests.Response] = []
-    try:
-        senders = [
-            threading.Thread(
-                target=lambda: answers.append(requests.post(url, json=body, headers=headers, timeout=60))
-            )
-            for _ in range(2)
-        ]
-        for sender in senders:
-            sender.start()
-        for sender in senders:
-            sender.join()
-    finally:
-        server.shutdown()
+    path = f"/sandbox/link_tokens/{token['id']}/complete"
+    answers = at_once(app, 2, posting(path, workspace.secrets["sandbox"], body))
     assert sorted(r.status_code for r in answers) == [200, 400], [r.text for r in answers]
     loser = next(r for r in answers if r.status_code == 400)
     assert loser.json()["error"]["code"] == "LINK_TOKEN_ALREADY_USED"

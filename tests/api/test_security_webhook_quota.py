@@ -3,7 +3,6 @@ another added 10 more each time, without end (every event fanned out to all of t
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 
 import pytest
@@ -13,6 +12,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import create_key, revoke_key
 from console.webhooks import urls
+from tests.api.at_once import at_once, meeting
 from tests.conftest import Api, assert_error
 from tests.factories import webhook_body
 
@@ -55,41 +55,6 @@ def test_revoking_full_keys_does_not_make_room_past_the_workspaces_share(app, cl
     assert other.post("/webhooks", json=webhook_body("https://hooks.example/h")).status_code == 200
 
 
-def _at_once(app, count: int, send) -> list:
-    """Run `send(base_url)` from `count` threads at once against a real threaded server; their responses."""
-    import threading
-
-    from werkzeug.serving import make_server
-
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{server.server_port}/sandbox/v1"
-    responses: list = []
-    try:
-        senders = [threading.Thread(target=lambda: responses.append(send(base))) for _ in range(count)]
-        for sender in senders:
-            sender.start()
-        for sender in senders:
-            sender.join()
-    finally:
-        server.shutdown()
-    return responses
-
-
-def _meeting(parties: int):
-    """A wait for the other request to reach the same point, given up after 2 s: with the lock the other one
-    cannot get there (it waits for this one's commit), without it both read before either writes."""
-    import threading
-
-    barrier = threading.Barrier(parties, timeout=2)
-
-    def meet() -> None:
-        with contextlib.suppress(threading.BrokenBarrierError):
-            barrier.wait()
-
-    return meet
-
-
 @pytest.mark.committing
 def test_creates_at_the_same_moment_do_not_pass_the_quota_together(app, workspace, monkeypatch):
     """On SQLite `FOR UPDATE` locks nothing and the count ran outside any transaction: two creates both counted
@@ -99,7 +64,7 @@ def test_creates_at_the_same_moment_do_not_pass_the_quota_together(app, workspac
     from console.webhooks import services
 
     monkeypatch.setitem(app.config, "WEBHOOKS_PER_KEY", 1)
-    counted, meet = services.owned_count, _meeting(2)
+    counted, meet = services.owned_count, meeting(2)
 
     def count_then_meet(key_id):
         count = counted(key_id)
@@ -108,7 +73,7 @@ def test_creates_at_the_same_moment_do_not_pass_the_quota_together(app, workspac
 
     monkeypatch.setattr(services, "owned_count", count_then_meet)
     headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
-    responses = _at_once(
+    responses = at_once(
         app,
         2,
         lambda base: requests.post(
@@ -129,7 +94,7 @@ def test_two_listeners_starting_at_once_share_the_keys_one_relayed_webhook(
 
     from console.webhooks import services
 
-    added, meet = services.add_webhook, _meeting(2)
+    added, meet = services.add_webhook, meeting(2)
 
     def meet_then_add(*args, **kwargs):
         meet()
@@ -137,7 +102,7 @@ def test_two_listeners_starting_at_once_share_the_keys_one_relayed_webhook(
 
     monkeypatch.setattr(services, "add_webhook", meet_then_add)
     headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
-    responses = _at_once(
+    responses = at_once(
         app, 2, lambda base: requests.post(f"{base}/sandbox/listen", json={}, headers=headers, timeout=60)
     )
     assert [r.status_code for r in responses] == [200, 200], [r.text for r in responses]
@@ -154,7 +119,7 @@ def test_keys_created_at_the_same_moment_do_not_pass_the_keys_per_mode_together(
     from console.keys import services as keys
 
     monkeypatch.setitem(app.config, "API_KEYS_PER_MODE", 2)  # the workspace holds one development key
-    counted, meet = keys.active_count, _meeting(2)
+    counted, meet = keys.active_count, meeting(2)
 
     def count_then_meet(*args):
         count = counted(*args)
