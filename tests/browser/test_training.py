@@ -36,7 +36,7 @@ def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page,
     ]
     assert len(tops) == 6 and len(set(tops)) == 6, tops
     page.get_by_label("Name").fill("Training class")
-    page.get_by_role("button", name="Create cohort").click()
+    page.get_by_role("button", name="Create class").click()
     join_link = page.locator("#join-link").inner_text()
     page.get_by_role("link", name="Open the grid").click()
 
@@ -152,7 +152,7 @@ def test_a_double_click_on_join_joins_once_and_lands_on_the_trainees_page(browse
     showed that refusal; a trainee then joined again under another name, a second row on the grid."""
     page.goto(live_server.url + "/training")
     page.get_by_label("Name").fill("Double-click class")
-    page.get_by_role("button", name="Create cohort").dblclick()  # a creating form too: one cohort
+    page.get_by_role("button", name="Create class").dblclick()  # a creating form too: one class
     join_link = page.locator("#join-link").inner_text()
     context = browser.new_context()
     context.set_default_timeout(BACKSTOP_MS)

@@ -58,7 +58,7 @@ def test_a_trainer_may_keep_its_cap_of_cohorts(app, trainer):
     page = refused.get_data(as_text=True)
     assert refused.status_code == 409
     assert (
-        "This browser already has 2 cohorts" in page and '<code id="error-code">COHORT_LIMIT</code>' in page
+        "This browser already has 2 classes" in page and '<code id="error-code">COHORT_LIMIT</code>' in page
     )
     assert rows(app, Cohort) == 2
     # Another trainer is not affected; deleting a class frees a place.
@@ -205,10 +205,10 @@ def test_after_a_class_is_deleted_its_open_pages_polls_say_so(app, trainer):
     assert trainer.post(f"/training/{cohort['id']}/delete").status_code == 303
     assert other.get(f"/training/{cohort['id']}/grid").status_code == 404
     assert ada.get("/training/me/progress").status_code == 410
-    # A reload of the trainee's page says the class was deleted (it said "not in a training cohort").
+    # A reload of the trainee's page says the class was deleted (it said "not in a training class").
     reloaded = ada.get("/training/me").get_data(as_text=True)
     assert 'id="class-deleted"' in reloaded and "Tuesday class" in reloaded
-    assert "not in a training cohort" not in reloaded
+    assert "not in a training class" not in reloaded
 
 
 def test_a_trainee_who_opened_another_workspace_is_not_told_their_class_was_deleted(app, trainer):
@@ -222,7 +222,7 @@ def test_a_trainee_who_opened_another_workspace_is_not_told_their_class_was_dele
     )
     assert opened.status_code == 302 and ada.workspace_id == elsewhere.workspace_id
     page = ada.get("/training/me").get_data(as_text=True)
-    assert "not in a training cohort" in page and 'id="class-deleted"' not in page
+    assert "not in a training class" in page and 'id="class-deleted"' not in page
 
 
 def test_deleting_a_cohort_removes_it_its_memberships_and_trainees_workspaces(app, trainer):

@@ -130,7 +130,7 @@ def test_a_removed_trainee_is_told_so_and_may_join_again_as_a_new_row(app, train
         'id="class-removed"' in page
         and "Your trainer removed you from the class <strong>Tuesday class</strong>" in page
     )
-    assert 'id="class-deleted"' not in page and "not in a training cohort" not in page
+    assert 'id="class-deleted"' not in page and "not in a training class" not in page
 
     # The same browser joins again: a new row and a new workspace, under the same name if it likes.
     joining = ada.get(join_path(cohort)).get_data(as_text=True)

@@ -274,7 +274,7 @@ def training_export(cohort_id: str):
 # join form token replays a join only from the browser it was rendered for, not from anyone who read it.
 JOIN_FORM_TOKENS_KEY = "training_join_form_tokens"
 # The class this browser last joined ({"cohort": id, "name": ...}): once its trainer deletes it (with the
-# trainee's workspace), /training/me can say so instead of "not in a training cohort".
+# trainee's workspace), /training/me can say so instead of "not in a training class".
 JOINED_CLASS_KEY = "training_joined_class"
 JOIN_FORM_TOKENS_KEPT = 5
 
