@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from sqlalchemy import func, select
@@ -118,9 +119,10 @@ def test_refused_joins_do_not_use_up_the_minutes_joins(app, trainer):
 def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     ada = join(app, cohort, "Ada")
-    assert 'action="/training/' + cohort["id"] + '/archive"' in trainer.get(
-        f"/training/{cohort['id']}"
-    ).get_data(as_text=True)
+    open_grid = unescape(trainer.get(f"/training/{cohort['id']}").get_data(as_text=True))
+    assert 'action="/training/' + cohort["id"] + '/archive"' in open_grid
+    # Its confirmation says how long the workspaces then last, in days (it said "a while").
+    assert "trainees' workspaces are deleted once unused for 30 days." in open_grid
     # Only the trainer: a trainee (or anyone else) gets 404, and a forged form without the token is refused.
     assert ada.post(f"/training/{cohort['id']}/archive").status_code == 404
     assert trainer.client.post(f"/training/{cohort['id']}/archive").status_code == 400
@@ -130,6 +132,7 @@ def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces
     assert response.status_code == 303
     grid = trainer.get(response.headers["Location"]).get_data(as_text=True)
     assert "is archived" in grid and 'id="cohort-archived"' in grid
+    assert "deleted once it has gone unused for 30 days." in " ".join(grid.split())
     refused = try_join(app, cohort, "Grace")
     assert refused.status_code == 409 and 'data-code="COHORT_ARCHIVED"' in refused.get_data(as_text=True)
     # The trainee's page says so, and what becomes of the workspace.

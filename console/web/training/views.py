@@ -62,6 +62,12 @@ NOT_A_TRAINERS_CLASS = (
 )
 
 
+def _idle_period() -> str:
+    """How long a workspace no longer kept lasts unused, as templates/console/training/_idle.html says it."""
+    days = current_app.config.get("WORKSPACE_IDLE_DAYS")
+    return str(round(float(days), 1)).removesuffix(".0") + " days" if days else "the server's idle period"
+
+
 def _trainer_cohort(cohort_id: str):
     """The cohort, for a session that trains it; 404 otherwise (whether or not it exists)."""
     if cohort_id not in _trained():
@@ -244,7 +250,7 @@ def training_remove(cohort_id: str, member_id: str):
     db.session.commit()
     flash(
         f"{name} is removed from {cohort.name}: their seat is free, and their workspace is no longer kept "
-        "(deleted once unused for the server's idle period).",
+        f"(deleted once unused for {_idle_period()}).",
         "ok",
     )
     return redirect(url_for("console.training_grid", cohort_id=cohort.id), code=303)
