@@ -148,6 +148,8 @@ def test_a_trainee_who_resets_their_workspace_starts_over_in_the_class(app, coho
     old_id = trainee.workspace_id
     page = trainee.get("/training/me").get_data(as_text=True)
     assert "You stay in Tuesday class" in unescape(page)  # Reset's confirmation says so
+    # and that the key changes: the trainee's backend and listener, on the old key, would stop working unawares.
+    assert "Your sandbox key changes too: give your backend and listener the new one" in unescape(page)
     new_token(backend(app, trainee))
     assert result(app, trainee, "link_token").done
     response = trainee.post("/workspace/reset")
@@ -429,11 +431,13 @@ def test_a_second_browser_cannot_join_under_a_name_already_taken(app, cohort, tr
 
 
 def test_a_cohort_needs_a_name_and_known_exercises(trainer):
-    trainer.get("/training")
+    earlier = create_cohort(trainer, "Monday class")
     response = trainer.post("/training/cohorts", {"name": "", "exercises": ["nope"]})
     page = response.get_data(as_text=True)
     assert response.status_code == 400
     assert "Give the class a name." in page and "Choose at least one exercise" in page
+    # The refused page still lists the trainer's classes (it showed none).
+    assert "<h2>Your classes</h2>" in page and f'href="/training/{earlier["id"]}">Monday class</a>' in page
 
 
 def test_reloading_the_created_page_creates_no_second_cohort(app, trainer):

@@ -101,18 +101,23 @@ def _room_context(cohort, secret: str | None = None) -> dict:
     }
 
 
-@routes.get("/training", endpoint="training")
-def training_home():
+def _my_cohorts() -> list:
+    """The classes this browser trains that still exist."""
     mine = []
     for ident in _trained():
         try:
             mine.append(cohorts.get_cohort(ident))
         except NotFound:  # deleted since
             continue
+    return mine
+
+
+@routes.get("/training", endpoint="training")
+def training_home():
     return render_template(
         "console/training/home.html",
         curriculum=exercises.CURRICULUM,
-        cohorts=mine,
+        cohorts=_my_cohorts(),
         errors={},
         form={},
         trainee=cohorts.membership(g.console_workspace.id) is not None,
@@ -129,7 +134,7 @@ def training_create():
         return render_template(
             "console/training/home.html",
             curriculum=exercises.CURRICULUM,
-            cohorts=[],
+            cohorts=_my_cohorts(),  # the page refused keeps the trainer's list of classes (it went blank)
             errors=errors,
             form=form,
             trainee=False,
