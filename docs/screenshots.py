@@ -93,7 +93,7 @@ def training_grid(browser, url: str, app) -> None:
     page = browser.new_context(viewport={"width": 1280, "height": 720}).new_page()
     page.goto(url + "/training")
     page.get_by_label("Name").fill("Payroll API, 24 Nov")
-    page.get_by_role("button", name="Create cohort").click()
+    page.get_by_role("button", name="Create class").click()
     join_link = page.locator("#join-link").inner_text()
     page.get_by_role("link", name="Open the grid").click()
     seed_class(app, join_link, url, check_endpoints=True)

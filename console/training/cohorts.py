@@ -145,14 +145,14 @@ def create_cohort(name: str, keys: list[str], *, owner: str | None = None) -> tu
         limit = cohorts_per_trainer()
         if owned_count(owner) >= limit:
             raise ServiceError(
-                f"This browser already has {limit:,} cohorts, the most one trainer may keep on this server. "
+                f"This browser already has {limit:,} classes, the most one trainer may keep on this server. "
                 "Delete a class that is over (Delete on its grid) and create the new one again.",
                 code="COHORT_LIMIT",
                 status_code=409,
             )
     errors = []
     try:
-        cleaned = clean_name(name, what="the cohort")
+        cleaned = clean_name(name, what="the class")
     except ValidationFailed as exc:
         errors.extend(exc.fields)
     chosen = [key for key in exercises.KEYS if key in keys]
@@ -180,7 +180,7 @@ def get_cohort(cohort_id: uuid.UUID | str) -> Cohort:
     except ValueError:
         cohort = None
     if cohort is None:
-        raise NotFound("No such cohort.")
+        raise NotFound("No such class.")
     return cohort
 
 
@@ -499,7 +499,7 @@ def get_member(cohort: Cohort, member_id: str) -> CohortMember:
     except ValueError:
         member = None
     if member is None or member.cohort_id != cohort.id:
-        raise NotFound("No such trainee in this cohort.")
+        raise NotFound("No such trainee in this class.")
     return member
 
 
@@ -636,10 +636,11 @@ def _cell(text: str) -> str:
 
 
 def export_filename(cohort: Cohort) -> str:
-    """`cohort-<name as lowercase ASCII words>.csv` (a trainer downloads several), else with the cohort's id."""
+    """`class-<name as lowercase ASCII words>.csv` (a trainer downloads several; named with the word the pages
+    use), else with the class's id."""
     ascii_name = unicodedata.normalize("NFKD", cohort.name).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].strip("-")
-    return f"cohort-{slug or cohort.id}.csv"
+    return f"class-{slug or cohort.id}.csv"
 
 
 def export_csv(cohort: Cohort) -> str:

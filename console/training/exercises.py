@@ -464,7 +464,7 @@ def check_missed_webhook(workspace: Workspace) -> Result:
     if held is None:
         return Result(
             False,
-            "Not started: “Miss a webhook”, on the training page, runs a switch no endpoint of yours hears of.",
+            "Not started: press “Miss a webhook” on your training page: it runs a switch no endpoint of yours hears of.",
         )
     if workspace.held_link_token_found_at is not None:
         return Result(True, f"Your backend looked up the jobs of Link token {held}.")

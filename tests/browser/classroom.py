@@ -36,7 +36,7 @@ def open_new_class_links(page, base_url: str, name: str) -> tuple[str, str]:
     """`open_new_class`, with the trainer link too (for a second trainer screen): (join link, trainer link)."""
     page.goto(base_url + "/training")
     page.get_by_label("Name").fill(name)
-    page.get_by_role("button", name="Create cohort").click()
+    page.get_by_role("button", name="Create class").click()
     join_link = page.locator("#join-link").inner_text()
     trainer_link = page.locator("#trainer-link").inner_text()
     page.get_by_role("link", name="Open the grid").click()

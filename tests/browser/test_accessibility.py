@@ -202,7 +202,7 @@ def _training_and_presenter(page, live) -> tuple[dict[str, str], dict[str, str]]
     # A cohort created from the page: its "created" page shows the trainer link to this browser only.
     page.goto(live.url + "/training")
     page.get_by_label("Name").fill("Created class")
-    page.get_by_role("button", name="Create cohort").click()
+    page.get_by_role("button", name="Create class").click()
     page.locator("#trainer-link").wait_for()
     created = page.url.removeprefix(live.url)
     unlock = f"/training/{ids['cohort']}/trainer/{secret}"

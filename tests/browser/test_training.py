@@ -36,7 +36,7 @@ def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page,
     ]
     assert len(tops) == 6 and len(set(tops)) == 6, tops
     page.get_by_label("Name").fill("Training class")
-    page.get_by_role("button", name="Create cohort").click()
+    page.get_by_role("button", name="Create class").click()
     join_link = page.locator("#join-link").inner_text()
     page.get_by_role("link", name="Open the grid").click()
 
@@ -135,6 +135,35 @@ def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page
             context.close()
 
 
+def test_a_deleted_class_trainees_page_offers_no_keep_or_reset_for_the_workspace_that_went(
+    browser, page, live_server
+):
+    """Archived first, the trainee's workspace is no longer kept, so its header offers Keep as well as Reset;
+    deleted then, with that workspace, its open page said so under a header that still offered both (and named
+    the workspace), for a workspace that no longer exists."""
+    join_link, _ = open_new_class_links(page, live_server.url, "Training class")
+    ada_context, ada, _ = join(browser, join_link, "Ada")
+    try:
+        bar = ada.locator("#workspace-bar")
+        page.get_by_role("button", name="Archive this class").click()
+        answer_confirmation(page)
+        ada.locator(
+            "#class-archived"
+        ).wait_for()  # the page reloaded by itself: the workspace is not kept now
+        keep = bar.get_by_text("Keep this workspace")
+        reset = bar.get_by_role("button", name="Reset workspace")
+        assert keep.is_visible() and reset.is_visible() and bar.locator(".workspace-id").is_visible()
+
+        page.get_by_role("button", name="Delete this class and its trainees' workspaces").click()
+        answer_confirmation(page)
+        ada.locator("#poll-gone").get_by_text("This class was deleted").wait_for()
+        assert not keep.is_visible() and not reset.is_visible()
+        assert not bar.locator(".workspace-id").is_visible()  # nor named: that workspace is gone
+        assert bar.get_by_text("sandbox").is_visible()
+    finally:
+        ada_context.close()
+
+
 # Two submit events on the join form, a task apart, as a double click's are: whether each was stopped. Synthetic
 # events send nothing themselves.
 SECOND_SUBMIT_STOPPED = """async () => {
@@ -152,7 +181,7 @@ def test_a_double_click_on_join_joins_once_and_lands_on_the_trainees_page(browse
     showed that refusal; a trainee then joined again under another name, a second row on the grid."""
     page.goto(live_server.url + "/training")
     page.get_by_label("Name").fill("Double-click class")
-    page.get_by_role("button", name="Create cohort").dblclick()  # a creating form too: one cohort
+    page.get_by_role("button", name="Create class").dblclick()  # a creating form too: one class
     join_link = page.locator("#join-link").inner_text()
     context = browser.new_context()
     context.set_default_timeout(BACKSTOP_MS)

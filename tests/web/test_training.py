@@ -148,6 +148,8 @@ def test_a_trainee_who_resets_their_workspace_starts_over_in_the_class(app, coho
     old_id = trainee.workspace_id
     page = trainee.get("/training/me").get_data(as_text=True)
     assert "You stay in Tuesday class" in unescape(page)  # Reset's confirmation says so
+    # and that the key changes: the trainee's backend and listener, on the old key, would stop working unawares.
+    assert "Your sandbox key changes too: give your backend and listener the new one" in unescape(page)
     new_token(backend(app, trainee))
     assert result(app, trainee, "link_token").done
     response = trainee.post("/workspace/reset")
@@ -429,11 +431,13 @@ def test_a_second_browser_cannot_join_under_a_name_already_taken(app, cohort, tr
 
 
 def test_a_cohort_needs_a_name_and_known_exercises(trainer):
-    trainer.get("/training")
+    earlier = create_cohort(trainer, "Monday class")
     response = trainer.post("/training/cohorts", {"name": "", "exercises": ["nope"]})
     page = response.get_data(as_text=True)
     assert response.status_code == 400
-    assert "Give the cohort a name." in page and "Choose at least one exercise" in page
+    assert "Give the class a name." in page and "Choose at least one exercise" in page
+    # The refused page still lists the trainer's classes (it showed none).
+    assert "<h2>Your classes</h2>" in page and f'href="/training/{earlier["id"]}">Monday class</a>' in page
 
 
 def test_reloading_the_created_page_creates_no_second_cohort(app, trainer):
@@ -783,7 +787,7 @@ def test_csv_export(app, trainer, cohort, trainee):
     assert response.status_code == 200 and response.mimetype == "text/csv"
     with app.app_context():
         name = db.session.get(Cohort, uuid.UUID(cohort["id"])).name
-    expected = "cohort-" + "-".join(re.findall(r"[a-z0-9]+", name.lower())) + ".csv"
+    expected = "class-" + "-".join(re.findall(r"[a-z0-9]+", name.lower())) + ".csv"
     assert response.headers["Content-Disposition"] == f'attachment; filename="{expected}"'
     body = response.get_data()
     assert body.startswith("\ufeff".encode())  # Excel reads non-ASCII names right only with it
@@ -805,7 +809,7 @@ def test_csv_export(app, trainer, cohort, trainee):
 def test_a_visitor_outside_any_cohort_gets_no_exercises_and_no_workspace(app):
     visitor = Visitor(app.test_client())
     page = visitor.get("/training/me").get_data(as_text=True)
-    assert "not in a training cohort" in page
+    assert "not in a training class" in page
     assert visitor.post("/training/me/miss-webhook").status_code == 404
     with app.app_context():
         assert db.session.scalars(select(Workspace)).all() == []
@@ -851,13 +855,13 @@ def test_the_training_page_points_a_trainee_to_their_exercises(app, trainee):
 @pytest.mark.parametrize(
     "name, filename",
     [
-        ("Onboarding \u2013 Zoë's class, March", "cohort-onboarding-zoe-s-class-march.csv"),
+        ("Onboarding \u2013 Zoë's class, March", "class-onboarding-zoe-s-class-march.csv"),
         ("!!!", None),  # nothing left: the cohort's id
-        ("x" * 100, "cohort-" + "x" * 60 + ".csv"),
+        ("x" * 100, "class-" + "x" * 60 + ".csv"),
     ],
 )
 def test_the_export_is_named_after_the_cohort(app, name, filename):
     from console.training.cohorts import export_filename
 
     cohort = Cohort(id=uuid.uuid4(), name=name)
-    assert export_filename(cohort) == (filename or f"cohort-{cohort.id}.csv")
+    assert export_filename(cohort) == (filename or f"class-{cohort.id}.csv")

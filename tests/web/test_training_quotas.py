@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import uuid
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from sqlalchemy import func, select
@@ -58,7 +59,7 @@ def test_a_trainer_may_keep_its_cap_of_cohorts(app, trainer):
     page = refused.get_data(as_text=True)
     assert refused.status_code == 409
     assert (
-        "This browser already has 2 cohorts" in page and '<code id="error-code">COHORT_LIMIT</code>' in page
+        "This browser already has 2 classes" in page and '<code id="error-code">COHORT_LIMIT</code>' in page
     )
     assert rows(app, Cohort) == 2
     # Another trainer is not affected; deleting a class frees a place.
@@ -118,9 +119,10 @@ def test_refused_joins_do_not_use_up_the_minutes_joins(app, trainer):
 def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces(app, trainer):
     cohort = create_cohort(trainer)
     ada = join(app, cohort, "Ada")
-    assert 'action="/training/' + cohort["id"] + '/archive"' in trainer.get(
-        f"/training/{cohort['id']}"
-    ).get_data(as_text=True)
+    open_grid = unescape(trainer.get(f"/training/{cohort['id']}").get_data(as_text=True))
+    assert 'action="/training/' + cohort["id"] + '/archive"' in open_grid
+    # Its confirmation says how long the workspaces then last, in days (it said "a while").
+    assert "trainees' workspaces are deleted once unused for 30 days." in open_grid
     # Only the trainer: a trainee (or anyone else) gets 404, and a forged form without the token is refused.
     assert ada.post(f"/training/{cohort['id']}/archive").status_code == 404
     assert trainer.client.post(f"/training/{cohort['id']}/archive").status_code == 400
@@ -130,6 +132,7 @@ def test_archiving_ends_the_join_link_and_lets_the_collector_take_the_workspaces
     assert response.status_code == 303
     grid = trainer.get(response.headers["Location"]).get_data(as_text=True)
     assert "is archived" in grid and 'id="cohort-archived"' in grid
+    assert "deleted once it has gone unused for 30 days." in " ".join(grid.split())
     refused = try_join(app, cohort, "Grace")
     assert refused.status_code == 409 and 'data-code="COHORT_ARCHIVED"' in refused.get_data(as_text=True)
     # The trainee's page says so, and what becomes of the workspace.
@@ -205,10 +208,10 @@ def test_after_a_class_is_deleted_its_open_pages_polls_say_so(app, trainer):
     assert trainer.post(f"/training/{cohort['id']}/delete").status_code == 303
     assert other.get(f"/training/{cohort['id']}/grid").status_code == 404
     assert ada.get("/training/me/progress").status_code == 410
-    # A reload of the trainee's page says the class was deleted (it said "not in a training cohort").
+    # A reload of the trainee's page says the class was deleted (it said "not in a training class").
     reloaded = ada.get("/training/me").get_data(as_text=True)
     assert 'id="class-deleted"' in reloaded and "Tuesday class" in reloaded
-    assert "not in a training cohort" not in reloaded
+    assert "not in a training class" not in reloaded
 
 
 def test_a_trainee_who_opened_another_workspace_is_not_told_their_class_was_deleted(app, trainer):
@@ -222,7 +225,7 @@ def test_a_trainee_who_opened_another_workspace_is_not_told_their_class_was_dele
     )
     assert opened.status_code == 302 and ada.workspace_id == elsewhere.workspace_id
     page = ada.get("/training/me").get_data(as_text=True)
-    assert "not in a training cohort" in page and 'id="class-deleted"' not in page
+    assert "not in a training class" in page and 'id="class-deleted"' not in page
 
 
 def test_deleting_a_cohort_removes_it_its_memberships_and_trainees_workspaces(app, trainer):

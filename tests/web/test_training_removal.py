@@ -56,6 +56,8 @@ def test_the_trainer_removes_a_row_and_every_grid_drops_it_at_its_next_poll(app,
     # The button names the trainee, and so does its confirmation.
     assert f'action="{remove_path(cohort, ident)}"' in grid
     assert 'data-confirm="Remove Bot 9000 from Tuesday class? Their row leaves the grid' in grid
+    # How long the workspace then lasts is said in days (it said "a while"), as on the trainee's page.
+    assert "their workspace is no longer kept (deleted once unused for 30 days)" in grid
     assert 'aria-label="Remove Bot 9000 from the class"' in grid
     pulse = re.search(r"/grid\?pulse=([0-9a-f]+)", grid).group(1)
     assert trainer.get(f"/training/{cohort['id']}/grid?pulse={pulse}").status_code == 204
@@ -63,7 +65,7 @@ def test_the_trainer_removes_a_row_and_every_grid_drops_it_at_its_next_poll(app,
     response = trainer.post(remove_path(cohort, ident))
     assert response.status_code == 303 and response.headers["Location"] == f"/training/{cohort['id']}"
     page = unescape(trainer.get(response.headers["Location"]).get_data(as_text=True))
-    assert "Bot 9000 is removed from Tuesday class" in page
+    assert "Bot 9000 is removed from Tuesday class" in page and "deleted once unused for 30 days" in page
     assert grid_names(trainer, cohort) == ["Ada"]
     # An open grid's poll (its pulse from before) redraws without the row.
     redrawn = trainer.get(f"/training/{cohort['id']}/grid?pulse={pulse}")
@@ -130,7 +132,7 @@ def test_a_removed_trainee_is_told_so_and_may_join_again_as_a_new_row(app, train
         'id="class-removed"' in page
         and "Your trainer removed you from the class <strong>Tuesday class</strong>" in page
     )
-    assert 'id="class-deleted"' not in page and "not in a training cohort" not in page
+    assert 'id="class-deleted"' not in page and "not in a training class" not in page
 
     # The same browser joins again: a new row and a new workspace, under the same name if it likes.
     joining = ada.get(join_path(cohort)).get_data(as_text=True)

@@ -178,7 +178,7 @@ def check_address() -> None:
     throttle.hit(
         throttle.creates_per_minute,
         f"console-address/{client_address()}",
-        f"Too many new workspaces, profiles, cohorts or joins from your address: at most "
+        f"Too many new workspaces, profiles, classes or joins from your address: at most "
         f"{throttle.creates_per_minute} a minute.",
     )
 

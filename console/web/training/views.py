@@ -62,6 +62,12 @@ NOT_A_TRAINERS_CLASS = (
 )
 
 
+def _idle_period() -> str:
+    """How long a workspace no longer kept lasts unused, as templates/console/training/_idle.html says it."""
+    days = current_app.config.get("WORKSPACE_IDLE_DAYS")
+    return str(round(float(days), 1)).removesuffix(".0") + " days" if days else "the server's idle period"
+
+
 def _trainer_cohort(cohort_id: str):
     """The cohort, for a session that trains it; 404 otherwise (whether or not it exists)."""
     if cohort_id not in _trained():
@@ -95,18 +101,23 @@ def _room_context(cohort, secret: str | None = None) -> dict:
     }
 
 
-@routes.get("/training", endpoint="training")
-def training_home():
+def _my_cohorts() -> list:
+    """The classes this browser trains that still exist."""
     mine = []
     for ident in _trained():
         try:
             mine.append(cohorts.get_cohort(ident))
         except NotFound:  # deleted since
             continue
+    return mine
+
+
+@routes.get("/training", endpoint="training")
+def training_home():
     return render_template(
         "console/training/home.html",
         curriculum=exercises.CURRICULUM,
-        cohorts=mine,
+        cohorts=_my_cohorts(),
         errors={},
         form={},
         trainee=cohorts.membership(g.console_workspace.id) is not None,
@@ -123,7 +134,7 @@ def training_create():
         return render_template(
             "console/training/home.html",
             curriculum=exercises.CURRICULUM,
-            cohorts=[],
+            cohorts=_my_cohorts(),  # the page refused keeps the trainer's list of classes (it went blank)
             errors=errors,
             form=form,
             trainee=False,
@@ -244,7 +255,7 @@ def training_remove(cohort_id: str, member_id: str):
     db.session.commit()
     flash(
         f"{name} is removed from {cohort.name}: their seat is free, and their workspace is no longer kept "
-        "(deleted once unused for the server's idle period).",
+        f"(deleted once unused for {_idle_period()}).",
         "ok",
     )
     return redirect(url_for("console.training_grid", cohort_id=cohort.id), code=303)
@@ -274,7 +285,7 @@ def training_export(cohort_id: str):
 # join form token replays a join only from the browser it was rendered for, not from anyone who read it.
 JOIN_FORM_TOKENS_KEY = "training_join_form_tokens"
 # The class this browser last joined ({"cohort": id, "name": ...}): once its trainer deletes it (with the
-# trainee's workspace), /training/me can say so instead of "not in a training cohort".
+# trainee's workspace), /training/me can say so instead of "not in a training class".
 JOINED_CLASS_KEY = "training_joined_class"
 JOIN_FORM_TOKENS_KEPT = 5
 
