@@ -36,6 +36,7 @@ from console.conformance.models import ACTIVE as RUN_ACTIVE
 from console.conformance.models import ConformanceReport, ConformanceRun
 from console.core import timeutil
 from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
+from console.core.owners import browser_hash
 from console.extensions import db
 from console.jobs.models import Job
 from console.keys.models import ApiKey
@@ -125,14 +126,9 @@ def trainees_per_cohort() -> int:
     return int(current_app.config.get("TRAINING_TRAINEES_PER_COHORT", DEFAULT_TRAINEES_PER_COHORT))
 
 
-def owner_hash(owner: str) -> str:
-    """How a creating browser's id is stored: hashed, so the table never holds a live session value."""
-    return _hash(f"browser:{owner}")
-
-
 def owned_count(owner: str) -> int:
     """Cohorts this browser created that still exist (archived ones included: delete them to free a place)."""
-    return db.session.scalar(select(func.count()).where(Cohort.created_by == owner_hash(owner))) or 0
+    return db.session.scalar(select(func.count()).where(Cohort.created_by == browser_hash(owner))) or 0
 
 
 def create_cohort(name: str, keys: list[str], *, owner: str | None = None) -> tuple[Cohort, str]:
@@ -167,7 +163,7 @@ def create_cohort(name: str, keys: list[str], *, owner: str | None = None) -> tu
         exercises=chosen,
         join_token=secrets.token_urlsafe(18),
         trainer_secret_hash=_hash(secret),
-        created_by=owner_hash(owner) if owner is not None else None,
+        created_by=browser_hash(owner) if owner is not None else None,
     )
     db.session.add(cohort)
     db.session.flush()
