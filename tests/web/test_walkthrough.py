@@ -140,6 +140,27 @@ def test_step_6_says_what_was_queried_and_puts_a_refusal_on_its_field(visitor):
     assert "See the timeline of this Link token" in html and "field-error" not in html
 
 
+def test_step_5_says_how_the_inbox_is_set_to_answer(visitor):
+    def step_5() -> str:
+        page = unescape(re.sub(r"\s+", " ", visitor.get("/").get_data(as_text=True)))
+        return page[page.index('id="step-inbox"') : page.index('id="step-jobs"')]
+
+    assert "inbox-behaviour-note" not in step_5()
+    visitor.post("/inbox/behaviour", {"behaviour": "fail"})
+    note = step_5()
+    assert (
+        "The inbox is set to <strong>answer 500 (every delivery fails and is retried)</strong>: each" in note
+    )
+    assert 'href="/webhooks#inbox">Change how it answers</a>' in note
+    # A slow 200 is still a 200: neither page says deliveries are retried.
+    visitor.post("/inbox/behaviour", {"behaviour": "slow"})
+    assert "set to <strong>answer 200 ok after 3 s</strong>." in step_5() and "retried" not in step_5()
+    webhooks = unescape(re.sub(r"\s+", " ", visitor.get("/webhooks").get_data(as_text=True)))
+    assert "none is retried" in webhooks and "are retried (20 s" not in webhooks
+    visitor.post("/inbox/behaviour", {"behaviour": "ok"})
+    assert "inbox-behaviour-note" not in step_5()
+
+
 def test_the_checklist_partial_polls_itself(visitor, rendered):
     html = visitor.get("/walkthrough/checklist", htmx=True).get_data(as_text=True)
     assert rendered == ["console/walkthrough/_checklist.html"]

@@ -116,6 +116,8 @@ def context(
         "link_token_exchange": _exchange("link_token", key),
         "link": link,
         "inbox_page": inbox_page,
+        "inbox_behaviour": inbox.behaviour(workspace.id) if has_workspace() else inbox.OK,
+        "behaviours": inbox.BEHAVIOURS,
         "inbox_cursor": inbox.live_cursor(inbox_page.rows),
         "jobs_exchange": jobs_exchange,
         "jobs": ((response_json(jobs_exchange.row) or {}).get("data") or []) if jobs_exchange else [],
