@@ -73,3 +73,26 @@ def test_a_long_webhook_url_wraps_in_what_the_clock_says_is_next_and_what_fired(
     assert fired.evaluate("e => e.scrollWidth <= e.clientWidth"), (
         "the line naming the delivery leaves its box"
     )
+
+
+def test_the_scenarios_run_buttons_are_in_view_on_a_phone(page, live_server):
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(live_server.url + "/scenarios")
+    for name in ("Run user_pending_success in Link", "Run user_pending_success headless"):
+        button = page.get_by_role("button", name=name).bounding_box()
+        assert button["x"] >= 0 and button["x"] + button["width"] <= 390, f"{name!r} is out of view: {button}"
+    title = page.locator("#scenario-user_pending_success th code")
+    assert title.evaluate("e => e.getClientRects().length") == 1, "the scenario's name breaks over lines"
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)
+
+
+def test_the_webhooks_actions_are_in_view_on_a_phone(page, live_server):
+    start(page, live_server)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(live_server.url + "/webhooks")
+    row = page.locator("table.webhooks-table tbody tr").first
+    for name in ("Run conformance check", "Pause", "Delete"):
+        button = row.get_by_role("button", name=name).bounding_box()
+        assert button["x"] >= 0 and button["x"] + button["width"] <= 390, f"{name!r} is out of view: {button}"
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)

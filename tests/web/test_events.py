@@ -65,6 +65,9 @@ def test_filters(app, visitor):
     bad = visitor.get(f"/events?link_token_id={mine[0][:8]}").get_data(as_text=True)
     assert 'aria-invalid="true"' in bad and "must be the whole id" in bad
     assert "Nothing was filtered: fix the field above." in bad and "match these filters" not in bad
+    # Anything else is not called a short id.
+    typo = unescape(visitor.get("/events?account_id=zz").get_data(as_text=True))
+    assert "must be the whole id" in typo and "not its first 8" not in typo
 
 
 def test_new_events_appear_through_the_live_poll(app, visitor, rendered):

@@ -69,3 +69,39 @@ def test_a_persons_deposit_split_reads_as_money_not_a_bare_integer(visitor):
     # Gabriel Abbott's old WorkNest job sends 50000 (cents, the API's unit) to savings before the remainder.
     html = visitor.get("/world/people/gabriel-abbott").get_data(as_text=True)
     assert re.search(r"<td>\$500\.00 <span class=\"muted\">\(50000 cents\)</span></td>", html), html
+
+
+def test_the_api_reference_shows_each_bodys_fields_and_answers(visitor):
+    html = visitor.get("/reference").get_data(as_text=True)
+    operation = html[html.index('id="post--link_tokens"') :]
+    operation = operation[: operation.index('class="try-it"')]
+    fields = re.findall(
+        r"<tr><td><code>([a-z_]+)</code>( <span class=\"badge\">required</span>)?</td>", operation
+    )
+    # Required fields first, then the rest (each group in the document's order).
+    required = ' <span class="badge">required</span>'
+    assert sorted(name for name, mark in fields[:3] if mark == required) == [
+        "allocation",
+        "org_name",
+        "required_jobs",
+    ]
+    assert ("skip_intro_screen", "") in fields
+    assert "array of one of: direct_deposit_switch, employment, income, identity" in operation
+    assert "string (uuid), or null" in operation  # platform_id
+    assert re.search(r"<summary>Answers: 200, 400, 401, [^<]*503</summary>", operation)
+    assert "Body is not JSON: send Content-Type: application/json." in operation
+    # The document's Markdown code spans read as code, never as backticks.
+    assert "<code>end_user.platform_matching</code>" in operation and "`" not in operation
+
+
+def test_reference_descriptions_are_escaped_with_their_code_spans():
+    from console.web.reference.document import code_spans, type_of
+
+    assert (
+        str(code_spans("use `a<b>` & <i>x</i>")) == "use <code>a&lt;b&gt;</code> &amp; &lt;i&gt;x&lt;/i&gt;"
+    )
+    assert str(code_spans("one ` alone")) == "one ` alone"
+    assert (
+        type_of({"anyOf": [{"$ref": "#/components/schemas/EndUser"}, {"type": "null"}]}) == "EndUser, or null"
+    )
+    assert type_of({"type": "array", "items": {"type": "string"}}) == "array of string"

@@ -115,6 +115,52 @@ def test_the_whole_walkthrough_ticks_every_step(app, client, visitor):
     assert "✓ signature verified" in page
 
 
+def test_step_6_says_what_was_queried_and_puts_a_refusal_on_its_field(visitor):
+    link_token_id = run_headless(visitor, "user_good")
+    # An emptied field: the API lists every job of the workspace; the step says so, and keeps the field empty
+    # (it had put the newest token back, beside an answer that was not about that token).
+    html = unescape(
+        visitor.post("/walkthrough/jobs", {"link_token_id": ""}, htmx=True).get_data(as_text=True)
+    )
+    assert 'id="jobs-link-token-id" name="link_token_id" value=""' in html
+    assert "Every job of the workspace: the query had no link_token_id." in re.sub(r"<[^>]+>", "", html)
+    assert "See the timeline of this Link token" not in html
+    # A value the API refuses: its message on the field, not only in the exchange's JSON.
+    html = unescape(
+        visitor.post("/walkthrough/jobs", {"link_token_id": "garbage"}, htmx=True).get_data(as_text=True)
+    )
+    assert 'value="garbage" size="38" aria-invalid="true" aria-describedby="jobs-link-token-id-error"' in html
+    assert re.search(
+        r'<p class="field-error" id="jobs-link-token-id-error">link_token_id must be a UUID</p>', html
+    )
+    # The token's own query: its jobs and the way to its timeline.
+    html = visitor.post("/walkthrough/jobs", {"link_token_id": link_token_id}, htmx=True).get_data(
+        as_text=True
+    )
+    assert "See the timeline of this Link token" in html and "field-error" not in html
+
+
+def test_step_5_says_how_the_inbox_is_set_to_answer(visitor):
+    def step_5() -> str:
+        page = unescape(re.sub(r"\s+", " ", visitor.get("/").get_data(as_text=True)))
+        return page[page.index('id="step-inbox"') : page.index('id="step-jobs"')]
+
+    assert "inbox-behaviour-note" not in step_5()
+    visitor.post("/inbox/behaviour", {"behaviour": "fail"})
+    note = step_5()
+    assert (
+        "The inbox is set to <strong>answer 500 (every delivery fails and is retried)</strong>: each" in note
+    )
+    assert 'href="/webhooks#inbox">Change how it answers</a>' in note
+    # A slow 200 is still a 200: neither page says deliveries are retried.
+    visitor.post("/inbox/behaviour", {"behaviour": "slow"})
+    assert "set to <strong>answer 200 ok after 3 s</strong>." in step_5() and "retried" not in step_5()
+    webhooks = unescape(re.sub(r"\s+", " ", visitor.get("/webhooks").get_data(as_text=True)))
+    assert "none is retried" in webhooks and "are retried (20 s" not in webhooks
+    visitor.post("/inbox/behaviour", {"behaviour": "ok"})
+    assert "inbox-behaviour-note" not in step_5()
+
+
 def test_the_checklist_partial_polls_itself(visitor, rendered):
     html = visitor.get("/walkthrough/checklist", htmx=True).get_data(as_text=True)
     assert rendered == ["console/walkthrough/_checklist.html"]

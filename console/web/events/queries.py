@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -43,10 +44,11 @@ def parse_filters(args: Mapping[str, str]) -> Filters:
             try:
                 uuid.UUID(values[name])
             except ValueError:
-                # The rows show an id's first 8 characters; the filter needs it whole.
-                errors[name] = (
-                    "must be the whole id (36 characters, as an event's details show it), not its first 8"
-                )
+                # The rows show an id's first 8 characters; the filter needs it whole. Said only of what looks
+                # like those 8: "not its first 8" answered any typo ("zz") as if it were one.
+                whole = "must be the whole id (36 characters, as an event's details show it)"
+                short = re.fullmatch(r"[0-9a-fA-F]{8}", values[name]) is not None
+                errors[name] = f"{whole}, not its first 8" if short else whole
     return Filters(values, errors)
 
 

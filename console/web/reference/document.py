@@ -8,12 +8,23 @@ from typing import Any
 from urllib.parse import quote
 
 from flask import current_app
+from markupsafe import Markup, escape
 from werkzeug.test import Client
 
 from console.modes import URL_PREFIXES
 
 OPENAPI_PATH = URL_PREFIXES["sandbox"] + "/v1/openapi.json"
 METHODS = ("get", "post", "put", "patch", "delete")
+
+
+@dataclass(frozen=True)
+class BodyField:
+    name: str
+    type: (
+        str  # as a person reads it: "string (uuid), or null", "array of one of: a, b", "LinkTokenAllocation"
+    )
+    required: bool
+    description: str
 
 
 @dataclass(frozen=True)
@@ -28,6 +39,11 @@ class Operation:
     # What "Try it" starts the body with: the document's example, indented, else "{}". Sent as it stands, the
     # example is a valid request (the README's first call for POST /link_tokens), where "{}" only drew a 400.
     body_example: str = "{}"
+    # The body's top-level fields and the documented answers: the page showed parameters only, so what a POST
+    # takes was learnt from its 400s.
+    body_fields: tuple[BodyField, ...] = ()
+    body_description: str = ""
+    responses: tuple[tuple[str, str], ...] = ()
 
     @property
     def path_params(self) -> list[str]:
@@ -76,6 +92,11 @@ def operations_by_tag(doc: dict[str, Any]) -> list[tuple[str, list[Operation]]]:
                     anchor,
                     "requestBody" in op,
                     _body_example(op.get("requestBody")),
+                    *_body(doc, op.get("requestBody")),
+                    tuple(
+                        (str(code), (answer or {}).get("description", "") if isinstance(answer, dict) else "")
+                        for code, answer in (op.get("responses") or {}).items()
+                    ),
                 )
             )
     return list(groups.items())
@@ -96,6 +117,70 @@ def _body_example(request_body: Any) -> str:
             return "{}"
         example = first["value"]
     return json.dumps(example, indent=2)
+
+
+def _resolve(doc: dict[str, Any], schema: Any) -> Any:
+    """A local `$ref` (`#/components/schemas/Name`) resolved once; anything else as it is."""
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#/"):
+        node: Any = doc
+        for part in schema["$ref"][2:].split("/"):
+            node = node.get(part) if isinstance(node, dict) else None
+        return node if isinstance(node, dict) else schema
+    return schema
+
+
+def type_of(schema: Any) -> str:
+    """A schema's type in words, one level deep (a referenced schema is named, not expanded)."""
+    if not isinstance(schema, dict):
+        return ""
+    if isinstance(schema.get("$ref"), str):
+        return schema["$ref"].rsplit("/", 1)[-1]
+    if "enum" in schema:
+        return "one of: " + ", ".join(str(v) for v in schema["enum"])
+    for combinator in ("anyOf", "oneOf"):
+        if isinstance(schema.get(combinator), list):
+            kinds = [
+                type_of(s)
+                for s in schema[combinator]
+                if not (isinstance(s, dict) and s.get("type") == "null")
+            ]
+            nullable = len(kinds) < len(schema[combinator])
+            return " or ".join(k for k in kinds if k) + (", or null" if nullable else "")
+    kind = schema.get("type", "")
+    if kind == "array":
+        return f"array of {type_of(schema.get('items')) or 'any'}"
+    if isinstance(kind, list):
+        kind = " or ".join(kind)
+    return f"{kind} ({schema['format']})" if schema.get("format") else str(kind)
+
+
+def _body(doc: dict[str, Any], request_body: Any) -> tuple[tuple[BodyField, ...], str]:
+    """The JSON body's top-level fields (required first, then in the document's order) and its description."""
+    if not isinstance(request_body, dict):
+        return (), ""
+    media = (request_body.get("content") or {}).get("application/json")
+    schema = _resolve(doc, media.get("schema")) if isinstance(media, dict) else None
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return (), ""
+    required = set(schema.get("required") or ())
+    fields = [
+        BodyField(name, type_of(prop), name in required, (prop or {}).get("description", ""))
+        for name, prop in schema["properties"].items()
+        if isinstance(prop, dict)
+    ]
+    fields.sort(key=lambda f: not f.required)  # (a stable sort: each group keeps the document's order)
+    return tuple(fields), schema.get("description", "")
+
+
+def code_spans(text: str) -> Markup:
+    """The document's descriptions are Markdown: its `code` spans as <code>, everything else escaped as text
+    (the backticks showed as typed)."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: no spans, the text as it is
+        return Markup(escape(text))
+    return Markup("").join(
+        Markup("<code>{}</code>").format(part) if i % 2 else escape(part) for i, part in enumerate(parts)
+    )
 
 
 def find_operation(doc: dict[str, Any], method: str, path: str) -> Operation | None:

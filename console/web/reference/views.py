@@ -26,6 +26,7 @@ def reference_page():
         groups=groups,
         openapi_url=reference.OPENAPI_PATH,
         modes=MODES,
+        code_spans=reference.code_spans,
     )
 
 

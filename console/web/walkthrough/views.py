@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlsplit
+
 from flask import g, make_response, redirect, render_template, request, url_for
 
 from console.core.routes import Routes
@@ -63,7 +65,7 @@ def newest_link(workspace) -> linkguide.TokenView | None:
 def context(
     form_values: dict | None = None,
     preset: str = "standard",
-    jobs_link_token_id: str = "",
+    jobs_link_token_id: str | None = None,
     field_errors: fielderrors.FieldErrors | None = None,
     webhook_form: dict | None = None,
     webhook_errors: fielderrors.FieldErrors | None = None,
@@ -114,11 +116,25 @@ def context(
         "link_token_exchange": _exchange("link_token", key),
         "link": link,
         "inbox_page": inbox_page,
+        "inbox_behaviour": inbox.behaviour(workspace.id) if has_workspace() else inbox.OK,
+        "behaviours": inbox.BEHAVIOURS,
         "inbox_cursor": inbox.live_cursor(inbox_page.rows),
         "jobs_exchange": jobs_exchange,
         "jobs": ((response_json(jobs_exchange.row) or {}).get("data") or []) if jobs_exchange else [],
-        "jobs_link_token_id": jobs_link_token_id or link_token_id or "",
+        # What was just queried, even nothing (an emptied field); else the newest token, ready to query.
+        "jobs_link_token_id": jobs_link_token_id if jobs_link_token_id is not None else (link_token_id or ""),
+        "jobs_queried_token": _queried_token(jobs_exchange.row) if jobs_exchange else "",
+        "jobs_errors": fielderrors.place(
+            fielderrors.of_response(jobs_exchange.row if jobs_exchange else None),
+            lambda name: "jobs-link-token-id" if name == "link_token_id" else None,
+        ),
     }
+
+
+def _queried_token(row) -> str:
+    """The link_token_id the logged GET /v1/jobs asked for ("" when it asked for every job of the workspace):
+    what the step's answer is about, whatever the field holds now."""
+    return (parse_qs(urlsplit(row.url).query).get("link_token_id") or [""])[0]
 
 
 def step_response(*steps: str, **ctx_args):
