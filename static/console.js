@@ -285,13 +285,23 @@
 
   function confirmBox() {
     if (confirmDialog) return confirmDialog;
-    var dialog = document.createElement("dialog");
-    dialog.className = "confirm-dialog";
-    dialog.setAttribute("aria-labelledby", "confirm-dialog-message");
+    function element(tag, attributes, children) {
+      var node = document.createElement(tag);
+      Object.keys(attributes).forEach(function (name) { node.setAttribute(name, attributes[name]); });
+      (children || []).forEach(function (child) { node.appendChild(child); });
+      return node;
+    }
+    var cancel = element("button", { type: "submit", value: "cancel", "class": "button-quiet", autofocus: "" });
+    cancel.textContent = "Cancel";
     // method="dialog": either button closes the dialog with its value as returnValue, no handler needed.
-    dialog.innerHTML = '<form method="dialog"><p id="confirm-dialog-message"></p>' +
-      '<div class="confirm-actions"><button type="submit" value="cancel" class="button-quiet" autofocus>Cancel</button>' +
-      '<button type="submit" value="ok" class="confirm-ok"></button></div></form>';
+    var dialog = element("dialog", { "class": "confirm-dialog", "aria-labelledby": "confirm-dialog-message" }, [
+      element("form", { method: "dialog" }, [
+        element("p", { id: "confirm-dialog-message" }),
+        element("div", { "class": "confirm-actions" }, [
+          cancel, element("button", { type: "submit", value: "ok", "class": "confirm-ok" }),
+        ]),
+      ]),
+    ]);
     document.body.appendChild(dialog);
     confirmDialog = dialog;
     return dialog;
