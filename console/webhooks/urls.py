@@ -286,7 +286,7 @@ def _loopback_refusal(mode: str, policy: Policy, port: int | None) -> str | None
     return None
 
 
-def _split(url: str):
+def _split(url: str, mode: str = ""):
     if not isinstance(url, str) or not url:
         raise UrlRefused("must be a URL string")
     if len(url) > MAX_URL_LENGTH:
@@ -301,7 +301,14 @@ def _split(url: str):
     if port == 0:  # nothing listens there: every delivery would fail
         raise UrlRefused("must not have port 0")
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        raise UrlRefused("must be an absolute https:// URL")
+        # Named as the http rule below names it: "localhost:8000/hooks" in the sandbox is one scheme short, and
+        # an https-only message sent its author looking for a certificate it does not need.
+        also = (
+            " (the sandbox also accepts http://localhost, http://127.0.0.1 and http://[::1])"
+            if mode == SANDBOX
+            else ""
+        )
+        raise UrlRefused(f"must be an absolute URL starting with https://{also}")
     if parts.username is not None or parts.password is not None:
         # Credentials in a URL end up in logs and the console; receivers verify the signature instead.
         raise UrlRefused("must not contain a user name or password")
@@ -318,7 +325,7 @@ def check_url(url: str, mode: str, policy: Policy, *, check_dns: bool = True, ow
     """Return `url` if webhooks may be registered at it in `mode`, else raise `UrlRefused`.
 
     `owner`: the workspace whose request this is, for its share of DNS lookups (`console.webhooks.dns`)."""
-    parts, port = _split(url)
+    parts, port = _split(url, mode)
     host = parts.hostname or ""
     scheme = parts.scheme.lower()
     port = port or (443 if scheme == "https" else 80)

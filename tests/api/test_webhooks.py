@@ -177,6 +177,13 @@ def test_bad_status(api):
         ("production", "https://169.254.169.254/latest", "link-local"),
         ("sandbox", "http://127.0.0.1:0/hook", "port 0"),
         ("sandbox", "https://[::1", "is not a valid URL"),
+        # No scheme: the sandbox names its http:// hosts too, so nobody goes looking for a certificate.
+        (
+            "sandbox",
+            "localhost:8000/hooks",
+            "starting with https:// (the sandbox also accepts http://localhost",
+        ),
+        ("development", "hooks.example.com/payroll", "must be an absolute URL starting with https://"),
     ],
 )
 def test_url_policy(api_for, mode, url, reason):
