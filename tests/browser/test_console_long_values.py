@@ -27,6 +27,14 @@ def test_a_long_key_label_wraps_inside_the_keys_table(page, live_server):
         assert box["x"] + box["width"] <= card["x"] + card["width"], (
             f"the table leaves its card at {width} px"
         )
+        # A short label still reads whole: wrapping anywhere let the column shrink until "Console" broke in two.
+        sandbox = page.locator("section", has=page.get_by_role("heading", name="Sandbox", exact=True))
+        cell = sandbox.locator('td[data-label="Label"]', has_text="Console")
+        lines = cell.evaluate(
+            "td => { const r = document.createRange(); r.selectNodeContents(td); "
+            "return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }"
+        )
+        assert lines == 1, f"the label 'Console' takes {lines} lines at {width} px"
 
 
 def test_a_long_end_user_id_wraps_on_the_timelines(page, live_server):

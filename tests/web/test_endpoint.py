@@ -394,7 +394,10 @@ def test_a_bad_signature_is_answered_400_whatever_the_mode(app, client, visitor)
 
 @pytest.mark.parametrize(
     ("url", "reason"),
-    [("javascript:alert(1)", "must be an absolute URL starting with https://"), ("http://127.0.0.1:0/hook", "port 0")],
+    [
+        ("javascript:alert(1)", "must be an absolute URL starting with https://"),
+        ("http://127.0.0.1:0/hook", "port 0"),
+    ],
 )
 def test_a_refused_own_url_keeps_what_was_typed_with_the_error_on_its_field(app, visitor, url, reason):
     visitor.get("/webhooks")
