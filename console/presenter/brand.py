@@ -53,6 +53,8 @@ def from_args(args: Mapping[str, str]) -> Brand:
     name = " ".join((args.get("brand") or "").split())[:MAX_NAME] or DEFAULT_NAME
     initials = "".join((args.get("initials") or "").split())[:3] or initials_of(name)
     color = args.get("color") or ""
-    color = color.lower() if COLOR.match(color) else DEFAULT_COLOR
+    # fullmatch: `$` also matches before a final newline, and "#aabbcc\n" was kept (a 500 saving it as a profile's
+    # 7-character colour on PostgreSQL).
+    color = color.lower() if COLOR.fullmatch(color) else DEFAULT_COLOR
     theme = args.get("theme") if args.get("theme") in THEMES else "light"
     return Brand(name, initials, color, theme)

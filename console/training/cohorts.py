@@ -37,6 +37,7 @@ from console.conformance.models import ConformanceReport, ConformanceRun
 from console.core import timeutil
 from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
 from console.core.owners import browser_hash
+from console.db.locking import lock_row
 from console.extensions import db
 from console.jobs.models import Job
 from console.keys.models import ApiKey
@@ -280,8 +281,9 @@ def join(
     if over is not None:
         raise over
     cleaned = clean_name(name, what="yourself")
-    # Lock the cohort row (PostgreSQL) so two joins at the same moment cannot both take the last place.
-    db.session.execute(select(Cohort.id).where(Cohort.id == cohort.id).with_for_update())
+    # Lock the cohort row so two joins at the same moment cannot both take the last place (on SQLite too, where
+    # `FOR UPDATE` locked nothing and both joins counted room for one).
+    lock_row(Cohort, cohort.id)
     again = earlier_join(cohort, join_form_token)  # the other sending held the lock until it committed
     if again is not None:
         return again

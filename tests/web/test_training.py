@@ -243,13 +243,13 @@ def test_the_same_join_form_sent_twice_joins_once_and_both_land_on_the_page(app,
 
 
 @pytest.mark.committing
-@pytest.mark.parametrize("meanwhile", ["member_count", "create_workspace"])
+@pytest.mark.parametrize("meanwhile", ["clean_name", "lock_row"])
 def test_two_sendings_of_one_join_form_at_the_same_moment_make_one_row(app, cohort, monkeypatch, meanwhile):
     """On SQLite reads run outside the write transaction: both sendings passed the name check before either
     wrote, and both joined (two "Ada" rows). Here the first sending commits while the second is between its
-    checks (`member_count`: after the form check, before the name check, which then saw "Ada" taken) or
-    between its checks and its writes (`create_workspace`): the interleavings two server threads produce
-    (both seen against a served app, ten double submits sent at once)."""
+    checks (`clean_name`: after the form check, before the name check) or just before it takes the class's
+    row lock (`lock_row`), after which a sending waits for the other's commit: the interleavings two server
+    threads produce (both seen against a served app, ten double submits sent at once)."""
     from console.training import cohorts
     from console.web.shared.pageslots import slot_released
 
@@ -291,7 +291,7 @@ def test_two_browsers_joining_under_one_name_at_the_same_moment_make_one_row(app
         page = visitor.get(path).get_data(as_text=True)
         token = JOIN_FORM_TOKEN.search(page)
         forms.append({"name": "Ada", **({"join_form_token": token.group(1)} if token else {})})
-    real, answers, started = cohorts.create_workspace, [], []
+    real, answers, started = cohorts.lock_row, [], []
 
     def first_lands_meanwhile(*args, **kwargs):
         if not started:
@@ -302,7 +302,8 @@ def test_two_browsers_joining_under_one_name_at_the_same_moment_make_one_row(app
                 other.join(timeout=30)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(cohorts, "create_workspace", first_lands_meanwhile)
+    # Just before the class's row lock: past it, the first would wait for this one's commit.
+    monkeypatch.setattr(cohorts, "lock_row", first_lands_meanwhile)
     response = second.post(path, forms[1])
     assert answers[0].status_code == 302, answers[0].get_data(as_text=True)
     assert response.status_code == 400
