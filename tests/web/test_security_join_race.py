@@ -10,7 +10,7 @@ import pytest
 from console.extensions import db
 from console.training import cohorts
 from console.training.models import Cohort
-from tests.api.test_security_webhook_quota import _meeting
+from tests.api.at_once import meeting
 
 
 @pytest.mark.committing
@@ -21,7 +21,7 @@ def test_joins_at_the_same_moment_do_not_pass_the_classs_cap_together(app, monke
         cohort, _secret = cohorts.create_cohort("Race", ["link_token"])
         db.session.commit()
         cohort_id = cohort.id
-    counted, meet = cohorts.member_count, _meeting(2)
+    counted, meet = cohorts.member_count, meeting(2)
 
     def count_then_meet(cohort):
         count = counted(cohort)
