@@ -14,6 +14,7 @@ from typing import Any
 from flask import Blueprint, Response, current_app, g, request
 
 from console.api import idempotency
+from console.api.errors import allow_header
 from console.api.ratelimit import limiter
 from console.core import jsontext
 from console.core.errors import (
@@ -132,20 +133,10 @@ def options_response():
     before authentication (it says no more than the public OpenAPI document) and uses none of a key's rate.
     No CORS headers: the API is called from a backend holding a secret, never from a browser, so a browser's
     preflight gets no `Access-Control-Allow-Origin` and the browser refuses the call, saying why."""
-    response = current_app.make_default_options_response()
-    allowed = response.headers.get("Allow", "")
-    methods = {m.strip() for m in allowed.split(",") if m.strip()}
+    allowed = current_app.make_default_options_response().headers.get("Allow", "")
     answer = no_content()
-    answer.headers["Allow"] = ", ".join(sorted(methods, key=_allow_order))
+    answer.headers["Allow"] = allow_header(m.strip() for m in allowed.split(","))
     return answer
-
-
-# `Allow` lists methods in one order at every path (werkzeug's follows the rules' sets).
-_ALLOW_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
-
-
-def _allow_order(method: str) -> tuple[int, str]:
-    return (_ALLOW_ORDER.index(method) if method in _ALLOW_ORDER else len(_ALLOW_ORDER), method)
 
 
 def before_api_request() -> Response | None:

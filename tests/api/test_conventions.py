@@ -229,8 +229,14 @@ def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, 
 
 def test_unknown_method_is_405_in_the_error_shape(api):
     response = api.request("PATCH", "/link_tokens", json={})
-    assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
-    assert "POST" in response.headers["Allow"]
+    error = assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
+    # In the order OPTIONS names them, in the header and the message alike.
+    assert response.headers["Allow"] == "POST, OPTIONS"
+    assert (
+        error["message"] == "Method PATCH is not allowed on /sandbox/v1/link_tokens. Allowed: POST, OPTIONS."
+    )
+    webhooks = api.request("PATCH", "/webhooks", json={})
+    assert webhooks.status_code == 405 and webhooks.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
 
 
 def _api_paths(app) -> dict[str, set[str]]:
