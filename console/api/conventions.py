@@ -11,9 +11,10 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from flask import Blueprint, current_app, g, request
+from flask import Blueprint, Response, current_app, g, request
 
 from console.api import idempotency
+from console.api.errors import allow_header
 from console.api.ratelimit import limiter
 from console.core import jsontext
 from console.core.errors import (
@@ -125,11 +126,26 @@ def api_secret_header() -> str | None:
     return secret
 
 
-def before_api_request() -> None:
+def options_response():
+    """`OPTIONS` on an endpoint's path: 204 naming its methods in `Allow`, no body and so no Content-Type.
+
+    Flask's own answer was a 200 with an empty `text/html` body, and only after authentication. It is given
+    before authentication (it says no more than the public OpenAPI document) and uses none of a key's rate.
+    No CORS headers: the API is called from a backend holding a secret, never from a browser, so a browser's
+    preflight gets no `Access-Control-Allow-Origin` and the browser refuses the call, saying why."""
+    allowed = current_app.make_default_options_response().headers.get("Allow", "")
+    answer = no_content()
+    answer.headers["Allow"] = allow_header(m.strip() for m in allowed.split(","))
+    return answer
+
+
+def before_api_request() -> Response | None:
     # A customer's writes go before the console's at SQLite's write gate (a room of visitors must not
     # queue an API call behind its pages); the console's own in-process calls wait their turn.
     sqlite.prefer_writes(not from_console())
     g.api_mode = current_mode()
+    if request.method == "OPTIONS" and getattr(request.url_rule, "provide_automatic_options", False):
+        return options_response()
     if _view_is_public():
         return
     # Snapshots of the key and its workspace (read-only values); a view that changes either, or follows

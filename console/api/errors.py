@@ -32,6 +32,18 @@ HTTP_ERRORS = {
 }
 
 
+# `Allow` (a 405's, an OPTIONS answer's) lists methods in one order at every path; werkzeug's follows its sets.
+_ALLOW_ORDER = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
+def allow_header(methods) -> str:
+    """An `Allow` header's value: the methods, each once, in the order above (any other after them)."""
+    named = {m for m in methods if m}
+    return ", ".join(
+        sorted(named, key=lambda m: (_ALLOW_ORDER.index(m) if m in _ALLOW_ORDER else len(_ALLOW_ORDER), m))
+    )
+
+
 def error_response(status: int, type_: str, code: str, message: str, fields: list | None = None):
     """The error body. An API secret a message would quote (one sent where an id goes: `GET /v1/jobs/sk_…`
     answered "No job with id sk_…") is named by its prefix and last four, as the request log keeps it."""
@@ -126,13 +138,13 @@ def _http_error(exc: HTTPException):
         limit = current_app.config.get("MAX_CONTENT_LENGTH") or 0
         message = f"The request body is larger than this API accepts ({limit:,} bytes, {limit / 1024 / 1024:g} MiB)."
     elif exc.code == 405:
-        allowed = ", ".join(sorted(exc.valid_methods or [])) if hasattr(exc, "valid_methods") else ""
+        allowed = allow_header(getattr(exc, "valid_methods", None) or [])
         message = f"Method {request.method} is not allowed on {request.path}. Allowed: {allowed}."
     else:
         message = exc.description or exc.name
     response, status = error_response(exc.code or 500, type_, code, message)
     if exc.code == 405 and getattr(exc, "valid_methods", None):
-        response.headers["Allow"] = ", ".join(exc.valid_methods)
+        response.headers["Allow"] = allow_header(exc.valid_methods)
     return response, status
 
 

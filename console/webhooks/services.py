@@ -536,14 +536,19 @@ def _delivery_items(workspace_id: uuid.UUID, limit: int, after: datetime | None)
         .limit(limit)
     )
     items = []
+    inbox = own_inbox.OwnInbox.from_config(current_app.config)
     for delivery, event_type, url in rows:
         attempt = delivery.attempt_count + 1
         what = "first attempt" if attempt == 1 else f"attempt {attempt}"
+        # The workspace's own inbox by name: its address is a long signed token that reads as noise. Only an
+        # address the worker delivers to the inbox (on one of this service's roots, `own_inbox`): the token on
+        # another host goes to that host, so it is named as it is.
+        target = "the built-in inbox" if inbox.workspace_of(url) == workspace_id else url
         items.append(
             agenda.Item(
                 delivery.due_at,
                 "webhook.delivery",
-                f"Webhook delivery {delivery.id} of {event_type} to {url}: {what}",
+                f"Webhook delivery {delivery.id} of {event_type} to {target}: {what}",
                 payload={
                     "delivery_id": str(delivery.id),
                     "event_id": str(delivery.event_id),

@@ -121,6 +121,29 @@ def test_clock_lists_pending_webhook_deliveries(app, api, workspace):
     )
 
 
+def test_a_delivery_to_the_workspaces_own_inbox_is_listed_by_name_not_by_its_signed_url(app, api, workspace):
+    """The clock spelled out `http://…/inbox/<a long signed token>` for the console's own inbox."""
+    from console.webhooks.own_inbox import token_for
+
+    root = f"http://127.0.0.1:{app.config['LISTEN_PORT']}/inbox/"
+    secret_key = app.config["SECRET_KEY"]
+    own = root + token_for(secret_key, uuid.UUID(workspace.id))
+    # The same token on another host is delivered there, not to the inbox: named as registered.
+    other = "http://127.0.0.1:9/inbox/" + token_for(secret_key, uuid.UUID(workspace.id))
+    events = ["direct_deposit_switch.added"]
+    hooks = {create_webhook(api, url=url, enabled_events=events)["id"]: url for url in (own, other, LOCAL)}
+    with app.app_context():
+        new_switch(workspace.id, "success")
+    items = api.get("/sandbox/clock").get_json()["data"]["next_due"]
+    described = {
+        hooks[i["payload"]["webhook_id"]]: i["description"] for i in items if i["kind"] == "webhook.delivery"
+    }
+    assert described[own].endswith("of direct_deposit_switch.added to the built-in inbox: first attempt")
+    assert token_for(secret_key, uuid.UUID(workspace.id)) not in described[own]
+    assert described[other].endswith(f"to {other}: first attempt")
+    assert described[LOCAL].endswith(f"to {LOCAL}: first attempt")
+
+
 def test_a_token_open_mid_flow_is_described_listed_and_expired_as_such(app, api, workspace):
     import uuid
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 
 import pytest
@@ -228,8 +229,53 @@ def test_an_api_call_with_its_base_url_given_twice_is_told_the_endpoint(client, 
 
 def test_unknown_method_is_405_in_the_error_shape(api):
     response = api.request("PATCH", "/link_tokens", json={})
-    assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
-    assert "POST" in response.headers["Allow"]
+    error = assert_error(response, 405, "INVALID_REQUEST_PARAMETERS", "METHOD_NOT_ALLOWED")
+    # In the order OPTIONS names them, in the header and the message alike.
+    assert response.headers["Allow"] == "POST, OPTIONS"
+    assert (
+        error["message"] == "Method PATCH is not allowed on /sandbox/v1/link_tokens. Allowed: POST, OPTIONS."
+    )
+    webhooks = api.request("PATCH", "/webhooks", json={})
+    assert webhooks.status_code == 405 and webhooks.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
+
+
+def _api_paths(app) -> dict[str, set[str]]:
+    """Every API path (one concrete path per rule, its placeholders filled) with the methods its rules take."""
+    paths: dict[str, set[str]] = {}
+    record_id = str(uuid.uuid4())  # one id for all, so rules of one path with other methods meet
+    for rule in app.url_map.iter_rules():
+        if not rule.endpoint.startswith("api_"):
+            continue
+        path = re.sub(r"<(?:[^:<>]+:)?[^<>]+>", record_id, rule.rule)
+        paths.setdefault(path, set()).update(rule.methods)
+    return paths
+
+
+def test_options_on_every_api_path_is_204_naming_its_methods_before_authentication(app, client):
+    paths = _api_paths(app)
+    assert len(paths) > 60  # every mode's copy of every endpoint
+    for path, methods in paths.items():
+        # No key and no version, as a browser's CORS preflight sends it.
+        response = client.open(path, method="OPTIONS", headers={"Origin": "https://app.example.com"})
+        assert response.status_code == 204, (path, response.get_data(as_text=True))
+        assert response.get_data() == b"" and "Content-Type" not in response.headers, path
+        assert set(response.headers["Allow"].split(", ")) == methods, path
+        assert response.headers["Service-Version"] and response.headers["x-service-request-id"]
+        # No CORS story: the API is called from a backend with a secret, so a browser refuses the call.
+        assert not [name for name, _ in response.headers if name.lower().startswith("access-control-")]
+
+
+def test_options_lists_methods_in_one_order_and_uses_none_of_the_keys_rate(api):
+    response = api.request("OPTIONS", "/webhooks")
+    assert response.status_code == 204
+    assert response.headers["Allow"] == "GET, HEAD, POST, OPTIONS"
+    assert "X-RateLimit-Remaining" not in response.headers  # not counted: answered before the key is read
+    assert api.request("OPTIONS", "/link_tokens").headers["Allow"] == "POST, OPTIONS"
+
+
+def test_options_on_an_unknown_api_path_is_the_apis_404(client):
+    response = client.open("/sandbox/v1/nope", method="OPTIONS")
+    assert_error(response, 404, "RECORD_NOT_FOUND", "ROUTE_NOT_FOUND")
 
 
 def test_malformed_json_is_400(api):

@@ -79,6 +79,44 @@ def test_pcc_reads_the_api_root_as_console_listen_does():
     spec.loader.exec_module(pcc)
     for given in ("http://h:5000", "http://h:5000/", "http://h:5000/sandbox", "http://h:5000/sandbox/v1/"):
         assert pcc.sandbox_base(given) == listener.sandbox_base(given)
+    # Another mode's base URL is refused by both, in the same words but the commands' names.
+    for given in ("http://h:5000/development", "http://h:5000/development/v1/", "http://h:5000/v1"):
+        with pytest.raises(pcc.Problem) as ours:
+            pcc.sandbox_base(given)
+        with pytest.raises(listener.Fatal) as theirs:
+            listener.sandbox_base(given)
+        words = str(theirs.value).replace(
+            "console listen and console trigger", "pcc.py listen and pcc.py trigger"
+        )
+        assert str(ours.value) == words
+
+
+@pytest.mark.parametrize(
+    ("api", "key", "said"),
+    [
+        ("http://127.0.0.1:1/development", "sk_sandbox_abcd", "is the development API's base URL"),
+        ("http://127.0.0.1:1/v1", "sk_sandbox_abcd", "is the production API's base URL"),
+        ("http://127.0.0.1:1", "sk_dev_abcd", "--key is a development key (sk_dev_…)"),
+        ("http://127.0.0.1:1", "sk_live_abcd", "--key is a production key (sk_live_…)"),
+    ],
+)
+def test_pcc_refuses_another_modes_base_url_or_key_by_name_before_any_call(
+    monkeypatch, capsys, api, key, said
+):
+    """`pcc.py trigger --api http://h:5000/development` called `…/development/sandbox/v1/link_tokens`, and the
+    service's 404 named a path the trainee never wrote; a development key got the service's WRONG_MODE, which
+    says to call the key's own base URL, which these commands cannot."""
+    from console.training.client import pcc
+
+    calls = []
+    monkeypatch.setattr(pcc, "call", lambda *args, **kwargs: calls.append(args))  # nothing may be sent
+    monkeypatch.setattr(pcc, "SCENARIOS", {"user_good": {"aliases": []}})
+    for command in (["trigger", "user_good"], ["listen", "--forward-to", "http://127.0.0.1:1/hooks"]):
+        assert pcc.main([*command, "--api", api, "--key", key]) == 1
+        error = capsys.readouterr().err
+        assert said in error and "pcc.py listen and pcc.py trigger use the sandbox" in error, error
+        assert key not in error  # the secret is never echoed
+    assert calls == []
 
 
 def test_pcc_verify_refuses_a_signed_body_nested_too_deeply_instead_of_crashing():

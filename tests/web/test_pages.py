@@ -94,6 +94,67 @@ def test_the_api_reference_shows_each_bodys_fields_and_answers(visitor):
     assert "<code>end_user.platform_matching</code>" in operation and "`" not in operation
 
 
+def test_the_api_reference_shows_the_fields_of_a_referenced_schema_under_the_field_holding_it(visitor):
+    """POST /v1/link_tokens named `allocation`'s schema, LinkTokenAllocation, and no more: what goes in it was
+    learnt from its 400s. Its fields follow it, named by their path as the API's errors name them."""
+    html = visitor.get("/reference").get_data(as_text=True)
+    operation = html[html.index('id="post--link_tokens"') :]
+    operation = operation[: operation.index('class="try-it"')]
+    rows = re.findall(
+        r'<tr(?: class="nested-field")?><td><code>(?:<span class="muted">((?:[^<]|<wbr>)*)</span>)?([a-z_]+)</code>'
+        r'( <span class="badge">required</span>)?</td><td class="wrap">([^<]*)</td><td>(.*?)</td></tr>',
+        operation,
+    )
+    # Each dot of a path may break a line (a phone's width): `end_user.<wbr>platform_matching.<wbr>email`.
+    rows = [(parent.replace("<wbr>", ""), *rest) for parent, *rest in rows]
+    paths = [parent + name for parent, name, _required, _type, _description in rows]
+    at = paths.index("allocation")
+    assert paths[at : at + 6] == [
+        "allocation",
+        "allocation.targets",
+        "allocation.targets[].account_number",  # (the served document's keys are in sorted order)
+        "allocation.targets[].routing_number",
+        "allocation.targets[].type",
+        "allocation.type",
+    ]
+    by_path = {parent + name: (bool(required), kind, text) for parent, name, required, kind, text in rows}
+    assert by_path["allocation"][1] == "LinkTokenAllocation"
+    assert by_path["allocation"][2].startswith("The target accounts")  # the schema's own description
+    assert by_path["allocation.targets"] == (
+        True,
+        "array of Target",
+        "",
+    )  # an item's words are not the array's
+    assert by_path["allocation.targets[].routing_number"] == (True, "string", "Passes the ABA checksum.")
+    assert by_path["allocation.value"][0] is False
+    # A nullable reference opens too, a level deeper; the top-level fields keep their order after it.
+    assert by_path["end_user.platform_matching.email"][:2] == (True, "string (email)")
+    assert (
+        paths.index("end_user") < paths.index("end_user.platform_matching.email") < paths.index("end_user_id")
+    )
+
+
+def test_a_referenced_schema_is_opened_once_on_its_own_path_and_to_a_bounded_depth():
+    from console.web.reference.document import MAX_NESTING, _body
+
+    def ref(name):
+        return {"$ref": f"#/components/schemas/{name}"}
+
+    schemas = {
+        "Node": {"type": "object", "properties": {"next": ref("Node"), "n": {"type": "integer"}}},
+        "Deep": {"type": "object", "properties": {"down": ref("Deeper")}},
+        "Deeper": {"type": "object", "properties": {"down": ref("Deepest")}},
+        "Deepest": {"type": "object", "properties": {"down": ref("Bottom")}},
+        "Bottom": {"type": "object", "properties": {"x": {"type": "string"}}},
+    }
+    properties = {"node": ref("Node"), "deep": ref("Deep")}
+    body = {"content": {"application/json": {"schema": {"type": "object", "properties": properties}}}}
+    fields, _ = _body({"components": {"schemas": schemas}}, body)
+    paths = [f.path for f in fields]
+    assert paths[:3] == ["node", "node.next", "node.n"]  # Node within itself: named, not opened again
+    assert MAX_NESTING == 3 and "deep.down.down.down" in paths and "deep.down.down.down.x" not in paths
+
+
 def test_reference_descriptions_are_escaped_with_their_code_spans():
     from console.web.reference.document import code_spans, type_of
 

@@ -113,13 +113,43 @@ def report(base, key, webhook_id, attempt_id, result):
     return "  (not recorded: service unavailable; it will be delivered again)"
 
 
+# The other modes' key prefixes (console.keys.secrets.PREFIXES; this file imports nothing of the project).
+OTHER_MODES_KEYS = {"development": "sk_dev_", "production": "sk_live_"}
+
+
 def sandbox_base(api):
+    """The sandbox API base from what you gave: the server's root, `.../sandbox` or `.../sandbox/v1`.
+    Another mode's base URL (`…/development`, or the production `…/v1` the server's banner lists too) is
+    refused by name before any call: taken as a root, it became `…/development/sandbox/v1`, a path you never
+    wrote, which the service answered with a 404 (as `console listen` does: console/listener.py)."""
     base = api.rstrip("/")
+    path = urlsplit(base).path
+    other, root = None, base
+    if path.endswith(("/development", "/development/v1")):
+        other, root = "development", base[: base.rfind("/development")]
+    elif path == "/v1":
+        other, root = "production", base[: -len("/v1")]
+    if other:
+        raise Problem(
+            f"{api} is the {other} API's base URL; pcc.py listen and pcc.py trigger use the sandbox: give "
+            f"the server's root ({root}) or its sandbox base URL ({root}/sandbox), and a sandbox key."
+        )
     if base.endswith("/v1"):
         return base
     if base.endswith("/sandbox"):
         return base + "/v1"
     return base + "/sandbox/v1"
+
+
+def check_sandbox_key(key):
+    """Refuse another mode's key by name before any call: the service's WRONG_MODE 401 says to call the key's
+    own base URL, which these commands cannot."""
+    other = next((mode for mode, prefix in OTHER_MODES_KEYS.items() if key.startswith(prefix)), None)
+    if other:
+        raise Problem(
+            f"--key is a {other} key ({OTHER_MODES_KEYS[other]}…); pcc.py listen and pcc.py trigger use the "
+            "sandbox: give a sandbox key (sk_sandbox_…, from the console's API keys page)."
+        )
 
 
 def call(base, key, path, body=None):
@@ -205,6 +235,7 @@ def now():
 
 
 def listen(api, key, forward_to, events=None, version=None):
+    check_sandbox_key(key)
     base, webhook, backoff = sandbox_base(api), None, 1.0
     while True:
         try:
@@ -268,11 +299,12 @@ def scenario_key(name):
 
 
 def trigger(api, key, name):
+    check_sandbox_key(key)
+    base = sandbox_base(api)
     found = scenario_key(name)
     if found is None:
         raise Problem(f"unknown scenario {name!r}; `python3 pcc.py trigger --list` shows them")
     scenario = SCENARIOS[found]
-    base = sandbox_base(api)
     body = dict(scenario["token_body"], end_user_id=f"user_{uuid.uuid4().hex[:8]}")
     status, parsed = call(base, key, "/link_tokens", body)
     if status != 200:

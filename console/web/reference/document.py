@@ -23,8 +23,15 @@ class BodyField:
     type: (
         str  # as a person reads it: "string (uuid), or null", "array of one of: a, b", "LinkTokenAllocation"
     )
-    required: bool
+    required: bool  # (a nested field's: within its parent, when the parent is given)
     description: str
+    # Where it sits: "" at the body's top level, else its parent's path as the API's errors name it
+    # (`allocation.`, `allocation.targets[].`), so `allocation.targets[0].routing_number` reads off the table.
+    parent: str = ""
+
+    @property
+    def path(self) -> str:
+        return self.parent + self.name
 
 
 @dataclass(frozen=True)
@@ -39,8 +46,9 @@ class Operation:
     # What "Try it" starts the body with: the document's example, indented, else "{}". Sent as it stands, the
     # example is a valid request (the README's first call for POST /link_tokens), where "{}" only drew a 400.
     body_example: str = "{}"
-    # The body's top-level fields and the documented answers: the page showed parameters only, so what a POST
-    # takes was learnt from its 400s.
+    # The body's fields and the documented answers: the page showed parameters only, so what a POST takes was
+    # learnt from its 400s. A field holding a referenced schema (`allocation`: `LinkTokenAllocation`) is followed
+    # by that schema's fields, so what goes in it is on the page, not only its schema's name.
     body_fields: tuple[BodyField, ...] = ()
     body_description: str = ""
     responses: tuple[tuple[str, str], ...] = ()
@@ -154,22 +162,70 @@ def type_of(schema: Any) -> str:
     return f"{kind} ({schema['format']})" if schema.get("format") else str(kind)
 
 
+# How deep a body's referenced schemas are opened (`allocation.targets[].routing_number` is 2): enough for every
+# body the API takes, and a bound for a document whose schemas refer to each other.
+MAX_NESTING = 3
+
+
 def _body(doc: dict[str, Any], request_body: Any) -> tuple[tuple[BodyField, ...], str]:
-    """The JSON body's top-level fields (required first, then in the document's order) and its description."""
+    """The JSON body's fields (required first, then in the document's order, each followed by the fields of the
+    schema it holds) and its description."""
     if not isinstance(request_body, dict):
         return (), ""
     media = (request_body.get("content") or {}).get("application/json")
     schema = _resolve(doc, media.get("schema")) if isinstance(media, dict) else None
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         return (), ""
+    return tuple(_fields(doc, schema, "", ())), schema.get("description", "")
+
+
+def _fields(
+    doc: dict[str, Any], schema: dict[str, Any], parent: str, seen: tuple[str, ...]
+) -> list[BodyField]:
+    """An object schema's fields, each followed by those of the schema it holds (`seen`: the references opened
+    on the way here, never opened again within themselves)."""
     required = set(schema.get("required") or ())
-    fields = [
-        BodyField(name, type_of(prop), name in required, (prop or {}).get("description", ""))
-        for name, prop in schema["properties"].items()
-        if isinstance(prop, dict)
-    ]
-    fields.sort(key=lambda f: not f.required)  # (a stable sort: each group keeps the document's order)
-    return tuple(fields), schema.get("description", "")
+    props = [(name, prop) for name, prop in schema["properties"].items() if isinstance(prop, dict)]
+    props.sort(
+        key=lambda item: item[0] not in required
+    )  # (a stable sort: each group keeps the document's order)
+    fields: list[BodyField] = []
+    for name, prop in props:
+        ref, mark = _held_reference(prop)
+        held = _resolve(doc, {"$ref": ref}) if ref else None
+        opens = (
+            isinstance(held, dict)
+            and isinstance(held.get("properties"), dict)
+            and ref not in seen
+            and len(seen) < MAX_NESTING
+        )
+        # A field without its own description takes its schema's (`allocation`: LinkTokenAllocation's); not an
+        # array's, whose items' schema describes one item.
+        own = held.get("description", "") if isinstance(held, dict) and not mark else ""
+        description = prop.get("description") or own
+        fields.append(BodyField(name, type_of(prop), name in required, description, parent))
+        if opens:
+            fields.extend(_fields(doc, held, f"{parent}{name}{mark}.", (*seen, ref)))
+    return fields
+
+
+def _held_reference(prop: dict[str, Any]) -> tuple[str | None, str]:
+    """The referenced schema a field holds, directly, as the non-null side of an `anyOf`/`oneOf`, or as an
+    array's items, and what its fields' paths add after the field's name (`[]` for an array's items)."""
+    for candidate, mark in ((prop, ""), (prop.get("items"), "[]")):
+        if not isinstance(candidate, dict):
+            continue
+        if isinstance(candidate.get("$ref"), str):
+            return candidate["$ref"], mark
+        for combinator in ("anyOf", "oneOf"):
+            refs = [
+                s["$ref"]
+                for s in candidate.get(combinator) or ()
+                if isinstance(s, dict) and isinstance(s.get("$ref"), str)
+            ]
+            if len(refs) == 1:
+                return refs[0], mark
+    return None, ""
 
 
 def code_spans(text: str) -> Markup:
