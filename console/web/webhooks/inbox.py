@@ -73,7 +73,8 @@ def inbox_url(workspace: Workspace) -> str:
 
 
 def is_inbox_url(workspace: Workspace, url: str | None) -> bool:
-    return bool(url) and url.rstrip("/").endswith("/inbox/" + inbox_token(workspace.id))
+    """Whether `url` is the workspace's built-in inbox (the domain's rule, own_inbox.is_inbox_of)."""
+    return own_inbox.is_inbox_of(current_app.config["SECRET_KEY"], workspace.id, url)
 
 
 def is_registered(workspace: Workspace, mode: str = "sandbox") -> bool:
