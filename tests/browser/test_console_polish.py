@@ -29,3 +29,31 @@ def test_a_filter_error_moves_no_field_and_the_address_names_only_the_typed_fiel
         assert error["width"] <= after[2]["width"] + 0.5, (size, error, after[2])
         address = urlsplit(page.url)
         assert (address.path, address.query) == ("/events", "account_id=abc"), page.url
+
+
+def test_a_refused_secret_keeps_the_open_workspace_form_open_with_the_message_by_the_field(page, live_server):
+    """A wrong secret closed the form and said "No workspace opened: No API key has this secret." at the top of
+    the page. The form now stays open, the focus in the field, the message under it; nothing at the top."""
+    for size in SIZES:
+        page.set_viewport_size(size)
+        page.goto(live_server.url + "/events")
+        page.get_by_text("Open its workspace here").click()
+        page.get_by_label("API secret").fill("sk_sandbox_" + "z" * 40)
+        page.get_by_role("button", name="Open its workspace").click()
+        message = page.locator("#open-error-main")
+        message.wait_for()
+        assert page.locator("details.open-workspace").evaluate("d => d.open")
+        assert message.inner_text() == "No API key has this secret: check that you copied all of it."
+        field = page.get_by_label("API secret")
+        assert field.evaluate("f => f === document.activeElement") and field.input_value() == ""
+        assert field.get_attribute("aria-invalid") == "true"
+        # Beside the field: right under the field and its button, inside the form.
+        field_box, message_box = field.bounding_box(), message.bounding_box()
+        assert 0 <= message_box["y"] - (field_box["y"] + field_box["height"]) < 60, (
+            size,
+            field_box,
+            message_box,
+        )
+        assert (
+            page.locator("main .callout-error").count() == 0 and "No workspace opened" not in page.content()
+        )
