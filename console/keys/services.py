@@ -266,7 +266,9 @@ def key_for_secret(secret: str | None) -> ApiKey:
     digest = key_secrets.hash_secret(pasted)
     key = db.session.scalars(select(ApiKey).where(ApiKey.secret_hash == digest)).first()
     if key is None or not hmac.compare_digest(key.secret_hash, digest):
-        raise ValidationFailed([FieldError("secret", "No API key has this secret.")])
+        raise ValidationFailed(
+            [FieldError("secret", "No API key has this secret: check that you copied all of it.")]
+        )
     if key.revoked_at is not None or (key.expires_at is not None and utcnow() >= key.expires_at):
         raise ValidationFailed(
             [FieldError("secret", "This key was revoked or rolled: use a key that works.")]

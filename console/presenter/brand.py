@@ -48,9 +48,21 @@ def initials_of(name: str) -> str:
     return "".join(w[0] for w in words[:2]).upper() or "?"
 
 
+def typed_name(args: Mapping[str, str]) -> str:
+    """The company name as the URL or form spells it, its runs of spaces made one."""
+    return " ".join((args.get("brand") or "").split())
+
+
+def cut_name(args: Mapping[str, str]) -> str | None:
+    """The typed company name when it is longer than the stage shows (`from_args` keeps its first MAX_NAME
+    characters), for the presenter to be told; else None."""
+    typed = typed_name(args)
+    return typed if len(typed) > MAX_NAME else None
+
+
 def from_args(args: Mapping[str, str]) -> Brand:
     """The brand a stage URL names; anything missing or unusable falls back to the default, never an error."""
-    name = " ".join((args.get("brand") or "").split())[:MAX_NAME] or DEFAULT_NAME
+    name = typed_name(args)[:MAX_NAME] or DEFAULT_NAME
     initials = "".join((args.get("initials") or "").split())[:3] or initials_of(name)
     color = args.get("color") or ""
     # fullmatch: `$` also matches before a final newline, and "#aabbcc\n" was kept (a 500 saving it as a profile's

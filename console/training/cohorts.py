@@ -635,10 +635,13 @@ def _cell(text: str) -> str:
 
 def export_filename(cohort: Cohort) -> str:
     """`class-<name as lowercase ASCII words>.csv` (a trainer downloads several; named with the word the pages
-    use), else with the class's id."""
+    use), else with the class's id. A name with the word in it already is not given it twice: "Zoë's class,
+    March" is `zoe-s-class-march.csv`, not `class-zoe-s-class-march.csv`."""
     ascii_name = unicodedata.normalize("NFKD", cohort.name).encode("ascii", "ignore").decode()
     slug = re.sub(r"[^a-z0-9]+", "-", ascii_name.lower()).strip("-")[:60].strip("-")
-    return f"class-{slug or cohort.id}.csv"
+    if not slug:
+        return f"class-{cohort.id}.csv"
+    return f"{slug}.csv" if "class" in slug.split("-") else f"class-{slug}.csv"
 
 
 def export_csv(cohort: Cohort) -> str:

@@ -7,6 +7,7 @@ import re
 import time
 import uuid
 from html import unescape
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import func, select
@@ -34,7 +35,11 @@ def generous_rate_limit(app):
 
 def text_of(response) -> str:
     """The page's text, tags removed and whitespace collapsed."""
-    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", response.get_data(as_text=True))))
+    return text_of_html(response.get_data(as_text=True))
+
+
+def text_of_html(html: str) -> str:
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", html)))
 
 
 def inbox_webhook(app, visitor) -> str:
@@ -158,6 +163,43 @@ def test_success_rate_counts_attempts_in_the_window_of_the_workspace_clock(app, 
     advance_clock(app, visitor, 2 * 86400)  # both attempts leave the 24-hour window, not the 7-day one
     page = text_of(visitor.get(f"/webhooks/{webhook_id}"))
     assert "— 0 of 0 attempts delivered" in page and "50% 1 of 2 attempts delivered" in page
+
+
+def test_a_failed_attempt_says_its_status_once_on_the_endpoint_page_and_in_the_event_log(app, visitor):
+    """The worker records a 500 as the error "answered 500": under the status badge "500" the row read
+    "500 answered 500". The Status cell now shows only what the error adds beyond the code."""
+    webhook_id = inbox_webhook(app, visitor)
+    set_behaviour(visitor, "fail")
+    visitor.post(f"/webhooks/{webhook_id}/test", {"event": "account.added"})
+    deliver(app)
+    (attempt,) = attempts(app, webhook_id)
+    assert attempt.status_code == 500 and attempt.error == "answered 500"
+    html = visitor.get(f"/webhooks/{webhook_id}").get_data(as_text=True)
+    row = text_of_html(html.split('id="attempt-table"', 1)[1].split("</table>", 1)[0])
+    assert row.count("500") == 1 and "answered" not in row, row
+    detail = visitor.get(f"/events/{attempt.event_id}").get_data(as_text=True)
+    cells = text_of_html(detail.split("Delivery attempts", 1)[1].split("</table>", 1)[0])
+    assert " 500 " in cells and "answered" not in cells, cells
+
+
+@pytest.mark.parametrize(
+    ("status_code", "error", "shown"),
+    [
+        (500, "answered 500", None),
+        (302, "answered 302: redirects are not followed", "redirects are not followed"),
+        (None, "timed out after 10 s", "timed out after 10 s"),
+        (200, None, None),
+    ],
+)
+def test_the_status_cell_keeps_only_what_the_error_adds(app, status_code, error, shown):
+    template = app.jinja_env.get_template("console/webhooks/_attempt_status.html")
+    cell = str(template.module.attempt_status(SimpleNamespace(status_code=status_code, error=error)))
+    assert (str(status_code) if status_code else "no response") in cell
+    assert "answered" not in cell
+    if shown is None:
+        assert "attempt-note" not in cell
+    else:
+        assert f'<span class="muted attempt-note">{shown}</span>' in cell
 
 
 def test_inbox_500_mode_fails_attempts_and_retries_come_due_with_the_clock(app, visitor):

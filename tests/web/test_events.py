@@ -70,6 +70,24 @@ def test_filters(app, visitor):
     assert "must be the whole id" in typo and "not its first 8" not in typo
 
 
+def test_the_filters_address_keeps_only_the_fields_typed(app, visitor):
+    """A GET form sends every field: the address read `?type=&link_token_id=&account_id=…&end_user_id=`. Sent
+    without htmx it is redirected to the address of the typed fields; with htmx the page is drawn and the
+    address bar is given the clean one (HX-Push-Url)."""
+    mine = seed_events(app, visitor.workspace_id, 2, end_user_id="user_b")
+    sent = "/events?type=&link_token_id=&account_id=&end_user_id=user_b"
+    response = visitor.get(sent)
+    assert response.status_code == 302 and response.headers["Location"] == "/events?end_user_id=user_b"
+    drawn = visitor.get(sent, htmx=True)
+    assert drawn.status_code == 200 and drawn.headers["HX-Push-Url"] == "/events?end_user_id=user_b"
+    assert sorted(event_ids(drawn.get_data(as_text=True))) == sorted(mine)
+    # Nothing typed: the bare log. A clean address is drawn as it is, with no address pushed.
+    assert visitor.get("/events?type=&end_user_id=+").headers["Location"] == "/events"
+    clean = visitor.get("/events?end_user_id=user_b", htmx=True)
+    assert clean.status_code == 200 and "HX-Push-Url" not in clean.headers
+    assert visitor.get("/events?end_user_id=user_b").status_code == 200
+
+
 def test_new_events_appear_through_the_live_poll(app, visitor, rendered):
     seed_events(app, visitor.workspace_id, 1)
     html = visitor.get("/events").get_data(as_text=True)

@@ -4,6 +4,7 @@ workspace once the browser opens that key's workspace; the secret never leaks in
 from __future__ import annotations
 
 import json
+from html import unescape
 
 from sqlalchemy import select
 
@@ -100,7 +101,8 @@ def test_a_wrong_or_revoked_secret_opens_nothing_and_is_not_repeated(app, client
     guess = "sk_sandbox_" + "x" * 40
     response = visitor.post("/workspace/open", {"secret": guess}, follow_redirects=True)
     page = response.get_data(as_text=True)
-    assert "No workspace opened: No API key has this secret." in page and guess not in page
+    assert "No API key has this secret: check that you copied all of it." in page and guess not in page
+    assert "No workspace opened" not in page  # it read "No workspace opened: No API key has …"
     assert visitor.workspace_id == mine
     assert "Paste an API secret" in visitor.post(
         "/workspace/open", {"secret": ""}, follow_redirects=True
@@ -116,6 +118,44 @@ def test_a_wrong_or_revoked_secret_opens_nothing_and_is_not_repeated(app, client
         db.session.commit()
     page = visitor.post("/workspace/open", {"secret": secret}, follow_redirects=True).get_data(as_text=True)
     assert "revoked or rolled" in page and visitor.workspace_id == mine
+
+
+def test_a_refused_secret_redraws_the_form_open_with_the_message_beside_the_field(app, visitor):
+    """With htmx a refusal redraws only the form, open, the message next to the field it is about (the redirect
+    closed the form and put "No workspace opened: No API key has this secret." at the top of the page); the
+    secret is not written back. A secret that opens its workspace loads the page it was sent from anew."""
+    mine = visitor.workspace_id
+    guess = "sk_sandbox_" + "y" * 40
+    response = visitor.post("/workspace/open", {"secret": guess, "open_id": "step"}, htmx=True)
+    form = unescape(response.get_data(as_text=True))
+    assert response.status_code == 200 and form.startswith(
+        '<details class="open-workspace" id="open-workspace-step" open>'
+    )
+    assert 'aria-invalid="true"' in form and 'aria-describedby="open-error-step open-help-step"' in form
+    assert (
+        '<p id="open-error-step" class="field-error open-error" role="alert">No API key has this secret: check'
+        in form
+    )
+    assert guess not in form and "No workspace opened" not in form and visitor.workspace_id == mine
+    # A name no page uses draws the main form; the join page's form draws itself.
+    odd = visitor.post("/workspace/open", {"secret": "", "open_id": '"><b>'}, htmx=True).get_data(
+        as_text=True
+    )
+    assert 'id="open-workspace-main" open' in odd and "<b>" not in odd and "Paste an API secret" in odd
+    rejoin = visitor.post("/workspace/open", {"secret": guess, "open_id": "rejoin"}, htmx=True).get_data(
+        as_text=True
+    )
+    assert (
+        rejoin.startswith('<details class="open-workspace" id="rejoin" open>')
+        and 'id="rejoin-error"' in rejoin
+    )
+
+    secret = _demo_secret(app)
+    opened = visitor.post(
+        "/workspace/open", {"secret": secret}, htmx=True, headers={"Referer": "http://localhost/events"}
+    )
+    assert opened.status_code == 204 and opened.headers["HX-Redirect"] == "/events"
+    assert visitor.workspace_id != mine
 
 
 def _new_secret(app, workspace_id, mode: str) -> str:

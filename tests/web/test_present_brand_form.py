@@ -4,6 +4,7 @@ brings its own initials unless initials were typed."""
 from __future__ import annotations
 
 import re
+from html import unescape
 
 import pytest
 
@@ -44,3 +45,26 @@ def test_a_profiles_edit_page_with_only_the_name_changed_gives_the_new_name_its_
     assert changed.status_code == 303
     with app.app_context():
         assert profiles.get(slug).initials == "BC"
+
+
+def test_a_name_too_long_for_the_stage_in_the_address_is_said_not_cut_silently(visitor):
+    """A company name typed into the stage's address (41 characters) was cut to its first 40 without a word:
+    the start page says so under the name field, and the stage in its presenter's controls."""
+    typed = "Northwind Lending and Savings Association"  # 41 characters
+    assert len(typed) == 41
+    start = unescape(visitor.get("/present", query_string={"brand": typed}).get_data(as_text=True))
+    assert 'aria-describedby="p-brand-cut"' in start
+    assert (
+        "The address gives a name of 41 characters; the stage shows its first 40: "
+        "“Northwind Lending and Savings Associatio”." in " ".join(start.split())
+    )
+    stage = unescape(
+        visitor.get("/present/10-standard-switch", query_string={"brand": typed}).get_data(as_text=True)
+    )
+    controls = stage.split('aria-label="Presenter controls"', 1)[1].split("</nav>", 1)[0]
+    assert 'id="brand-cut"' in controls and "company name of 41 characters" in controls
+    # A name that fits, its spaces as typed or not, is not mentioned.
+    for fits in ("Acme   Bank", "x" * 40):
+        for path in ("/present", "/present/10-standard-switch"):
+            page = visitor.get(path, query_string={"brand": fits}).get_data(as_text=True)
+            assert "brand-cut" not in page, (path, fits)

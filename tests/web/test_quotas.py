@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
+from html import unescape
 
 import pytest
 from sqlalchemy import func, select
@@ -64,6 +65,25 @@ def test_a_bot_dropping_its_cookie_is_stopped_by_its_address(app):
     )
     assert rows(app, PresenterProfile) == 0
     assert browser(app, "127.0.0.2").post("/workspace").status_code == 302
+
+
+def test_a_presenters_step_1_refused_by_a_neighbours_creates_says_so_plainly(app):
+    """Step 1 starts a fresh workspace, counted by the address's limit. When another browser at the address had
+    used it up, the stage said "Too many new workspaces, profiles, classes or joins from your address" to a
+    presenter who had pressed one key: it now says what happened, and when to try again."""
+    limit_creates(app, 2)
+    presenter = browser(app)
+    assert presenter.post("/workspace").status_code == 302  # the presenter's browser has its workspace
+    assert browser(app).post("/workspace").status_code == 302  # a neighbour at the same address
+    refused = presenter.post("/present/10-standard-switch/steps/1")
+    page = unescape(refused.get_data(as_text=True))
+    assert refused.status_code == 422 and "Step 1 did not work." in page
+    assert (
+        "The server makes at most 2 new workspaces a minute for each network address, and "
+        "this step starts one: that many were made from this address in the last minute, by another browser or "
+        "program using it (or by this one). Try again in 60 s." in " ".join(page.split())
+    )
+    assert "from your address" not in page
 
 
 def test_actions_in_an_existing_workspace_are_not_counted(app):

@@ -489,6 +489,31 @@ def test_another_cohorts_trainer_cannot_see_this_one(app, cohort, trainee):
     assert other.get(f"/training/{cohort['id']}").status_code == 404
 
 
+def test_a_strangers_not_found_page_on_a_training_address_leads_to_the_training_pages(app, cohort):
+    """A trainer's grid opened in another browser (or a join link that ended) showed the shared Not found page,
+    whose only link was "Back to the walkthrough": no way back for a trainer or a trainee."""
+    stranger = Visitor(app.test_client())
+    for path in (f"/training/{cohort['id']}", "/training/join/not-a-token"):
+        response = stranger.get(path)
+        page = response.get_data(as_text=True)
+        assert response.status_code == 404 and 'id="training-ways"' in page, path
+        ways = page.split('id="training-ways"', 1)[1].split("</ul>", 1)[0]
+        assert (
+            '<a href="/training">The training page</a>' in ways
+            and '<a href="/training/me">Your exercises</a>' in ways
+        )
+        assert "Back to the walkthrough" not in page
+    # Elsewhere the Not found page is as it was.
+    elsewhere = stranger.get("/events/not-an-event").get_data(as_text=True)
+    assert "Back to the walkthrough" in elsewhere and 'id="training-ways"' not in elsewhere
+
+
+def test_the_page_after_creating_a_class_says_it_was_created(trainer, cohort):
+    page = unescape(trainer.get(f"/training/{cohort['id']}/created").get_data(as_text=True))
+    assert "<h1>Class created: Tuesday class</h1>" in page
+    assert '<p class="callout" role="status" id="class-created">The class is created.' in page
+
+
 def test_the_trainer_link_opens_the_grid_in_another_browser(app, cohort, trainee):
     laptop = Visitor(app.test_client())
     path = "/" + cohort["trainer"].split("://", 1)[1].split("/", 1)[1]
@@ -788,7 +813,8 @@ def test_csv_export(app, trainer, cohort, trainee):
     assert response.status_code == 200 and response.mimetype == "text/csv"
     with app.app_context():
         name = db.session.get(Cohort, uuid.UUID(cohort["id"])).name
-    expected = "class-" + "-".join(re.findall(r"[a-z0-9]+", name.lower())) + ".csv"
+    words = re.findall(r"[a-z0-9]+", name.lower())
+    expected = ("" if "class" in words else "class-") + "-".join(words) + ".csv"
     assert response.headers["Content-Disposition"] == f'attachment; filename="{expected}"'
     body = response.get_data()
     assert body.startswith("\ufeff".encode())  # Excel reads non-ASCII names right only with it
@@ -856,7 +882,11 @@ def test_the_training_page_points_a_trainee_to_their_exercises(app, trainee):
 @pytest.mark.parametrize(
     "name, filename",
     [
-        ("Onboarding \u2013 Zoë's class, March", "class-onboarding-zoe-s-class-march.csv"),
+        # The word once: "class-zoe-s-class-march.csv" said it twice.
+        ("Zoë's class, March", "zoe-s-class-march.csv"),
+        ("Onboarding \u2013 Zoë's class, March", "onboarding-zoe-s-class-march.csv"),
+        ("Classic payroll, March", "class-classic-payroll-march.csv"),  # "classic" is not the word
+        ("Onboarding, March", "class-onboarding-march.csv"),
         ("!!!", None),  # nothing left: the cohort's id
         ("x" * 100, "class-" + "x" * 60 + ".csv"),
     ],

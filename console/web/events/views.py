@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from urllib.parse import urlencode
 
-from flask import abort, g, render_template, request
+from flask import abort, g, make_response, redirect, render_template, request, url_for
 
 from console.clock.services import now as clock_now
 from console.core.routes import Routes
@@ -12,7 +13,7 @@ from console.events.models import EVENT_TYPES
 from console.modes import SANDBOX
 from console.web.events import deliveries
 from console.web.events import queries as eventlog
-from console.web.shared.blueprint import render_htmx
+from console.web.shared.blueprint import is_htmx, render_htmx
 from console.web.shared.exchanges import view as exchange_view
 from console.web.shared.workspace_session import api_client, console_key
 
@@ -35,9 +36,27 @@ def _list_context() -> dict:
     }
 
 
+def _address_without_empty_parameters() -> str | None:
+    """The log's address without the parameters the filter form sent empty (`?type=&account_id=…` names only
+    the account), or None when it has none: a browser sends every field of a GET form, typed or not."""
+    sent = list(request.args.items(multi=True))
+    kept = [(name, value) for name, value in sent if value.strip()]
+    if len(kept) == len(sent):
+        return None
+    return url_for("console.events") + (f"?{urlencode(kept)}" if kept else "")
+
+
 @routes.get("/events", endpoint="events")
 def events_page():
-    return render_htmx("console/events/events.html", "console/events/_events.html", **_list_context())
+    clean = _address_without_empty_parameters()
+    if clean is not None and not is_htmx():
+        return redirect(clean)
+    response = make_response(
+        render_htmx("console/events/events.html", "console/events/_events.html", **_list_context())
+    )
+    if clean is not None:
+        response.headers["HX-Push-Url"] = clean  # the address bar and history get the clean one too
+    return response
 
 
 @routes.get("/events/rows")

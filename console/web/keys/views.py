@@ -34,6 +34,13 @@ GRACE_CHOICES = (
     ("7d", "in 7 days"),
 )
 
+# The pages' "Open its workspace" forms, by the `open_id` each sends: the template that draws it again, refused.
+OPEN_FORMS = {
+    "main": "console/shared/_open_workspace.html",
+    "step": "console/shared/_open_workspace.html",
+    "rejoin": "console/training/_rejoin.html",
+}
+
 
 def _own_key(key_id: str) -> ApiKey:
     """One of the workspace's keys this browser may manage (`may_use_secret`)."""
@@ -180,7 +187,14 @@ def open_key_workspace():
     try:
         key = keys.key_for_secret(request.form.get("secret"))
     except ValidationFailed as exc:
-        flash(f"No workspace opened: {exc.fields[0].message}", "error")
+        why = exc.fields[0].message
+        if is_htmx():
+            # The form redrawn in place, open, the message beside the field (a redirect closed it and put the
+            # message at the top of the page); the pasted secret is not written back.
+            form = request.form.get("open_id", "")
+            template = OPEN_FORMS.get(form, OPEN_FORMS["main"])
+            return render_template(template, open_id=form if form in OPEN_FORMS else "main", refused=why)
+        flash(why, "error")
         return redirect(_back())
     workspace = open_workspace(get_workspace(key.workspace_id), key)
     db.session.commit()
@@ -192,6 +206,8 @@ def open_key_workspace():
         + ": its requests, Link tokens, events and timelines.",
         "ok",
     )
+    if is_htmx():
+        return "", 204, {"HX-Redirect": _back()}  # the whole page changes workspace: load it anew
     return redirect(_back())
 
 

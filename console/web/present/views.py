@@ -18,11 +18,11 @@ from __future__ import annotations
 import hashlib
 import logging
 
-from flask import Response, abort, flash, g, redirect, render_template, request, session, url_for
+from flask import Response, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
 from console.clock.services import now as clock_now
-from console.core.errors import FieldError, ServiceError, ValidationFailed
+from console.core.errors import FieldError, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
 from console.core.routes import Routes
 from console.core.timeutil import utcnow
@@ -110,6 +110,18 @@ OTHER_RUN = (
 )
 
 
+def address_refusal(error: RateLimited) -> str:
+    """Step 1 refused by the per-address limit on new workspaces: said as what happened. The limit's own words
+    ("Too many … from your address") blamed the presenter, who had pressed one key, when another browser or
+    program behind the same address (a colleague, a script, a room sharing one network) had used it up."""
+    limit = current_app.extensions["console_throttle"].creates_per_minute
+    return (
+        f"The server makes at most {limit} new workspaces a minute for each network address, and this step starts "
+        "one: that many were made from this address in the last minute, by another browser or program using it "
+        f"(or by this one). Try again in {error.retry_after} s."
+    )
+
+
 def _run_mark() -> str:
     """Which run the stage shows (a digest of its workspace's id; "" before one exists): a step posted from a stage
     whose run another tab has since replaced would act on that tab's run."""
@@ -128,6 +140,12 @@ def _brand(profile=None) -> brand.Brand:
     """The stage's brand: a saved profile's (`?profile=<slug>`), else the one the URL spells out."""
     profile = profile or _profile()
     return profiles.brand_of(profile) if profile else brand.from_args(request.values)
+
+
+def _name_cut(profile=None) -> str | None:
+    """The company name the address spells out when the stage cut it (longer than brand.MAX_NAME), for the
+    presenter to be told rather than find it cut on the stage; a profile's name was checked when saved."""
+    return None if profile else brand.cut_name(request.values)
 
 
 def _story_or_404(key: str) -> stories.Story:
@@ -240,6 +258,7 @@ def _stage(story: stories.Story, number: int, *, failure: dict | None = None, st
         drive_plan=drive.plan(next_step),
         brand=mark,
         brand_args=mark.args(),
+        name_cut=_name_cut(profile),
         failure=failure,
         open_token=unused_token if opens else None,
         unused_token=unused_token,
@@ -262,6 +281,7 @@ def present_index():
         broken=broken,
         brand=mark,
         brand_args=mark.args(),
+        name_cut=_name_cut(profile),
         profile=profile,
         may_edit=_may_edit(profile),
         my_profiles=_my_profiles(),
@@ -515,7 +535,10 @@ def present_step(key: str, number: int):
             if cohorts.membership(g.console_workspace.id) is not None:
                 # A trainee's Reset starts their class over on purpose; a look at the presenter must not.
                 raise actions.ActionFailed(TRAINEE_REFUSAL)
-            throttle.check_address()
+            try:
+                throttle.check_address()
+            except RateLimited as error:
+                raise actions.ActionFailed(address_refusal(error)) from None
             reset_workspace()
         if number == 1:
             session[RUN_KEY] = key
