@@ -18,6 +18,19 @@ def refuse(route) -> None:
     route.fulfill(status=429, headers={"Retry-After": "1", "Content-Type": "text/plain"}, body=REFUSAL)
 
 
+def refusing_the_first(seen: list):
+    """A route handler: the first request is refused as the server's page rate does, the next ones go through."""
+
+    def handle(route) -> None:
+        seen.append(route.request)
+        if len(seen) == 1:
+            refuse(route)
+        else:
+            route.continue_()
+
+    return handle
+
+
 def test_a_stage_whose_run_another_tab_replaced_keeps_its_own_phone_and_panel(context, live_server):
     url = f"{live_server.url}/present/{STORY}?speed={FAST}"
     first, second = context.new_page(), context.new_page()
@@ -50,21 +63,13 @@ def test_a_stage_whose_run_another_tab_replaced_keeps_its_own_phone_and_panel(co
 def test_a_step_the_server_refuses_for_now_is_sent_again_with_a_calm_line_for_the_room(page, live_server):
     page.goto(f"{live_server.url}/present/{STORY}?speed={FAST}")
     press(page, "ArrowRight", 1)
-    sent = []
-
-    def refused_once(route):
-        sent.append(route.request.method)
-        if len(sent) == 1:
-            refuse(route)
-        else:
-            route.continue_()
-
-    page.route(re.compile(r"/steps/2$"), refused_once)
+    sent: list = []
+    page.route(re.compile(r"/steps/2$"), refusing_the_first(sent))
     page.keyboard.press("ArrowRight")
     expect(page.locator("[data-drive-note]")).to_have_text("One moment: the server is busy…")
     assert "sent again" in page.locator("[data-drive-detail]").text_content()  # for the presenter only
     page.locator('#stage[data-step="2"]').wait_for()
-    assert sent == ["POST", "POST"]
+    assert [request.method for request in sent] == ["POST", "POST"]
     assert page.locator(".failure").count() == 0
     assert page.locator("[data-drive-note]").inner_text() == ""
     assert REFUSAL.strip() not in page.content()
@@ -109,16 +114,8 @@ def test_link_refused_for_now_in_the_phone_loads_again(page, live_server):
     page.goto(f"{live_server.url}/present/{STORY}?speed={FAST}")
     press(page, "ArrowRight", 1)
     press(page, "ArrowRight", 2)
-    refused = []
-
-    def link_refused_once(route):
-        refused.append(route.request.url)
-        if len(refused) == 1:
-            refuse(route)
-        else:
-            route.continue_()
-
-    page.route(re.compile(r"/sandbox/link\?"), link_refused_once)
+    refused: list = []
+    page.route(re.compile(r"/sandbox/link\?"), refusing_the_first(refused))
     press(page, "ArrowRight", 3)
     link_listens(page)  # Link's own page, not the refusal's text, is in the phone
     assert len(refused) == 2
