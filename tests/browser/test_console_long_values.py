@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.browser.test_console_walkthrough import start
+from tests.browser.waits import poll
 
 NO_SIDEWAYS_SCROLL = "document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth"
 
@@ -66,8 +67,13 @@ def test_a_long_webhook_url_wraps_in_what_the_clock_says_is_next_and_what_fired(
     page.goto(console_live.url + "/scenarios")
     page.get_by_role("button", name="Run user_good headless").click()
     page.locator("#timeline").wait_for()
-    page.goto(console_live.url + "/clock")
-    page.locator("#clk-next-help", has_text="attempt 2").wait_for()  # the worker's first attempt failed
+    # The worker's first attempt fails at its own pace: the page says "attempt 2" once loaded after it.
+    poll(
+        lambda: (page.goto(console_live.url + "/clock"), page.locator("#clk-next-help").inner_text())[1],
+        lambda text: "attempt 2" in text,
+        interval=0.5,
+        what="the Clock page naming the retry of the failed delivery",
+    )
     for width, height in ((1280, 720), (390, 844)):
         page.set_viewport_size({"width": width, "height": height})
         page.goto(console_live.url + "/clock")
