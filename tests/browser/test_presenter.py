@@ -410,6 +410,9 @@ def test_each_story_autoplays_twice_in_a_row_with_link_filled_in_on_screen(page,
 # --- profiles: logo, captions, edit and delete -------------------------------------------------------
 
 
+LOADED = "img => img.complete && img.naturalWidth > 0"
+
+
 def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(page, live_server):
     url = live_server.url
     page.goto(url + "/present")
@@ -430,6 +433,8 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     page.get_by_label("Upload a logo").set_input_files(files=[logo])
     page.get_by_role("button", name="Save the logo").click()
     page.get_by_text("Logo saved").wait_for()
+    # An <img> is visible before its file has loaded: wait for the load itself, then read its size.
+    page.wait_for_function(LOADED, arg=page.locator("[data-profile-logo]").element_handle())
     assert page.locator("[data-profile-logo]").evaluate("img => img.naturalWidth") == 48
 
     page.get_by_label("Step 1", exact=True).first.fill("Meet {brand}: paid two days early.")
@@ -442,8 +447,8 @@ def test_a_profile_with_a_logo_and_an_edited_caption_is_presented_then_deleted(p
     assert page.locator("h1").inner_text() == "Demo for Acme Bank"
     page.get_by_role("link", name="Standard switch").click()
     img = page.locator(".app-bar img.app-logo")
-    img.wait_for()
-    assert img.evaluate("img => img.complete && img.naturalWidth") == 48
+    page.wait_for_function(LOADED, arg=img.element_handle())
+    assert img.evaluate("img => img.naturalWidth") == 48
     # Ringed in the bar's type colour, so a logo in the brand colour itself does not vanish into the bar.
     ring = img.evaluate("img => getComputedStyle(img).boxShadow")
     on_brand = page.evaluate(
