@@ -38,6 +38,31 @@ def posting(path: str, secret: str, json: Any = None) -> Callable[[str], request
     return lambda base: requests.post(base + path, json=json, headers=headers, timeout=60)
 
 
+def meeting_before(function: Callable[..., Any], parties: int = 2) -> Callable[..., Any]:
+    """`function`, each call of it first waiting at one `meeting` of `parties` (monkeypatched over the step that
+    must not run before the others have read what it would change)."""
+    meet = meeting(parties)
+
+    def met_first(*args: Any, **kwargs: Any) -> Any:
+        meet()
+        return function(*args, **kwargs)
+
+    return met_first
+
+
+def meeting_after(function: Callable[..., Any], parties: int = 2) -> Callable[..., Any]:
+    """`function`, each call of it then waiting at one `meeting` of `parties` (monkeypatched over a quota's count or
+    a lookup, so that without a lock every request has read before any writes)."""
+    meet = meeting(parties)
+
+    def met_after(*args: Any, **kwargs: Any) -> Any:
+        result = function(*args, **kwargs)
+        meet()
+        return result
+
+    return met_after
+
+
 def meeting(parties: int) -> Callable[[], None]:
     """A wait for the other requests to reach the same point, given up after 2 s: with a lock the others cannot
     get there (they wait for this one's commit); without it all of them read before any writes."""

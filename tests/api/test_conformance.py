@@ -630,16 +630,10 @@ def test_a_trickling_endpoint_is_given_up_at_the_deadline(app, api, workspace):
 def test_starts_at_the_same_moment_queue_one_run_and_refuse_the_other(app, api, workspace, monkeypatch):
     """Two POSTs at once both counted no active run of the webhook; the second insert broke the partial unique
     index and answered 500. Now they are counted one after the other: 202, then 409 CONFLICT."""
-    from tests.api.at_once import at_once, meeting, posting
+    from tests.api.at_once import at_once, meeting_before, posting
 
     hook = create_webhook(api, "http://127.0.0.1:9/hooks")
-    meet, limits = meeting(2), runs._limits
-
-    def limits_after_both_counted(app_):
-        meet()  # reached after the per-webhook count
-        return limits(app_)
-
-    monkeypatch.setattr(runs, "_limits", limits_after_both_counted)
+    monkeypatch.setattr(runs, "_limits", meeting_before(runs._limits))  # reached after the per-webhook count
     path = f"/sandbox/webhooks/{hook['id']}/conformance"
     answers = at_once(app, 2, posting(path, workspace.secrets["sandbox"]))
     assert sorted(a.status_code for a in answers) == [202, 409], [a.text for a in answers]

@@ -284,18 +284,11 @@ def test_resends_at_the_same_moment_to_a_webhook_made_after_the_event_do_not_500
 ):
     """Both resends found no delivery of the event to the new webhook and both inserted one: the second broke
     the (event, webhook) unique index and answered 500. Now they run one after the other."""
-    from tests.api.at_once import at_once, meeting, posting
+    from tests.api.at_once import at_once, meeting_after, posting
 
     event_id = emit(app, workspace)
     webhook_id = hook(api, "http://127.0.0.1:9/hooks")  # made after the event: it has no delivery of it yet
-    meet, found = meeting(2), queries.deliveries_by_event
-
-    def found_after_both_looked(event_ids):
-        rows = found(event_ids)
-        meet()
-        return rows
-
-    monkeypatch.setattr(queries, "deliveries_by_event", found_after_both_looked)
+    monkeypatch.setattr(queries, "deliveries_by_event", meeting_after(queries.deliveries_by_event))
     send = posting(f"/events/{event_id}/resend", workspace.secrets["sandbox"], {"webhook_id": webhook_id})
     answers = at_once(app, 2, send)
     assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]

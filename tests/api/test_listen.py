@@ -344,18 +344,12 @@ def test_the_conformance_check_of_a_relayed_webhook_goes_through_its_listener(ap
 def test_two_reports_of_one_attempt_at_the_same_moment_record_it_once(app, api, workspace, monkeypatch):
     """A listener's retry of a slow (not lost) report raced the first: both found the attempt handed out and
     both stored one, and the delivery said 1 attempt while listing 2. Now the second gets RELAY_LEASE_LOST."""
-    from tests.api.at_once import at_once, meeting, posting
+    from tests.api.at_once import at_once, meeting_before, posting
 
     hook = listen(api)
     event_id = test_event(api, hook["id"])
     [item] = poll(api, hook["id"])
-    meet, timing = meeting(2), relay._timing
-
-    def timing_after_both_checked():
-        meet()  # reached once the attempt was found handed out
-        return timing()
-
-    monkeypatch.setattr(relay, "_timing", timing_after_both_checked)
+    monkeypatch.setattr(relay, "_timing", meeting_before(relay._timing))  # reached once found handed out
     path = f"/sandbox/listen/{hook['id']}/deliveries/{item['attempt_id']}/result"
     answers = at_once(
         app, 2, posting(path, workspace.secrets["sandbox"], {"status_code": 500, "latency_ms": 3})

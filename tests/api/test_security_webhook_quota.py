@@ -12,7 +12,7 @@ from console.extensions import db
 from console.keys.models import ApiKey
 from console.keys.services import create_key, revoke_key
 from console.webhooks import urls
-from tests.api.at_once import at_once, meeting
+from tests.api.at_once import at_once, meeting_after, meeting_before, posting
 from tests.conftest import Api, assert_error
 from tests.factories import webhook_body
 
@@ -59,30 +59,16 @@ def test_revoking_full_keys_does_not_make_room_past_the_workspaces_share(app, cl
 def test_creates_at_the_same_moment_do_not_pass_the_quota_together(app, workspace, monkeypatch):
     """On SQLite `FOR UPDATE` locks nothing and the count ran outside any transaction: two creates both counted
     room for one and both inserted (six at once on a key holding 8 of 10 made 14)."""
-    import requests
-
     from console.webhooks import services
 
     monkeypatch.setitem(app.config, "WEBHOOKS_PER_KEY", 1)
-    counted, meet = services.owned_count, meeting(2)
-
-    def count_then_meet(key_id):
-        count = counted(key_id)
-        meet()
-        return count
-
-    monkeypatch.setattr(services, "owned_count", count_then_meet)
-    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
-    responses = at_once(
-        app,
-        2,
-        lambda base: requests.post(
-            f"{base}/webhooks", json=webhook_body("http://127.0.0.1:9/h"), headers=headers, timeout=60
-        ),
-    )
+    counted = services.owned_count
+    monkeypatch.setattr(services, "owned_count", meeting_after(counted))
+    body = webhook_body("http://127.0.0.1:9/h")
+    responses = at_once(app, 2, posting("/webhooks", workspace.secrets["sandbox"], body))
     assert sorted(r.status_code for r in responses) == [200, 403], [r.text for r in responses]
     with app.app_context():
-        assert services.owned_count(uuid.UUID(workspace.key_ids["sandbox"])) == 1
+        assert counted(uuid.UUID(workspace.key_ids["sandbox"])) == 1
 
 
 @pytest.mark.committing
@@ -90,21 +76,10 @@ def test_two_listeners_starting_at_once_share_the_keys_one_relayed_webhook(
     app, client, workspace, monkeypatch
 ):
     """Both found no relayed webhook and both made one, so every event went to the key's listeners twice."""
-    import requests
-
     from console.webhooks import services
 
-    added, meet = services.add_webhook, meeting(2)
-
-    def meet_then_add(*args, **kwargs):
-        meet()
-        return added(*args, **kwargs)
-
-    monkeypatch.setattr(services, "add_webhook", meet_then_add)
-    headers = {"x-api-secret": workspace.secrets["sandbox"], "Service-Version": "2023-11-22"}
-    responses = at_once(
-        app, 2, lambda base: requests.post(f"{base}/sandbox/listen", json={}, headers=headers, timeout=60)
-    )
+    monkeypatch.setattr(services, "add_webhook", meeting_before(services.add_webhook))
+    responses = at_once(app, 2, posting("/sandbox/listen", workspace.secrets["sandbox"], {}))
     assert [r.status_code for r in responses] == [200, 200], [r.text for r in responses]
     assert len({r.json()["data"]["id"] for r in responses}) == 1
     listed = Api(client, workspace.secrets["sandbox"]).get("/webhooks").get_json()["data"]
@@ -119,14 +94,7 @@ def test_keys_created_at_the_same_moment_do_not_pass_the_keys_per_mode_together(
     from console.keys import services as keys
 
     monkeypatch.setitem(app.config, "API_KEYS_PER_MODE", 2)  # the workspace holds one development key
-    counted, meet = keys.active_count, meeting(2)
-
-    def count_then_meet(*args):
-        count = counted(*args)
-        meet()
-        return count
-
-    monkeypatch.setattr(keys, "active_count", count_then_meet)
+    monkeypatch.setattr(keys, "active_count", meeting_after(keys.active_count))
     outcomes: list[str] = []
 
     def create() -> None:

@@ -10,7 +10,7 @@ import pytest
 from console.extensions import db
 from console.training import cohorts
 from console.training.models import Cohort
-from tests.api.at_once import meeting
+from tests.api.at_once import meeting_after
 
 
 @pytest.mark.committing
@@ -21,14 +21,8 @@ def test_joins_at_the_same_moment_do_not_pass_the_classs_cap_together(app, monke
         cohort, _secret = cohorts.create_cohort("Race", ["link_token"])
         db.session.commit()
         cohort_id = cohort.id
-    counted, meet = cohorts.member_count, meeting(2)
-
-    def count_then_meet(cohort):
-        count = counted(cohort)
-        meet()
-        return count
-
-    monkeypatch.setattr(cohorts, "member_count", count_then_meet)
+    counted = cohorts.member_count
+    monkeypatch.setattr(cohorts, "member_count", meeting_after(counted))
     outcomes: list[str] = []
 
     def join(name: str) -> None:
