@@ -15,10 +15,15 @@ from tests.browser.waits import after_page_timers
 from tests.web.helpers import sandbox_secret
 
 
-def join(browser, join_link: str, name: str):
+def new_window(browser):
+    """Another browser (its own cookie jar) with the suite's backstop: (context, page)."""
     context = browser.new_context()
     context.set_default_timeout(BACKSTOP_MS)
-    page = context.new_page()
+    return context, context.new_page()
+
+
+def join(browser, join_link: str, name: str):
+    context, page = new_window(browser)
     messages: list[str] = []
     page.on("console", lambda m: messages.append(f"{m.type}: {m.text}"))
     page.goto(join_link)
@@ -91,11 +96,9 @@ def test_the_grid_updates_live_as_a_trainee_completes_an_exercise(browser, page,
 def test_the_open_pages_of_a_deleted_class_stop_polling_and_say_so(browser, page, live_server):
     join_link, trainer_link = open_new_class_links(page, live_server.url, "Training class")
 
-    second = browser.new_context()
-    second.set_default_timeout(BACKSTOP_MS)
+    second, grid = new_window(browser)  # a second trainer screen
     contexts = [second]
     try:
-        grid = second.new_page()
         grid.goto(trainer_link)
         grid.locator("#training-grid").wait_for()
         ada_context, ada, _ = join(browser, join_link, "Ada")

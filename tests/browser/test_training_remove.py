@@ -7,18 +7,15 @@ from playwright.sync_api import expect
 
 from tests.browser.classroom import open_new_class_links
 from tests.browser.confirm import answer_confirmation
-from tests.browser.conftest import BACKSTOP_MS
-from tests.browser.test_training import join
+from tests.browser.test_training import join, new_window
 
 
 def test_the_trainer_removes_a_row_after_a_confirmation_that_names_the_trainee(browser, page, live_server):
     join_link, trainer_link = open_new_class_links(page, live_server.url, "Training class")
 
-    second = browser.new_context()
-    second.set_default_timeout(BACKSTOP_MS)
+    second, grid = new_window(browser)  # a second trainer screen
     contexts = [second]
     try:
-        grid = second.new_page()
         grid.goto(trainer_link)
         ada_context, ada, _ = join(browser, join_link, "Ada")
         bot_context, bot, bot_messages = join(browser, join_link, "Bot 9000")
