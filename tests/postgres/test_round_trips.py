@@ -25,13 +25,6 @@ pytestmark = [pytest.mark.postgres, pytest.mark.committing]
 
 
 @pytest.fixture
-def pg_app(app, database_url):
-    if not database_url.startswith("postgresql"):
-        pytest.skip("PostgreSQL only (runs when TEST_DATABASE_URL is set)")
-    return app
-
-
-@pytest.fixture
 def wire(pg_app):
     with pg_app.app_context():
         traced = Wire(db.engine)

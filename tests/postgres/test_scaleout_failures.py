@@ -32,15 +32,6 @@ from tests.waiting import wait_for
 pytestmark = [pytest.mark.postgres, pytest.mark.committing]
 
 
-@pytest.fixture
-def pg_app(app, database_url):
-    if not database_url.startswith("postgresql"):
-        pytest.skip("PostgreSQL only (runs when TEST_DATABASE_URL is set)")
-    yield app
-    with app.app_context():
-        db.engine.dispose()  # the next test starts from fresh connections, whatever this one killed
-
-
 def terminate_connections(app, *, application_name: str | None = None) -> int:
     """Kill the server side of this database's connections but the one asking (all, or one program's)."""
     with app.app_context():
