@@ -1,12 +1,14 @@
-"""A row held for the rest of the transaction, on both databases: a quota's count, then the insert it allows,
-run one transaction after the other."""
+"""Held for the rest of the transaction, on both databases: a quota's count, then the insert it allows, run one
+transaction after the other. `lock_row` holds a row that exists (the key a quota belongs to); `lock_owner` holds
+a quota whose owner has no row of its own (a browser's id, the whole server)."""
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from typing import Any
 
-from sqlalchemy import false, select, update
+from sqlalchemy import false, func, select, update
 
 from console.extensions import db
 
@@ -25,6 +27,28 @@ def lock_row(model: Any, row_id: uuid.UUID) -> None:
     """
     key = model.__table__.c.id
     if db.session.get_bind().dialect.name == "sqlite":
-        db.session.execute(update(model.__table__).where(key == row_id, false()).values(id=key))
+        _lock_database(model)
     else:
         db.session.execute(select(key).where(key == row_id).with_for_update())
+
+
+def lock_owner(model: Any, owner: str) -> None:
+    """Hold the `model` rows counted against `owner` (a hashed browser id, or a name such as "server" for a
+    server-wide cap) until the transaction ends: another transaction locking the same owner waits, so a
+    count read after the lock stays true until this one commits.
+
+    For the caps whose owner is no row (`lock_row` needs one): cohorts per trainer's browser, presenter
+    profiles. PostgreSQL: a transaction-level advisory lock on a 64-bit key made of the table's name and
+    `owner` (console/db/postgres.py begins the transaction before it, as before `FOR UPDATE`). SQLite: the
+    write that matches no row, as in `lock_row` (it locks the whole database).
+    """
+    if db.session.get_bind().dialect.name == "sqlite":
+        _lock_database(model)
+        return
+    digest = hashlib.sha256(f"{model.__table__.name}:{owner}".encode()).digest()
+    db.session.execute(select(func.pg_advisory_xact_lock(int.from_bytes(digest[:8], "big", signed=True))))
+
+
+def _lock_database(model: Any) -> None:
+    key = model.__table__.c.id
+    db.session.execute(update(model.__table__).where(false()).values(id=key))

@@ -8,11 +8,12 @@ nothing by a request that only reads (every API GET: the key lookup and the page
   back. Under READ COMMITTED (PostgreSQL's default, which this app keeps) every statement sees what was
   committed before it started, in a transaction or not, so a plain SELECT gains nothing from one. A
   connection leaves the pool in autocommit; the first statement that is not a plain SELECT (a write,
-  DDL, a SAVEPOINT, a locking `SELECT ... FOR UPDATE`) turns transactions back on just before it runs,
-  the driver sends BEGIN, and from there on the connection commits and rolls back exactly as before.
-  This is what the sqlite3 driver does on SQLite (reads before a request's first write run outside any
-  transaction), so both databases now behave alike. Code that asks SQLAlchemy for an isolation level
-  of its own (e.g. AUTOCOMMIT for `CREATE DATABASE`) gets exactly that: the connection leaves this mode.
+  DDL, a SAVEPOINT, a locking `SELECT ... FOR UPDATE`, a `pg_advisory_xact_lock`) turns transactions back
+  on just before it runs, the driver sends BEGIN, and from there on the connection commits and rolls back
+  exactly as before. This is what the sqlite3 driver does on SQLite (reads before a request's first write
+  run outside any transaction), so both databases now behave alike. Code that asks SQLAlchemy for an
+  isolation level of its own (e.g. AUTOCOMMIT for `CREATE DATABASE`) gets exactly that: the connection
+  leaves this mode.
 - **The pool's ping (`SELECT 1`), only for a connection that sat idle.** `pool_pre_ping` pings at every
   checkout. A connection used in the last `IDLE_PING_SECONDS` is handed out as it is; if the server went
   away meanwhile, that request fails with a lost connection (a 503 with Retry-After, see
@@ -33,9 +34,12 @@ from sqlalchemy.engine import Engine
 # A connection idle longer than this is pinged before use (a server restart, a firewall's idle cut).
 IDLE_PING_SECONDS = 5.0
 _IDLE_SINCE = "console_idle_since"
-# Only a statement that starts with SELECT and takes no row locks may run outside a transaction.
+# Only a statement that starts with SELECT and takes no locks may run outside a transaction: a row lock, or a
+# transaction-level advisory lock (console/db/locking.lock_owner), which autocommit would release at once.
 _PLAIN_SELECT = re.compile(r"\s*SELECT\b", re.IGNORECASE)
-_LOCKING = re.compile(r"\bFOR\s+(?:NO\s+KEY\s+)?(?:UPDATE|SHARE|KEY\s+SHARE)\b", re.IGNORECASE)
+_LOCKING = re.compile(
+    r"\bFOR\s+(?:NO\s+KEY\s+)?(?:UPDATE|SHARE|KEY\s+SHARE)\b|\bpg_advisory_xact_lock\b", re.IGNORECASE
+)
 
 
 @functools.lru_cache(maxsize=512)

@@ -35,6 +35,7 @@ from console.core.errors import FieldError, ServiceError, ValidationFailed
 from console.core.owners import address_hash, browser_hash
 from console.core.params import NUL
 from console.core.timeutil import utcnow
+from console.db.locking import lock_owner
 from console.extensions import db
 from console.presenter import brand as brands
 from console.presenter.models import PresenterProfile
@@ -102,6 +103,11 @@ def create(
     profiles (that still exist) is refused (409 PROFILE_LIMIT). The server-wide cap never refuses: at
     `PRESENTER_MAX_PROFILES` the least recently used profiles are evicted to make room (see `evict_for_one`).
     """
+    # One lock for every save, held until the caller commits: both counts below (this browser's, the
+    # server's) then stay true until this insert is in. Without it, saves at the same moment each counted room
+    # for one more: one browser passed its cap, and several browsers together passed the server's (or evicted
+    # the same idle profile, each making room for itself only once). Saves are rare: one at a time is cheap.
+    lock_owner(PresenterProfile, "server")
     if owner is not None:
         limit = profiles_per_browser()
         if owned_count(owner) >= limit:
@@ -140,8 +146,8 @@ def evict_for_one() -> list[str]:
     (oldest `last_used_at`, i.e. nobody has opened them for the longest time), first among the profiles of
     the address holding the most when it holds more than `ADDRESS_SHARE` of the cap. Returns their slugs.
 
-    The next visitor is never refused: an idle profile goes instead. Profiles saved at the very same
-    instant may pass the cap by a few; the next save brings the count back under it.
+    The next visitor is never refused: an idle profile goes instead. Run under `create`'s lock, so saves at
+    the same moment do not pass the cap together.
     """
     cap = max(max_profiles(), 1)
     total = db.session.scalar(select(func.count()).select_from(PresenterProfile)) or 0

@@ -37,7 +37,7 @@ from console.conformance.models import ConformanceReport, ConformanceRun
 from console.core import timeutil
 from console.core.errors import FieldError, NotFound, ServiceError, ValidationFailed
 from console.core.owners import browser_hash
-from console.db.locking import lock_row
+from console.db.locking import lock_owner, lock_row
 from console.extensions import db
 from console.jobs.models import Job
 from console.keys.models import ApiKey
@@ -140,6 +140,9 @@ def create_cohort(name: str, keys: list[str], *, owner: str | None = None) -> tu
     """
     if owner is not None:
         limit = cohorts_per_trainer()
+        # Held until the caller commits: several creates from one browser at the same moment each counted
+        # room for one more (on SQLite `FOR UPDATE` locks nothing) and together passed the cap.
+        lock_owner(Cohort, browser_hash(owner))
         if owned_count(owner) >= limit:
             raise ServiceError(
                 f"This browser already has {limit:,} classes, the most one trainer may keep on this server. "

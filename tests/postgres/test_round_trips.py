@@ -91,6 +91,8 @@ def test_needs_transaction_lets_only_plain_selects_run_outside_one():
         "SELECT t.id FROM t FOR NO KEY UPDATE",
         "SELECT t.id FROM t FOR SHARE",
         "SELECT t.id FROM t\nFOR KEY SHARE",
+        # console/db/locking.lock_owner: in autocommit the lock would end with the statement.
+        "SELECT pg_advisory_xact_lock(%(pg_advisory_xact_lock_1)s) AS pg_advisory_xact_lock_1",
     ):
         assert postgres.needs_transaction(statement), statement
 
