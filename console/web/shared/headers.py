@@ -13,8 +13,10 @@ them) and are left alone here. Static files get only the headers that cannot cha
 
 from __future__ import annotations
 
-from flask import Flask, request
+from flask import Flask, g, request
 from werkzeug.wrappers import Response
+
+from console.modes import is_api_path
 
 CONSOLE_CSP = "; ".join(
     (
@@ -38,7 +40,10 @@ def _kind() -> str:
     blueprint = request.blueprint or ""
     if blueprint.startswith("link_"):
         return "link"
-    if blueprint.startswith("api_"):
+    # An API answer given before any view ran has no blueprint: a 404 or 405 from routing (`DELETE /v1/jobs`),
+    # or the API-shaped 404 of a path missing its /v1 (console.api.errors). It is the API's JSON all the same,
+    # and got the console page's policy and referrer rule.
+    if blueprint.startswith("api_") or is_api_path(request.path) or g.get("api_shaped_answer"):
         return "api"
     if request.endpoint == "static":
         return "static"
