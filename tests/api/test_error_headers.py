@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from console.api.ratelimit import RateLimiter
 from tests.conftest import VERSION, assert_error
@@ -24,6 +25,15 @@ def too_many(app, api):
     return api.get("/jobs")
 
 
+def failing(monkeypatch, error: Exception):
+    from console.link_tokens import services
+
+    def fail(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr(services, "create_link_token", fail)
+
+
 def too_large(app, api):
     body = "x" * (app.config["MAX_CONTENT_LENGTH"] + 1)
     return api.post("/link_tokens", data=body, headers={"Content-Type": "application/json"})
@@ -35,79 +45,111 @@ ERRORS = {
         404,
         "RECORD_NOT_FOUND",
         "ROUTE_NOT_FOUND",
-        lambda app, api, client: api.get("/no-such-thing"),
+        lambda app, api, client, monkeypatch: api.get("/no-such-thing"),
     ),
     "route 404, no key": (
         404,
         "RECORD_NOT_FOUND",
         "ROUTE_NOT_FOUND",
-        lambda app, api, client: client.get("/sandbox/v1/no-such-thing"),
+        lambda app, api, client, monkeypatch: client.get("/sandbox/v1/no-such-thing"),
     ),
     "path without /v1": (
         404,
         "RECORD_NOT_FOUND",
         "ROUTE_NOT_FOUND",
-        lambda app, api, client: client.post("/sandbox/link_tokens", json=LINK_TOKEN, headers=api.headers()),
+        lambda app, api, client, monkeypatch: client.post(
+            "/sandbox/link_tokens", json=LINK_TOKEN, headers=api.headers()
+        ),
     ),
     "DELETE /v1/jobs": (
         405,
         "INVALID_REQUEST_PARAMETERS",
         "METHOD_NOT_ALLOWED",
-        lambda app, api, client: api.delete("/jobs"),
+        lambda app, api, client, monkeypatch: api.delete("/jobs"),
     ),
     "PUT /v1/link_tokens": (
         405,
         "INVALID_REQUEST_PARAMETERS",
         "METHOD_NOT_ALLOWED",
-        lambda app, api, client: api.put("/link_tokens", json=LINK_TOKEN),
+        lambda app, api, client, monkeypatch: api.put("/link_tokens", json=LINK_TOKEN),
     ),
     "413": (
         413,
         "INVALID_REQUEST_PARAMETERS",
         "BODY_TOO_LARGE",
-        lambda app, api, client: too_large(app, api),
+        lambda app, api, client, monkeypatch: too_large(app, api),
     ),
     "415": (
         415,
         "INVALID_REQUEST_PARAMETERS",
         "UNSUPPORTED_CONTENT_TYPE",
-        lambda app, api, client: api.post("/link_tokens", data="{}", headers={"Content-Type": "text/plain"}),
+        lambda app, api, client, monkeypatch: api.post(
+            "/link_tokens", data="{}", headers={"Content-Type": "text/plain"}
+        ),
     ),
     "malformed JSON": (
         400,
         "INVALID_REQUEST_PARAMETERS",
         "MALFORMED_JSON",
-        lambda app, api, client: api.post(
+        lambda app, api, client, monkeypatch: api.post(
             "/link_tokens", data='{"org_name": "Acme",}', headers={"Content-Type": "application/json"}
         ),
     ),
-    "429": (429, "RATE_LIMIT_EXCEEDED", "RATE_LIMIT_EXCEEDED", lambda app, api, client: too_many(app, api)),
+    "429": (
+        429,
+        "RATE_LIMIT_EXCEEDED",
+        "RATE_LIMIT_EXCEEDED",
+        lambda app, api, client, monkeypatch: too_many(app, api),
+    ),
     "401": (
         401,
         "UNAUTHORIZED_REQUEST",
         "MISSING_API_SECRET",
-        lambda app, api, client: client.get("/sandbox/v1/jobs", headers={"Service-Version": VERSION}),
+        lambda app, api, client, monkeypatch: client.get(
+            "/sandbox/v1/jobs", headers={"Service-Version": VERSION}
+        ),
+    ),
+    "500": (
+        500,
+        "UNKNOWN_ERROR",
+        "INTERNAL_ERROR",
+        lambda app, api, client, monkeypatch: (
+            failing(monkeypatch, RuntimeError("boom")) or api.post("/link_tokens", json=LINK_TOKEN)
+        ),
+    ),
+    "503": (
+        503,
+        "SERVICE_UNAVAILABLE",
+        "SERVICE_UNAVAILABLE",
+        lambda app, api, client, monkeypatch: (
+            failing(monkeypatch, OperationalError("SELECT 1", {}, Exception("database is locked")))
+            or api.post("/link_tokens", json=LINK_TOKEN)
+        ),
     ),
     "record 404": (
         404,
         "RECORD_NOT_FOUND",
         "RECORD_NOT_FOUND",
-        lambda app, api, client: api.get(f"/jobs/{uuid.uuid4()}"),
+        lambda app, api, client, monkeypatch: api.get(f"/jobs/{uuid.uuid4()}"),
     ),
 }
 
 
 @pytest.mark.parametrize("case", list(ERRORS))
-def test_every_api_error_has_the_error_shape_a_request_id_and_the_apis_headers(app, api, client, case):
+def test_every_api_error_has_the_error_shape_a_request_id_and_the_apis_headers(
+    app, api, client, monkeypatch, case
+):
     status, type_, code, send = ERRORS[case]
     ordinary = api.get("/jobs")
     assert ordinary.status_code == 200
-    response = send(app, api, client)
+    response = send(app, api, client, monkeypatch)
     assert_error(response, status, type_, code)
     request_id = response.headers.get("x-service-request-id")
     assert request_id and uuid.UUID(request_id) and request_id != ordinary.headers["x-service-request-id"]
     assert response.headers["Service-Version"] == VERSION
     assert response.headers["Content-Type"] == "application/json"
+    if status in (429, 503):
+        assert int(response.headers["Retry-After"]) > 0
     assert {name: response.headers.get(name) for name in SECURITY} == {
         name: ordinary.headers[name] for name in SECURITY
     }
