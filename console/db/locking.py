@@ -50,5 +50,6 @@ def lock_owner(model: Any, owner: str) -> None:
 
 
 def _lock_database(model: Any) -> None:
+    """SQLite's lock for both: an UPDATE of `model`'s table that matches no row (why: `lock_row`)."""
     key = model.__table__.c.id
     db.session.execute(update(model.__table__).where(false()).values(id=key))
