@@ -98,3 +98,19 @@ def test_every_console_command_in_the_docs_exists_with_the_options_it_takes():
         named = re.findall(r"(?<![\w/.-])(--[a-z][a-z-]*)", " ".join(rest))  # `[--json]` too, not a URL's
         wrong += [f"{document.name}: {line}: {option}" for option in named if option not in taken]
     assert not wrong, "command lines in the docs the CLI does not take:\n" + "\n".join(wrong)
+
+
+def test_every_make_target_in_the_docs_exists():
+    makefile = (ROOT / "Makefile").read_text()
+    targets = set(re.findall(r"^([a-z][\w-]*):", makefile, flags=re.MULTILINE))
+    wrong = []
+    for document in [*DOCUMENTS, DOC, ROOT / "BENCHMARKS.md"]:
+        text = document.read_text()
+        fenced = re.findall(r"^```[a-z]*\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
+        spans = re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL))
+        named = {
+            m for piece in [*fenced, *spans] for m in re.findall(r"(?:^|[\s;&(])make ([a-z][\w-]*)", piece)
+        }
+        wrong += [f"{document.name}: make {target}" for target in sorted(named - targets)]
+    assert {"run", "test", "test-fast", "coverage"} <= targets
+    assert not wrong, "make targets the docs name that the Makefile does not have:\n" + "\n".join(wrong)
