@@ -145,9 +145,11 @@ def code_spans(path: Path) -> list[str]:
 
 
 def upper_case_names(path: Path) -> set[str]:
-    """The settings, error codes and constants a document names: `NAME` or `NAME=value` in a code span."""
+    """The settings, error codes and constants a document names: `NAME` or `NAME=value` in a code span (three
+    characters or more: not a formula's `N` or SQL's `IN`)."""
     spans = code_spans(path)
-    return {m.group(1) for s in spans if (m := re.fullmatch(r"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?:=.*)?", s))}
+    names = {m.group(1) for s in spans if (m := re.fullmatch(r"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*)(?:=.*)?", s))}
+    return {name for name in names if len(name) >= 3}
 
 
 def _known_text() -> str:
@@ -186,7 +188,7 @@ def test_every_setting_the_docs_name_is_read_in_config():
     elsewhere = settings_of_other_processes(code)
     assert {"CONSOLE_API", "SERVING_CPUS"} <= elsewhere and "PUBLIC_URL" in in_config
     named = {name: document for document in DOCUMENTS for name in upper_case_names(document) & settings}
-    assert {"PUBLIC_URL", "LINK_MATCHING_DELAY_MS", "CONSOLE_API_SECRET"} <= set(named)
+    assert {"PUBLIC_URL", "LINK_MATCHING_DELAY_MS", "CONSOLE_API_SECRET", "HOST"} <= set(named)
     astray = sorted(f"{named[n].relative_to(ROOT)}: {n}" for n in set(named) - in_config - elsewhere)
     assert not astray, "settings the docs name that console/config.py does not read:\n" + "\n".join(astray)
 
