@@ -18,7 +18,6 @@ from console.core.errors import (
     Forbidden,
     NotFound,
     ServiceError,
-    ValidationFailed,
     shown,
 )
 from console.core.timeutil import isoformat, utcnow
@@ -55,6 +54,7 @@ UNSUBSCRIBED_REASON = "webhook unsubscribed from the event's type"
 # Validation ---------------------------------------------------------------------------------
 
 MAX_URL_LENGTH = 2048
+RELAYED_KEEPS_ITS_URL = "a relayed webhook keeps its url; delete it and create a webhook instead"
 MAX_ENABLED_EVENTS = 10  # four types exist; repeats collapse
 
 
@@ -103,6 +103,12 @@ class WebhookUpdateRequest(RequestModel):
         if url is None:
             return None
         context = info.context or {}
+        if context.get("relayed_url"):
+            # A relayed webhook's url is the relay's: the same one sent back (a PUT of the object as read) is no
+            # change, and any other is refused as such, before its host is looked up.
+            if url == context["relayed_url"]:
+                return url
+            raise refusal(RELAYED_KEEPS_ITS_URL)
         try:
             return check_url(url, context["mode"], context["workspace_id"])
         except urls.UrlRefused as exc:
@@ -125,10 +131,14 @@ def _event_names_message(fields: list[FieldError]) -> str | None:
 
 
 def _validate(
-    body: Any, mode: str, workspace_id: uuid.UUID, model: type[WebhookUpdateRequest]
+    body: Any,
+    mode: str,
+    workspace_id: uuid.UUID,
+    model: type[WebhookUpdateRequest],
+    relayed_url: str | None = None,
 ) -> dict[str, Any]:
     """The cleaned fields that were given, or one 400 naming every bad field."""
-    context = {"mode": mode, "workspace_id": workspace_id}
+    context = {"mode": mode, "workspace_id": workspace_id, "relayed_url": relayed_url}
     request = validate(model, body, context=context, message=_event_names_message)
     cleaned = request.model_dump(exclude_none=True)
     if "enabled_events" in cleaned:
@@ -234,13 +244,10 @@ def update_webhook(webhook: Webhook, workspace: Workspace, body: Any) -> Webhook
     """Change any field; `status: active` on a paused webhook reactivates it."""
     if not body:
         raise ServiceError(f"Send at least one of {', '.join(FIELDS)}.")
-    cleaned = _validate(body, webhook.mode, webhook.workspace_id, WebhookUpdateRequest)
+    relayed_url = webhook.url if urls.is_relay_url(webhook.url) else None
+    cleaned = _validate(body, webhook.mode, webhook.workspace_id, WebhookUpdateRequest, relayed_url)
     if not cleaned:  # only nulls ({"status": null}): nothing to change, as for an empty body
         raise ServiceError(f"Send at least one of {', '.join(FIELDS)} (null is not a value).")
-    if "url" in cleaned and urls.is_relay_url(webhook.url):
-        raise ValidationFailed(
-            [FieldError("url", "a relayed webhook keeps its url; delete it and create a webhook instead")]
-        )
     at = now(workspace)
     for name in ("url", "enabled_events", "version"):
         if name in cleaned:

@@ -98,6 +98,26 @@ def test_relay_url_cannot_be_registered_or_changed_by_hand(api, monkeypatch):
     assert "keeps its url" in error["fields"][0]["message"]
 
 
+def test_a_relayed_webhook_sent_back_as_read_is_updated_and_a_new_url_is_refused_without_a_lookup(api):
+    """A PUT of the object as GET answered it (a generated client's read-modify-write) changes no url, so it
+    is no refusal; a different url is refused as a relayed webhook's before any DNS lookup of its host."""
+    hook = listen(api)
+    sent_back = {name: hook[name] for name in ("url", "status", "enabled_events", "version")}
+    response = api.put(f"/webhooks/{hook['id']}", json={**sent_back, "status": "paused"})
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["data"]["status"] == "paused"
+    assert response.get_json()["data"]["url"] == "relay://console-listen"
+    response = api.put(f"/webhooks/{hook['id']}", json={"url": hook["url"]})
+    assert response.status_code == 200, response.get_json()
+    error = assert_error(
+        api.put(f"/webhooks/{hook['id']}", json={"url": "https://no-such-host.invalid/x", "version": "x"}),
+        400,
+        "INVALID_REQUEST_PARAMETERS",
+    )
+    by_name = {f["name"]: f["message"] for f in error["fields"]}
+    assert "keeps its url" in by_name["url"] and "version" in by_name  # every bad field, at once
+
+
 def test_a_delivery_waits_for_the_listener_signed_as_a_direct_one_and_is_recorded(app, api, workspace):
     hook = listen(api)
     event_id = test_event(api, hook["id"])
