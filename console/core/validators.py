@@ -59,9 +59,13 @@ def email_error(value: Any) -> str | None:
     if not isinstance(value, str):
         return NOT_A_STRING
     try:
-        validate_email(value, check_deliverability=False)
+        domain = validate_email(value, check_deliverability=False).ascii_domain
     except EmailNotValidError as exc:
         return f"must be a valid email address ({exc})"
+    # email_validator takes any syntactically valid last label; no public top-level domain has one character.
+    top_level = domain.rsplit(".", 1)[-1]
+    if len(top_level) < 2:
+        return f"must be a valid email address (no public domain ends in '.{top_level}')"
     return None
 
 

@@ -225,6 +225,7 @@ def test_platform_matching_refuses_both_forms_of_ssn(api):
         ("email", "ada.example.com"),
         ("email", "ada@localhost"),
         ("email", "ada@example"),
+        ("email", "ada@example.c"),
     ],
 )
 def test_platform_matching_field_rules(api, field, value):
