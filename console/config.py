@@ -227,7 +227,32 @@ def from_environment() -> dict:
             WEBHOOK_RESERVED_SENDERS=(os.environ.get("WEBHOOK_RESERVED_SENDERS"), int),
             WEBHOOK_RESERVED_SHARE=(os.environ.get("WEBHOOK_RESERVED_SHARE"), int),
         ),
+        **_webhook_lease(),
     }
+
+
+# An attempt's timeout unless WEBHOOK_TIMEOUT_SECONDS says otherwise (console.webhooks.delivery's default,
+# repeated here so that reading the settings imports nothing of the app).
+_DEFAULT_WEBHOOK_TIMEOUT_SECONDS = 15.0
+
+
+def _webhook_lease() -> dict:
+    """`WEBHOOK_LEASE_SECONDS`, when set: how long a worker's claim on a delivery lasts, so how soon another
+    worker sends what a killed one had claimed. `console worker` read it only from app.config, so the
+    operator who set it (operations.md names it for that) got the 60 s default without a word. A lease
+    that does not outlast an attempt would let a live worker's claim run out mid-attempt and another
+    worker send the delivery again: refused at start, naming both settings."""
+    raw = os.environ.get("WEBHOOK_LEASE_SECONDS")
+    if raw in (None, ""):
+        return {}
+    lease = _parse("WEBHOOK_LEASE_SECONDS", raw, float)
+    timeout = _number("WEBHOOK_TIMEOUT_SECONDS", _DEFAULT_WEBHOOK_TIMEOUT_SECONDS, float)
+    if not timeout < lease < float("inf"):
+        raise SettingError(
+            f"WEBHOOK_LEASE_SECONDS must be longer than an attempt's timeout (WEBHOOK_TIMEOUT_SECONDS,"
+            f" {timeout:g} s), not {raw!r}: a claim that runs out mid-attempt is sent again by another worker"
+        )
+    return {"WEBHOOK_LEASE_SECONDS": lease}
 
 
 def _optional_numbers(**given: tuple[str | None, type]) -> dict:

@@ -71,6 +71,7 @@ def serving_app() -> Flask:
 
     remember_a_stop_while_starting()  # again, for Granian's own command line (no fork hooks of ours)
     app = create_app()
+    refuse_another_secret_key(app)
     close_at_process_exit()  # the request log's last rows, at a stop
     if app.config["RUN_CONCURRENCY"]:
         from console.web.shared.throttle import environ_address, page_rate
@@ -91,6 +92,39 @@ def serving_app() -> Flask:
         log.info("Serving process %d stopped while starting (asked to before it served)", os.getpid())
         os._exit(0)  # nothing served yet, nothing to finish; the master is waiting for this exit
     return app
+
+
+# A serving process that cannot read the stored API secrets exits with this status before it serves.
+SECRET_KEY_REFUSED = 4
+
+
+def refuse_another_secret_key(app: Flask) -> None:
+    """Exit, saying why, when the stored API secrets were encrypted with another `SECRET_KEY` than this one.
+
+    `console run` and `console worker` refuse such a key at start; serving processes started by Granian's own
+    command line (docs/operations.md's scale-out form) did not, and served anyway: a trainee's page and a
+    key's Reveal answered 500, and a replayed Idempotency-Key said its response was never stored. The master
+    is asked to stop too (SIGTERM, as Ctrl-C would): with `--respawn-failed-workers` Granian otherwise
+    replaced each refusing process for good (two processes building their apps in turn stayed under its
+    crash-loop detection), so the server neither served nor stopped. A database that cannot be asked (down,
+    no schema yet) is left to /healthz and the 503s, as documented.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from console.bootstrap import secret_key_mismatch
+
+    with app.app_context():
+        try:
+            refusal = secret_key_mismatch()
+        except SQLAlchemyError:
+            return
+    if refusal:
+        sys.stderr.write(f"Error: {refusal}\n")
+        sys.stderr.flush()
+        master = os.getppid()
+        if master != 1:  # not when orphaned already (its master gone, the process was adopted by init)
+            os.kill(master, signal.SIGTERM)
+        os._exit(SECRET_KEY_REFUSED)  # nothing served yet; no thread of this process has work to finish
 
 
 # Set by `remember_a_stop_while_starting`'s handler: a SIGTERM came before Granian's own handler was set.

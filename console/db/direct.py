@@ -241,6 +241,11 @@ class Direct:
             raise error
         lost = dialect.is_disconnect(error, fairy.dbapi_connection, None)
         if lost:
+            # As `Connection.execute` does: a connection lost means the server restarted (or cut every
+            # connection), so every pooled connection made before now is dead too. Invalidating only this
+            # one left each of the others to fail a request of its own: one 503 per pooled connection
+            # (up to DB_POOL_SIZE per process) instead of one per process (docs/operations.md).
+            connection.engine.pool._invalidate(fairy, error)
             connection.invalidate(error)
         raise exc.DBAPIError.instance(
             sql, args, error, dbapi_error, connection_invalidated=lost, dialect=dialect

@@ -43,12 +43,13 @@ class Outage:
         self.since: float | None = None
         self.logged_at = 0.0
 
-    def failed(self, retrying: str) -> None:
-        """Log the exception being handled: a line for an outage (its start, then once a minute), else the
-        traceback. `retrying` says when the loop tries again, e.g. "at the next poll"."""
-        error = sys.exc_info()[1]
+    def failed(self, retrying: str, error: BaseException | None = None) -> None:
+        """Log the exception being handled (or `error`, one caught earlier): a line for an outage (its start,
+        then once a minute), else the traceback. `retrying` says when the loop tries again, e.g. "at the
+        next poll"."""
+        error = error if error is not None else sys.exc_info()[1]
         if not is_outage(error):
-            self.log.exception("%s failed; retrying %s", self.what, retrying)
+            self.log.error("%s failed; retrying %s", self.what, retrying, exc_info=error)
             return
         now = time.monotonic()
         if self.since is None:

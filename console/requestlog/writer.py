@@ -29,6 +29,7 @@ from sqlalchemy import bindparam, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 
 from console.db.direct import Direct
+from console.db.outages import Outage, is_outage
 from console.db.pinning import pinned
 from console.extensions import db
 from console.keys.models import ApiKey
@@ -84,6 +85,7 @@ class Writer:
         self._closer: weakref.finalize | None = None
         # The thread and a test's or shutdown's flush share the connection.
         self._write_lock = threading.Lock()
+        self.outage = Outage(log, "Writing the request log")
 
     # The request path -------------------------------------------------------------------------
 
@@ -154,8 +156,17 @@ class Writer:
         try:
             with self._write_lock:
                 self._write(rows, usage, last_used)
-        except Exception:  # the thread must outlive a bad batch; what it held is lost, and said so
-            log.warning("Request log: %d rows not written", len(rows), exc_info=True)
+        except Exception as error:  # the thread must outlive a bad batch; what it held is lost, and said so
+            if is_outage(error):
+                # The database away (a restart, an outage): a line at its start, one a minute and one at
+                # its end, as the worker's loops do; it logged a traceback at every flush with rows.
+                self.outage.failed(
+                    f"at the next flush (this batch's {len(rows)} rows and usage counts are lost)"
+                )
+            else:
+                log.warning("Request log: %d rows not written", len(rows), exc_info=True)
+            return True
+        self.outage.answered()
         return True
 
     def _write(self, rows: list, usage: dict, last_used: dict) -> None:
@@ -176,7 +187,9 @@ class Writer:
                 # A workspace (or key) deleted meanwhile: its counts cannot be written, and must not take
                 # the other workspaces' counts of the same batch with them (a room of trainees, one resets).
                 self._write_usage_one_by_one(engine, usage, last_used)
-            except Exception:  # the database away: counts are lost, and said so
+            except Exception as error:  # counts are lost, and said so
+                if is_outage(error):
+                    raise  # the database away: one line for the whole outage (`flush`)
                 log.warning("Request usage not written (%d keys)", len(usage), exc_info=True)
 
     def _write_usage_one_by_one(self, engine, usage: dict, last_used: dict) -> None:
@@ -223,7 +236,9 @@ class Writer:
                         "Request log chunk of %d refused (a workspace deleted meanwhile); writing rows one by one",
                         len(chunk),
                     )
-            except Exception:
+            except Exception as error:
+                if is_outage(error):
+                    raise  # the database away: each row would fail the same way (`flush` says so once)
                 log.info("Request log chunk of %d failed; writing rows one by one", len(chunk), exc_info=True)
             for row in chunk:
                 try:

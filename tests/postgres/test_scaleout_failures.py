@@ -73,6 +73,23 @@ def test_a_dead_connection_used_within_the_idle_ping_is_one_503_then_the_pool_re
     assert api.get("/accounts").status_code == 200  # the pool threw the dead connections away
 
 
+def test_a_restart_under_a_pool_of_several_connections_is_still_one_503(pg_app, api, monkeypatch):
+    """A serving process holds as many pooled connections as its requests ran at once: the first request
+    to meet a dead one must throw them all away (the docs promise one 503 per process), not one each."""
+    monkeypatch.setattr(postgres, "IDLE_PING_SECONDS", 3600.0)
+    assert api.get("/accounts").status_code == 200
+    with pg_app.app_context():
+        held = [db.engine.connect() for _ in range(4)]  # four at once, as four requests in flight would
+        for connection in held:
+            connection.exec_driver_sql("SELECT 1")
+        for connection in held:
+            connection.close()
+        assert db.engine.pool.checkedin() >= 4
+    assert terminate_connections(pg_app) >= 4
+    codes = [api.get("/accounts").status_code for _ in range(5)]
+    assert codes == [503, 200, 200, 200, 200], codes
+
+
 @pytest.mark.slow
 def test_a_worker_whose_connections_die_carries_on_delivering(pg_app, workspace, tmp_path):
     with pg_app.app_context(), Receiver(lambda _record: (200, b"ok")) as rx:

@@ -91,3 +91,44 @@ def test_the_scheduler_loop_reports_an_unreachable_database_once(app, caplog, mo
 )
 def test_what_counts_as_an_outage(error, outage):
     assert outages.is_outage(error) is outage
+
+
+def test_the_worker_heartbeat_reports_an_unreachable_database_once(app, caplog, monkeypatch):
+    """It logged its whole traceback at every write, every 5 s, for as long as the database was away."""
+    from console import worker as worker_module
+    from console.health import services as health
+
+    heartbeat = worker_module.Heartbeat(app)
+    clock = [1000.0]
+    monkeypatch.setattr(worker_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(outages.time, "monotonic", lambda: clock[0])
+
+    def unreachable(_worker_id):
+        raise _refused()
+
+    monkeypatch.setattr(health, "beat", unreachable)
+    with caplog.at_level(logging.INFO, logger=worker_module.__name__):
+        for _ in range(24):  # two minutes of writes, one every HEARTBEAT_SECONDS
+            heartbeat.maybe_beat()
+            clock[0] += health.HEARTBEAT_SECONDS
+        monkeypatch.setattr(health, "beat", lambda _worker_id: None)
+        heartbeat.maybe_beat()
+    records = [r for r in caplog.records if r.name == worker_module.__name__]
+    messages = [r.getMessage() for r in records]
+    assert len(messages) == 3, messages  # its start, a line at 60 s, its end (not 24 tracebacks)
+    assert "cannot be reached" in messages[0] and "answers again after 120 s" in messages[-1]
+    assert all(r.exc_info is None for r in records)
+
+
+def test_a_heartbeat_failure_that_is_no_outage_keeps_its_traceback(app, caplog, monkeypatch):
+    from console import worker as worker_module
+    from console.health import services as health
+
+    def broken(_worker_id):
+        raise sa_exc.ProgrammingError("UPDATE worker_heartbeats", {}, Exception("no such column: pid"))
+
+    monkeypatch.setattr(health, "beat", broken)
+    with caplog.at_level(logging.INFO, logger=worker_module.__name__):
+        worker_module.Heartbeat(app).maybe_beat()
+    (record,) = [r for r in caplog.records if r.name == worker_module.__name__]
+    assert record.levelno == logging.ERROR and record.exc_info is not None

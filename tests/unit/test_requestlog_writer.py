@@ -308,3 +308,36 @@ def test_a_row_that_cannot_be_made_costs_the_caller_nothing_and_is_counted_unlog
     assert (
         "ValueError" in warning.getMessage() and "not shaped" not in caplog.text
     )  # the type, never the text
+
+
+def test_a_database_outage_is_a_line_at_its_start_and_its_end_not_a_traceback_a_flush(
+    app, client, workspace, monkeypatch, caplog
+):
+    """A serving process's writer logged a traceback at every flush with rows while the database was away."""
+    from sqlalchemy import exc as sa_exc
+
+    from console.requestlog import writer as writer_module
+
+    writer = _writer(app, interval=3600)
+    api = Api(client, workspace.secrets["sandbox"])
+    real = Writer._transaction
+
+    def refused(self, engine):
+        raise sa_exc.OperationalError("INSERT INTO request_log_entries", {}, Exception("Connection refused"))
+
+    monkeypatch.setattr(Writer, "_transaction", refused)
+    with caplog.at_level(logging.INFO, logger=writer_module.__name__):
+        for _ in range(5):  # five flushes with rows, the database away
+            api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+            assert writer.flush()
+        monkeypatch.setattr(Writer, "_transaction", real)
+        api.get("/jobs", query_string={"link_token_id": str(uuid.uuid4())})
+        assert writer.flush()
+    records = [r for r in caplog.records if r.name == writer_module.__name__]
+    assert [r.levelno for r in records] == [logging.WARNING, logging.WARNING], [
+        r.getMessage() for r in records
+    ]
+    assert "cannot be reached" in records[0].getMessage() and "answers again" in records[1].getMessage()
+    assert all(r.exc_info is None for r in records)
+    assert len(_rows(app, workspace.id)) == 1  # the outage's rows are lost (said so), the next one written
+    writer.close()

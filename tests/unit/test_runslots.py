@@ -204,6 +204,9 @@ def test_serving_processes_run_their_app_under_the_configured_slots(monkeypatch)
     monkeypatch.setattr(serving, "settle_heap", lambda: None)  # keeps this test process's heap as it is
     monkeypatch.setattr(serving, "batch_scheduling", lambda: None)  # and its threads' scheduling
     monkeypatch.setattr(serving, "leave_ctrl_c_to_the_master", lambda: None)  # and its signal mask
+    monkeypatch.setattr(
+        serving, "refuse_another_secret_key", lambda app: None
+    )  # a stand-in app has no database
 
     class App:
         def __init__(self, size: int) -> None:

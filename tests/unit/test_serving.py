@@ -215,6 +215,9 @@ def test_a_serving_process_puts_the_app_it_built_out_of_the_collectors_reach(mon
 
     monkeypatch.setattr("console.create_app", App)
     monkeypatch.setattr(serving, "batch_scheduling", lambda: None)  # this test process keeps its own
+    monkeypatch.setattr(
+        serving, "refuse_another_secret_key", lambda app: None
+    )  # a stand-in app has no database
     monkeypatch.setattr(serving, "leave_ctrl_c_to_the_master", lambda: None)  # and its signal mask
     gc.unfreeze()
     try:
