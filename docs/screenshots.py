@@ -98,10 +98,17 @@ def training_grid(browser, url: str, app) -> None:
     page.get_by_role("link", name="Open the grid").click()
     seed_class(app, join_link, url, check_endpoints=True)
     # The room's setup (docs/training.md): PUBLIC_URL is the trainer's laptop on the LAN.
+    # Only for this picture: the inbox webhooks of the walkthrough below are made from PUBLIC_URL, and the
+    # worker would deliver them to that address (unreachable here, and never to be called from a build).
+    saved = {key: app.config.get(key) for key in ("PUBLIC_URL", "LISTEN_HOST")}
     app.config.update(PUBLIC_URL="http://192.168.1.10:5000", LISTEN_HOST="0.0.0.0")
-    page.reload()
-    page.locator("tr.stuck").first.wait_for()
-    shoot(page, "training-grid", full_page=False)
+    try:
+        page.reload()
+        page.locator("tr.stuck").first.wait_for()
+        shoot(page, "training-grid", full_page=False)
+    finally:
+        app.config.update(saved)
+    page.context.close()
 
 
 def main(only: set[str]) -> None:
