@@ -125,3 +125,17 @@ def test_the_world_tabs_ids_break_only_at_their_dashes_on_a_phone(page, live_ser
         )
         assert lines and max(lines) <= 5, f"an id on the {tab} tab takes {max(lines)} lines"
         assert page.evaluate(NO_SIDEWAYS_SCROLL), f"the {tab} tab scrolls sideways at 390 px"
+
+
+def test_a_scenarios_test_username_is_never_broken_inside_a_word(page, live_server):
+    # At 1440 px the Scenario column read "user_pending_s / uccess": the name is what a developer types in Link.
+    for width in (1280, 1440, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/scenarios")
+        split = page.locator("table.scenarios tbody th code").evaluate_all(
+            """codes => codes.filter(c => !c.textContent.includes(" ")).filter(c => {
+                 const r = document.createRange(); r.selectNodeContents(c);
+                 return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size > 1;
+               }).map(c => c.textContent)"""
+        )
+        assert split == [], f"broken at {width} px: {split}"
