@@ -217,5 +217,16 @@ def test_twenty_long_names_read_whole_on_a_projectors_grid(browser, live_server)
         assert (
             page.locator(f'tr[data-trainee="{LONG_NAMES[0]}"] th a').get_attribute("title") == LONG_NAMES[0]
         )
+        # On a phone the names keep their 8.5rem column (two lines each; "Evan / gel…" when it shrank) and the
+        # first exercise stays beside them.
+        page.set_viewport_size(PHONE)
+        widths = page.locator("table.room-grid tbody th a").evaluate_all(
+            "links => links.map(a => a.getBoundingClientRect().width)"
+        )
+        assert min(widths) >= 120, widths
+        first = (
+            page.locator("table.room-grid tbody tr").first.locator("td[data-exercise]").first.bounding_box()
+        )
+        assert first["x"] + first["width"] <= PHONE["width"], first
     finally:
         context.close()
