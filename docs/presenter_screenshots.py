@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "docs"))
 
-from screenshots import CHROMIUM, OUT, serve  # noqa: E402
+from screenshots import CHROMIUM, OUT, serve, shrink  # noqa: E402
 
 VIEWPORT = {"width": 1920, "height": 1080}
 SMALL = {"width": 1280, "height": 720}  # the smallest projector the stage is made for
@@ -73,6 +73,7 @@ def link_listens(page) -> None:
 
 def shoot(page, name: str) -> None:
     page.screenshot(path=str(OUT / f"presenter-{name}.png"))
+    shrink(OUT / f"presenter-{name}.png")
     print("wrote", f"presenter-{name}.png")
 
 

@@ -110,3 +110,32 @@ def test_the_webhooks_actions_are_in_view_on_a_phone(page, live_server):
         button = row.get_by_role("button", name=name).bounding_box()
         assert button["x"] >= 0 and button["x"] + button["width"] <= 390, f"{name!r} is out of view: {button}"
     assert page.evaluate(NO_SIDEWAYS_SCROLL)
+
+
+def test_the_world_tabs_ids_break_only_at_their_dashes_on_a_phone(page, live_server):
+    # Ids wrapped anywhere, so a scrolling table squeezed the World tab's id column to one character a line:
+    # a platform id read down 36 lines. Now an id breaks after its dashes (five lines at most) and the table
+    # scrolls in its own box, the page itself never sideways.
+    page.set_viewport_size({"width": 390, "height": 844})
+    for tab in ("platforms", "employers"):
+        page.goto(f"{live_server.url}/world?tab={tab}")
+        lines = page.locator("#world-rows td code").evaluate_all(
+            "codes => codes.map(c => { const r = document.createRange(); r.selectNodeContents(c); "
+            "return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; })"
+        )
+        assert lines and max(lines) <= 5, f"an id on the {tab} tab takes {max(lines)} lines"
+        assert page.evaluate(NO_SIDEWAYS_SCROLL), f"the {tab} tab scrolls sideways at 390 px"
+
+
+def test_a_scenarios_test_username_is_never_broken_inside_a_word(page, live_server):
+    # At 1440 px the Scenario column read "user_pending_s / uccess": the name is what a developer types in Link.
+    for width in (1280, 1440, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/scenarios")
+        split = page.locator("table.scenarios tbody th code").evaluate_all(
+            """codes => codes.filter(c => !c.textContent.includes(" ")).filter(c => {
+                 const r = document.createRange(); r.selectNodeContents(c);
+                 return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size > 1;
+               }).map(c => c.textContent)"""
+        )
+        assert split == [], f"broken at {width} px: {split}"

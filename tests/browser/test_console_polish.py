@@ -57,3 +57,23 @@ def test_a_refused_secret_keeps_the_open_workspace_form_open_with_the_message_by
         assert (
             page.locator("main .callout-error").count() == 0 and "No workspace opened" not in page.content()
         )
+
+
+def test_the_inbox_times_line_up_on_the_right_whatever_the_event_names_length(page, live_server):
+    # The arrival time followed the event id: beside a short name it sat mid-line, under a long one it wrapped to
+    # the left edge; the inbox read as ragged. Now every time ends its item's first line at the same right edge.
+    import requests
+
+    page.goto(live_server.url + "/webhooks")
+    page.get_by_role("button", name="Register the built-in inbox").click()
+    inbox_url = page.locator("td.webhook-url code").first.inner_text().strip()
+    for name in ("account.added", "direct_deposit_switch.added"):
+        body = {"event": name, "event_id": f"evt-{name}", "payload": {}}
+        assert requests.post(inbox_url, json=body, timeout=30).status_code == 400  # unsigned: kept, refused
+    for width in (1280, 1440):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.reload()
+        times = page.locator("#inbox-list .inbox-line > time")
+        times.nth(1).wait_for()
+        rights = times.evaluate_all("ts => ts.map(t => Math.round(t.getBoundingClientRect().right))")
+        assert len(set(rights)) == 1, f"the times end at {rights} at {width} px"

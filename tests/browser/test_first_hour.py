@@ -113,6 +113,25 @@ def test_the_header_is_one_row_at_1280_with_the_clock_ahead_and_a_named_workspac
         context.close()
 
 
+# Elements of the header that cut their text ("…"): their text is wider than their box.
+HEADER_CUTS = """() => [...document.querySelectorAll(".topbar *")]
+  .filter(e => e.offsetParent && getComputedStyle(e).overflowX === "hidden" && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.textContent.trim().replace(/\\s+/g, " "))"""
+
+
+def test_the_header_cuts_nothing_at_laptop_and_projector_widths_with_the_clock_ahead(page, live_server):
+    # At 1440 px "developer console" beside the clock cut it to "(+1 h ahead of real ti…" and the id to
+    # "Workspace 33aaf…"; from 1600 px the real time in brackets did the same (the docs' screenshots showed both).
+    page.goto(live_server.url + "/clock")
+    page.get_by_role("button", name="+1 hour").click()
+    page.locator("#clock-bar", has_text="ahead").wait_for()
+    for width in (1024, 1280, 1366, 1440, 1600, 1920):
+        page.set_viewport_size({"width": width, "height": 800})
+        page.reload()
+        assert "ahead" in page.locator("#clock-bar").inner_text()
+        assert page.evaluate(HEADER_CUTS) == [], f"the header cuts text at {width} px"
+
+
 @contextlib.contextmanager
 def _demo_workspace_on_a_phone(browser, live_server):
     """A 390-px page holding the demo workspace (as if its secret were pasted into *Open its workspace*)."""

@@ -39,3 +39,15 @@ def test_the_summary_s_tables_fit_a_phone_with_every_column_in_view(page, live_s
         "ths => ths.map(th => th.getBoundingClientRect().height)"
     )
     assert max(heights) - min(heights) < 1
+
+
+def test_a_long_company_name_leaves_the_apps_logo_round(page, live_server):
+    # "Northwind Lending International Holdings" wraps in the app bar; the initials' badge beside it was squeezed
+    # to an oval 27 px wide, "NL" cut at both sides, on a 1280x720 projector.
+    page.set_viewport_size({"width": 1280, "height": 720})
+    page.goto(f"{live_server.url}/present/10-standard-switch?brand=Northwind+Lending+International+Holdings")
+    logo = page.locator(".app-logo").first
+    logo.wait_for()
+    box = logo.bounding_box()
+    assert abs(box["width"] - box["height"]) < 1, box
+    assert logo.evaluate("e => e.scrollWidth <= e.clientWidth"), logo.inner_text()

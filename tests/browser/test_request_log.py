@@ -71,3 +71,39 @@ def test_each_filter_label_stays_beside_its_field_on_a_phone(page, live_server):
         assert field["y"] <= middle <= field["y"] + field["height"], f"{name!r}: label and field on two lines"
         assert label["x"] < field["x"], name
     assert page.evaluate("document.scrollingElement.scrollWidth <= document.scrollingElement.clientWidth")
+
+
+# The request row's cells that end in "…" when they do not fit (their title has it all).
+ROW_CUTS = """summary => [...summary.children]
+  .filter(c => getComputedStyle(c).display !== "none" && c.scrollWidth > c.clientWidth + 1)
+  .map(c => c.className.replace("muted", "").trim())"""
+
+
+def test_each_request_row_reads_whole_on_a_laptop_after_the_clock_moved(page, live_server):
+    # With the clock moved, at 1440 px a row read "Sun 29 Nov 2026 04:33:13 (real ti…", "clock Sun 29 Nov 2026 …",
+    # "console · scena…", its request id pushed to a second line under the time; at 1920 px the path was 6rem
+    # ("/sandb…"). Now both times share a first line and the call its second, in the same columns on every row.
+    start(page, live_server)
+    page.get_by_role("button", name="Create my workspace").click()
+    page.goto(live_server.url + "/clock")
+    page.get_by_role("button", name="+1 hour").click()
+    page.locator("#clock-bar", has_text="ahead").wait_for()
+    for width in (1024, 1280, 1440, 1920):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(live_server.url + "/requests")
+        rows = page.locator(".request-row > details > summary")
+        rows.first.wait_for()
+        for index in range(rows.count()):
+            row = rows.nth(index)
+            cut = [c for c in row.evaluate(ROW_CUTS) if c not in ("rq-path", "rq-id")]
+            assert cut == [], f"row {index} at {width} px cuts {cut}: {row.inner_text()}"
+            middles = {}
+            for name in ("time", "method", "path", "status", "ms", "source"):
+                box = row.locator(f".rq-{name}").bounding_box()
+                middles[name] = box["y"] + box["height"] / 2
+            call = [middles[name] for name in ("method", "path", "status", "ms", "source")]
+            assert middles["time"] < min(call) and max(call) - min(call) <= 3, middles
+        paths = page.locator(".rq-path", has_text="/sandbox/v1/webhooks")
+        assert paths.evaluate("c => c.scrollWidth <= c.clientWidth"), f"the path is cut at {width} px"
+        moved = page.locator(".request-row", has_text="/sandbox/clock/advance").locator(".rq-clock")
+        assert moved.inner_text().startswith("clock ") and moved.is_visible()

@@ -168,3 +168,65 @@ def test_every_cell_word_and_an_hour_old_stuck_join_fit_a_projectors_grid(browse
         assert cut == [], cut
     finally:
         context.close()
+
+
+# Twenty names over 17 characters, each word short enough for the name column (a longer word is broken).
+LONG_NAMES = (
+    "Alexandra Papadopoulou", "Bartholomew Fitzgerald", "Christopher Montgomery", "Dominique Villeneuve-Roy",
+    "Evangeline Thorncastle", "Fernando Rodríguez Díaz", "Gwendolyn Abernathy-Cole", "Hiroshi Yamamoto-Clarke",
+    "Isabella Konstantinou", "Jean-Baptiste Lemaire", "Katherine Johnson-Smith", "Maximilian Oberhausen",
+    "Nadezhda Vasilyevna K.", "Oluwaseun Adebayo-Bello", "Priyanka Venkataraman", "Quentin Beauchamp-Roux",
+    "Rosalind Whitmore-Hale", "Sebastian Wolfe-Brandt", "Theodora Marchetti-Lind", "Wilhelmina Ashcroft",
+)  # fmt: skip
+
+
+def test_twenty_long_names_read_whole_on_a_projectors_grid(browser, live_server):
+    """At 1280 px a name over about 15 characters read "Katherine Johns…", "Alexandra Papa…": the room could not
+    tell who was stuck. Each now reads whole, on at most two lines, and every column stays under its header."""
+    context = browser.new_context(viewport=PROJECTOR)
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        page = context.new_page()
+        join_link = open_new_class(page, live_server.url, "Long names")
+        for name in LONG_NAMES:
+            join(join_link, name)
+        page.reload()
+        page.locator(f'tr[data-trainee="{LONG_NAMES[-1]}"]').wait_for()
+        # A name is cut when its text reaches past the cell's box (cut by "…") or below its link's (clamped).
+        cut = page.locator("table.room-grid tbody th").evaluate_all(
+            """cells => cells.map(th => {
+                 const a = th.querySelector("a"), range = document.createRange();
+                 range.selectNodeContents(a);
+                 const text = range.getBoundingClientRect(), cell = th.getBoundingClientRect();
+                 const link = a.getBoundingClientRect();
+                 const lines = new Set([...range.getClientRects()].map(r => Math.round(r.top))).size;
+                 const whole = text.right <= cell.right + 1 && text.bottom <= Math.min(cell.bottom, link.bottom) + 1;
+                 return whole && lines <= 2 ? null : `${a.textContent} (${lines} lines)`;
+               }).filter(Boolean)"""
+        )
+        assert cut == [], cut
+        # The grid keeps its columns: each row's cells under their headers, nothing wider than the screen.
+        heads = page.locator("table.room-grid thead th").evaluate_all(
+            "ths => ths.map(th => Math.round(th.getBoundingClientRect().left))"
+        )
+        rows = page.locator("table.room-grid tbody tr").evaluate_all(
+            "trs => trs.map(tr => [...tr.children].map(c => Math.round(c.getBoundingClientRect().left)))"
+        )
+        assert all(row == heads for row in rows), (heads, rows[:3])
+        assert page.evaluate("document.documentElement.scrollWidth") <= PROJECTOR["width"]
+        assert (
+            page.locator(f'tr[data-trainee="{LONG_NAMES[0]}"] th a').get_attribute("title") == LONG_NAMES[0]
+        )
+        # On a phone the names keep their 8.5rem column (two lines each; "Evan / gel…" when it shrank) and the
+        # first exercise stays beside them.
+        page.set_viewport_size(PHONE)
+        widths = page.locator("table.room-grid tbody th a").evaluate_all(
+            "links => links.map(a => a.getBoundingClientRect().width)"
+        )
+        assert min(widths) >= 120, widths
+        first = (
+            page.locator("table.room-grid tbody tr").first.locator("td[data-exercise]").first.bounding_box()
+        )
+        assert first["x"] + first["width"] <= PHONE["width"], first
+    finally:
+        context.close()

@@ -239,3 +239,10 @@ def test_without_htmx_a_timeline_move_that_needs_confirming_shows_the_timeline_w
         and "This move would expire 1 open Link token:" in html
     )
     assert visitor.post("/clock/advance", {**form, "confirmed": "1"}).status_code == 302
+
+
+def test_an_empty_schedule_says_what_waits_there(visitor):
+    # "Nothing scheduled." said nothing of what the list is for, on a page a newcomer opens from the header.
+    page = unescape(visitor.get("/clock").get_data(as_text=True))
+    assert "Nothing scheduled. A pending switch's retry, a federal switch's next business day" in page
+    assert re.search(r'<a href="/scenarios">user_pending_success</a>', page)

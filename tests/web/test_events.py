@@ -210,3 +210,12 @@ def test_a_resent_delivery_is_followed_until_the_worker_has_sent_it(app, visitor
     assert "hx-trigger" not in polled.split(block)[1].split(">")[0] and "sending now" not in polled
     with app.app_context():
         assert db.session.scalar(select(func.count()).select_from(WebhookAttempt)) == attempts_before + 1
+
+
+def test_an_empty_event_log_says_how_events_arrive(visitor):
+    # It said "No events yet." and nothing about what makes one.
+    page = unescape(visitor.get("/events").get_data(as_text=True))
+    assert "No events yet. A Link flow that completes sends them" in page
+    assert 'href="/scenarios"' in page and 'href="/"' in page
+    filtered = unescape(visitor.get("/events?type=account.added").get_data(as_text=True))
+    assert "No events match these filters yet." in filtered and "A Link flow that completes" not in filtered

@@ -65,6 +65,14 @@ def test_the_api_reference_renders_the_openapi_document(visitor):
     assert "/v1/link_tokens" in html and "Create a Link token" in html
 
 
+def test_the_api_reference_says_what_each_id_in_a_path_names(visitor):
+    # The document describes no path parameter: every `webhook_id`, `account_id`… had an empty Description cell.
+    html = visitor.get("/reference").get_data(as_text=True).replace("&#39;", "'")
+    assert re.search(r"<code>webhook_id</code></td><td>path</td><td>The webhook's id\.</td>", html)
+    assert re.search(r"<code>link_token_id</code></td><td>path</td><td>The link token's id\.</td>", html)
+    assert not re.search(r"</td><td>path</td><td></td>", html)
+
+
 def test_a_persons_deposit_split_reads_as_money_not_a_bare_integer(visitor):
     # Gabriel Abbott's old WorkNest job sends 50000 (cents, the API's unit) to savings before the remainder.
     html = visitor.get("/world/people/gabriel-abbott").get_data(as_text=True)

@@ -689,6 +689,19 @@ def test_the_stage_reads_the_newest_console_link_token_once(app, visitor):
     assert "/sandbox/v1/link_tokens" in text
 
 
+def test_a_mistyped_story_or_profile_link_says_so_in_the_presenters_words(visitor):
+    # A sales engineer read "Nothing here, or it belongs to another workspace." and only "Back to the walkthrough".
+    for path in ("/present/99-mistyped", "/p/no-such-profile", "/present/99-mistyped/summary"):
+        response = visitor.get(path)
+        page = html.unescape(response.get_data(as_text=True))
+        assert response.status_code == 404, path
+        assert "No demo here: the story's name or the profile's link is mistyped" in page, path
+        assert "another workspace" not in page and 'id="presenter-ways"' in page, path
+        assert 'href="/present"' in page.split('id="presenter-ways"', 1)[1]
+    # Elsewhere the console's own words stay.
+    assert "another workspace" in visitor.get("/events/not-an-event").get_data(as_text=True)
+
+
 def test_unknown_story_and_step_are_404(visitor):
     assert visitor.get("/present/nope").status_code == 404
     assert visitor.post(step_url("10-standard-switch", 99)).status_code == 404

@@ -93,7 +93,7 @@ def operations_by_tag(doc: dict[str, Any]) -> list[tuple[str, list[Operation]]]:
                     op.get("summary", ""),
                     op.get("description", ""),
                     [
-                        {"name": p["name"], "in": p.get("in", ""), "description": p.get("description", "")}
+                        {"name": p["name"], "in": p.get("in", ""), "description": _parameter_description(p)}
                         for p in op.get("parameters", [])
                         if isinstance(p, dict) and "name" in p
                     ],
@@ -108,6 +108,16 @@ def operations_by_tag(doc: dict[str, Any]) -> list[tuple[str, list[Operation]]]:
                 )
             )
     return list(groups.items())
+
+
+def _parameter_description(parameter: dict) -> str:
+    """Its description; for an undescribed id in the path (`webhook_id`), what it names ("The webhook's id."):
+    the page showed an empty Description cell for every one of them."""
+    description = parameter.get("description") or ""
+    name = str(parameter["name"])
+    if not description and parameter.get("in") == "path" and name.endswith("_id") and len(name) > 3:
+        return f"The {name[:-3].replace('_', ' ')}'s id."
+    return description
 
 
 def _body_example(request_body: Any) -> str:

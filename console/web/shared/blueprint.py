@@ -117,7 +117,25 @@ def _clock_bar() -> dict:
     return {"now": real + timedelta(seconds=offset), "real": real, "offset_seconds": offset}
 
 
+# A sales engineer who opens a mistyped story or a deleted profile's short link reads this, not "…another
+# workspace" (a developer's word) with only the walkthrough to go back to.
+PRESENTER_NOT_FOUND_MESSAGE = (
+    "No demo here: the story's name or the profile's link is mistyped, or the profile was deleted."
+)
+
+
+def _presenter_address() -> bool:
+    return request.path == "/present" or request.path.startswith(("/present/", "/p/"))
+
+
 def _not_found(error):
+    if _presenter_address():
+        return render_template(
+            "console/shared/error.html",
+            title="Not found",
+            message=PRESENTER_NOT_FOUND_MESSAGE,
+            presenter=True,
+        ), 404
     return render_template(
         "console/shared/error.html", title="Not found", message=NOT_FOUND_PAGE_MESSAGE
     ), 404
