@@ -29,7 +29,7 @@ from tests.waiting import wait_for
 pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
 EVENTS = 1000
-LEASE_SECONDS = 2
+LEASE_SECONDS = 3  # longer than an attempt (WEBHOOK_TIMEOUT_SECONDS 2), as the worker requires
 
 
 def start_worker(
