@@ -29,6 +29,7 @@ from console.modes import MODES, URL_PREFIXES
 from console.requestlog import writer as requestlog_writer
 from console.requestlog.writer import writer_for
 from console.web.shared import throttle
+from tests import loopback
 
 VERSION = "2023-11-22"
 
@@ -200,6 +201,7 @@ def _remember_dbapi_connection(dbapi_connection, _record) -> None:
 
 
 def pytest_configure(config):
+    loopback.install()
     event.listen(Engine, "engine_connect", _remember_engine)
     event.listen(Pool, "connect", _remember_dbapi_connection)
 
