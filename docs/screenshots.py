@@ -34,6 +34,11 @@ def serve(db_path: Path):
     from console.extensions import db
     from console.worker import start_in_process
     from console.world.seed import seed_world
+    from tests import loopback
+
+    # This machine only, as in the suite: the training picture's PUBLIC_URL is a LAN address, and a webhook
+    # made from it once sent the worker there.
+    loopback.install()
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
