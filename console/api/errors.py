@@ -80,17 +80,31 @@ DATABASE_UNAVAILABLE = (sa_exc.TimeoutError, sa_exc.OperationalError, sa_exc.Dis
 UNAVAILABLE_RETRY_AFTER = 2
 
 
+_UNWRITABLE = ("disk is full", "readonly database", "disk I/O error")
+
+
 def _database_unavailable(exc: Exception):
     """503 with Retry-After, in the API's error shape or as a console page; never a hang or a bare 500."""
-    busy = isinstance(exc, sa_exc.TimeoutError)
     # The driver's own message, first line: SQLAlchemy's wrapper would add the statement's parameters.
     cause = getattr(exc, "orig", None) or exc
     summary = (str(cause).strip().splitlines() or [""])[0][:300]
-    log.warning(
-        "Database unavailable (request %s): %s: %s", g.get("request_id"), type(cause).__name__, summary
+    # SQLite's "database is locked": another process (a developer's GUI, a script) holds the write lock past
+    # busy_timeout. The database answers, it is busy: "cannot reach" sent people looking for a server.
+    busy = isinstance(exc, sa_exc.TimeoutError) or "is locked" in summary
+    # SQLite's full disk or read-only file: every write fails until the operator acts, so say it on the log.
+    unwritable = any(words in summary for words in _UNWRITABLE)
+    log.log(
+        logging.ERROR if unwritable else logging.WARNING,
+        "Database unavailable (request %s): %s: %s%s",
+        g.get("request_id"),
+        type(cause).__name__,
+        summary,
+        "; free space where the database is, or make it writable" if unwritable else "",
     )
     if busy:
         message = "The service is busy right now. Try again in a few seconds."
+    elif unwritable:
+        message = "The service cannot save changes right now. Try again later."
     else:
         # A refused or lost connection as well as a timeout: "did not answer in time" was wrong for a refusal.
         message = "The service cannot reach its database right now. Try again in a few seconds."
