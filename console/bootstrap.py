@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,7 +73,7 @@ def unreachable_database() -> str | None:
     name), or None when it answers. SQLite is never "unreachable": its file is created on first use."""
     url = db.engine.url
     if url.get_backend_name() == "sqlite":
-        return None
+        return _unreadable_sqlite_file(url.database)
     try:
         with db.engine.connect():
             return None
@@ -83,6 +84,31 @@ def unreachable_database() -> str | None:
             f"Cannot connect to the database {url.render_as_string(hide_password=True)}: {reason}. "
             "Check DATABASE_URL (host, port, user, database name; the database must exist: `createdb NAME`) "
             "and that the server is running."
+        )
+
+
+def _unreadable_sqlite_file(path: str | None) -> str | None:
+    """Why an existing SQLite file cannot be used (not a database, damaged, unreadable), or None. A missing file
+    is fine: it is created on first use. Every command used to stop here with a driver traceback ending in
+    `file is not a database` or `database disk image is malformed`."""
+    if not path or path == ":memory:" or not Path(path).exists():
+        return None
+    # The driver itself, not the engine: its connect hook's pragmas are where a damaged file first fails, and a
+    # test app's engine keeps to the test's one connection.
+    try:
+        connection = sqlite3.connect(path, timeout=1)
+        try:
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            connection.close()
+        return None
+    except sqlite3.Error as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "locked" in reason or "busy" in reason:
+            return None  # busy, not broken: the command itself waits its turn (or says so)
+        return (
+            f"The database file {path} cannot be used ({reason}). Restore it from a backup (docs/operations.md, "
+            "Backups and restore), or move it aside (with its -wal and -shm files) to start with an empty one."
         )
 
 

@@ -102,40 +102,49 @@ def run(host: str, port: int, processes: int | None, threads: int, pin_cpus: boo
     from console.serving import default_processes, serve
 
     _check_free(host, port)
-    # The app reads where it listens from the environment (each serving process builds its own app).
-    os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
-    app = _reachable_app()
-    with app.app_context():
-        from console.bootstrap import SecretKeyMismatch, prepare_database, startup_banner
-        from console.extensions import db
+    from console import served
 
-        prepare_database()
-        try:
-            # In full only on a terminal: a service manager's log or a file would keep a working secret.
-            banner = startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty())
-        except (
-            SecretKeyMismatch
-        ) as exc:  # a database restored or moved, SECRET_KEY newly set: say which to set
-            raise click.ClickException(str(exc)) from None
-        click.echo(banner)
-        from console import served
-        from console.config import public_root
-
-        served.record(public_root(app.config))  # what later commands print (console.served)
-        # Nothing opened here may be shared with the processes forked next.
-        db.session.remove()
-        db.engine.dispose()
     try:
-        serve(
-            host=host,
-            port=port,
-            processes=processes or default_processes(),
-            threads=threads,
-            run_worker=app.config["RUN_WORKER"],
-            pin_cpus=pin_cpus,
-        )
+        # Kept open (and locked) for as long as this process serves; the kernel releases it when it ends.
+        lock = served.hold_instance()
+    except served.InstanceUnusable as exc:
+        raise click.ClickException(str(exc)) from None
+    try:
+        # The app reads where it listens from the environment (each serving process builds its own app).
+        os.environ["HOST"], os.environ["PORT"], os.environ["THREADS"] = host, str(port), str(threads)
+        app = _reachable_app()
+        with app.app_context():
+            from console.bootstrap import SecretKeyMismatch, prepare_database, startup_banner
+            from console.extensions import db
+
+            prepare_database()
+            try:
+                # In full only on a terminal: a service manager's log or a file would keep a working secret.
+                banner = startup_banner(f"http://{host}:{port}", show_secret=sys.stdout.isatty())
+            except (
+                SecretKeyMismatch
+            ) as exc:  # a database restored or moved, SECRET_KEY newly set: say which to set
+                raise click.ClickException(str(exc)) from None
+            click.echo(banner)
+            from console.config import public_root
+
+            served.record(public_root(app.config))  # what later commands print (console.served)
+            # Nothing opened here may be shared with the processes forked next.
+            db.session.remove()
+            db.engine.dispose()
+        try:
+            serve(
+                host=host,
+                port=port,
+                processes=processes or default_processes(),
+                threads=threads,
+                run_worker=app.config["RUN_WORKER"],
+                pin_cpus=pin_cpus,
+            )
+        finally:
+            served.forget()
     finally:
-        served.forget()
+        os.close(lock)  # the kernel would at exit; a test calling `run` in its own process goes on
 
 
 def _check_free(host: str, port: int) -> None:

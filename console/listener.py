@@ -108,7 +108,10 @@ class Service:
         if response.status_code == 429:
             raise Unavailable(f"rate limited; retry after {retry_after or 1:g} s", retry_after or 1.0)
         if response.status_code >= 500:
-            raise Unavailable(f"the service answered {response.status_code}", retry_after)
+            # With the service's own words when it gave some ("busy", "cannot save changes"): the bare status
+            # sent people to the server's log for what the answer already said.
+            said = f": {error_message(response)}" if _is_json(response) else ""
+            raise Unavailable(f"the service answered {response.status_code}{said}", retry_after)
         if not _is_json(response):
             raise Fatal(
                 f"{self.base}{path} answered {response.status_code} without JSON: is --api the service's URL?"

@@ -14,6 +14,8 @@ Only the standard library and `console.config`: `listen` and `trigger` never imp
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 from collections.abc import Mapping
@@ -22,6 +24,69 @@ from pathlib import Path
 from console.config import DEFAULTS, _number, default_instance_dir, local_root, make_private_dir
 
 RECORD_NAME = "served-at.json"
+# Held (flock) by the `console run` that serves this instance folder, for as long as it runs; the kernel drops it
+# when that process ends, however it ends (kill -9 included), so a stale lock never stops the next start.
+LOCK_NAME = "console-run.lock"
+# Below this much free space where the instance folder is, a start is refused: every write would fail.
+MIN_FREE_BYTES = 1 << 20
+
+
+class InstanceUnusable(RuntimeError):
+    """`console run` cannot use this instance folder: another one serves it, or it cannot be written."""
+
+
+def hold_instance(folder: Path | None = None) -> int:
+    """Take this instance folder for this `console run` (the lock's descriptor, kept open while it serves), or
+    raise InstanceUnusable with one line naming the problem and what to do.
+
+    A second `console run` on the same folder (another port) used to start and serve the same database: its
+    record of where it serves replaced the first one's and went with it at its stop, so `console listen`,
+    `trigger` and `keys create` pointed at a port nobody served; a read-only or full folder came out as a
+    traceback from deep inside the start (the rate-limit file's `os.open`).
+    """
+    folder = folder or instance_dir()
+    try:
+        make_private_dir(folder)
+        fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise InstanceUnusable(_unwritable(folder, exc)) from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise InstanceUnusable(_in_use(folder)) from None
+    try:
+        free = os.statvfs(folder)
+        if free.f_bavail * free.f_frsize < MIN_FREE_BYTES:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+    except OSError as exc:
+        os.close(fd)
+        raise InstanceUnusable(_unwritable(folder, exc)) from None
+    return fd
+
+
+def _unwritable(folder: Path, exc: OSError) -> str:
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return (
+            f"The disk holding the instance folder {folder} is full: free some space there (the database grows "
+            "as it is used), or set CONSOLE_INSTANCE_DIR to a folder on another disk."
+        )
+    return (
+        f"Cannot write to the instance folder {folder} ({exc.strerror}): the database, its lock files and the "
+        "rate-limit counters live there. Make it writable, or set CONSOLE_INSTANCE_DIR to a folder that is."
+    )
+
+
+def _in_use(folder: Path) -> str:
+    noted = _read(folder / RECORD_NAME) or {}
+    pid, root = noted.get("pid"), noted.get("root")
+    where = f", pid {pid} at {root}" if isinstance(pid, int) and isinstance(root, str) else ""
+    return (
+        f"Another `console run` already serves this instance folder ({folder}{where}): stop it first (Ctrl-C "
+        "in its terminal), or start this one with its own CONSOLE_INSTANCE_DIR."
+    )
 
 
 def instance_dir() -> Path:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import Any
 
 from flask import Flask, current_app, g, jsonify, make_response, render_template, request
 from sqlalchemy import exc as sa_exc
@@ -80,23 +82,50 @@ DATABASE_UNAVAILABLE = (sa_exc.TimeoutError, sa_exc.OperationalError, sa_exc.Dis
 UNAVAILABLE_RETRY_AFTER = 2
 
 
-def _database_unavailable(exc: Exception):
-    """503 with Retry-After, in the API's error shape or as a console page; never a hang or a bare 500."""
-    busy = isinstance(exc, sa_exc.TimeoutError)
+_UNWRITABLE = ("disk is full", "readonly database", "disk I/O error")
+
+# Console endpoints that answer an unavailable database with a page of their own (given the message), such as
+# the presenter's stage, whose script swaps in only a stage; None from one falls back to the busy page.
+UNAVAILABLE_PAGES: dict[str, Callable[[str], Any]] = {}
+
+
+def unavailable_message(exc: Exception) -> str:
+    """What to tell the caller about a database failure of DATABASE_UNAVAILABLE's kinds; logs it once."""
     # The driver's own message, first line: SQLAlchemy's wrapper would add the statement's parameters.
     cause = getattr(exc, "orig", None) or exc
     summary = (str(cause).strip().splitlines() or [""])[0][:300]
-    log.warning(
-        "Database unavailable (request %s): %s: %s", g.get("request_id"), type(cause).__name__, summary
+    # SQLite's "database is locked": another process (a developer's GUI, a script) holds the write lock past
+    # busy_timeout. The database answers, it is busy: "cannot reach" sent people looking for a server.
+    busy = isinstance(exc, sa_exc.TimeoutError) or "is locked" in summary
+    # SQLite's full disk or read-only file: every write fails until the operator acts, so say it on the log.
+    unwritable = any(words in summary for words in _UNWRITABLE)
+    log.log(
+        logging.ERROR if unwritable else logging.WARNING,
+        "Database unavailable (request %s): %s: %s%s",
+        g.get("request_id"),
+        type(cause).__name__,
+        summary,
+        "; free space where the database is, or make it writable" if unwritable else "",
     )
     if busy:
         message = "The service is busy right now. Try again in a few seconds."
+    elif unwritable:
+        message = "The service cannot save changes right now. Try again later."
     else:
         # A refused or lost connection as well as a timeout: "did not answer in time" was wrong for a refusal.
         message = "The service cannot reach its database right now. Try again in a few seconds."
+    return message
+
+
+def _database_unavailable(exc: Exception):
+    """503 with Retry-After, in the API's error shape or as a console page; never a hang or a bare 500."""
+    message = unavailable_message(exc)
     if is_api_path(request.path):
         return _service_error(ServiceUnavailable(message, retry_after=UNAVAILABLE_RETRY_AFTER))
-    page = render_template("unavailable.html", message=message, retry_after=UNAVAILABLE_RETRY_AFTER)
+    own = UNAVAILABLE_PAGES.get(request.endpoint or "")
+    page = own(message) if own is not None else None
+    if page is None:
+        page = render_template("unavailable.html", message=message, retry_after=UNAVAILABLE_RETRY_AFTER)
     return page, 503, {"Retry-After": str(UNAVAILABLE_RETRY_AFTER)}
 
 

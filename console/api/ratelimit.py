@@ -15,6 +15,7 @@ Every storage applies the same rule, `limits`' moving window: a request is allow
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import logging
@@ -307,7 +308,23 @@ class TableCounters:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
         self._fd = self._open()
+        try:
+            self._reserve()
+        except OSError:
+            os.close(self._fd)
+            raise
         self._map = mmap.mmap(self._fd, self.size)
+
+    def _reserve(self) -> None:
+        """Give every page of the file its place on disk now. A sparse file's pages get theirs when first
+        written, through the mapping: on a full disk that write is SIGBUS, which killed each serving process
+        at its first rate-limited call, and Granian, seeing them die one after the other, stopped the server.
+        Raises OSError (ENOSPC) when the disk cannot hold it; a filesystem without `fallocate` stays sparse."""
+        try:
+            os.posix_fallocate(self._fd, 0, self.size)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise
 
     def _open(self) -> int:
         """Open the file, making it this table's shape first if it is new or of another shape.
@@ -407,7 +424,11 @@ class TableCounters:
         self._map[claim + self.SLOT.size : claim + self.SLOT.size + 8 * amount] = bytes(8 * amount)
         return claim, 0
 
+    unusable: str | None = None  # why the shared file could not be used (this table replaces it)
+
     def health(self) -> dict[str, Any]:
+        if self.unusable:
+            return {"ok": False, "storage": "mmap", "shared": False, "fallback": True, "error": self.unusable}
         shared = self.path is not None
         return {"ok": True, "storage": "mmap" if shared else "memory", "shared": shared, "fallback": False}
 
@@ -434,7 +455,20 @@ def counters_for(storage_uri: str, capacity: int, *, table: str = "") -> Fallbac
 
         path = storage_uri[len("mmap://") :]
         file = Path(path) if path else INSTANCE_DIR / SHARED_FILE_NAME
-        return TableCounters(file.with_name(f"{file.name}.{table}") if table else file, capacity)
+        file = file.with_name(f"{file.name}.{table}") if table else file
+        try:
+            return TableCounters(file, capacity)
+        except OSError as exc:
+            # A full disk or a read-only folder: serve, counting in this process's memory (each process's
+            # budget is its own meanwhile, as on Redis's fallback), and say so on the log and in /healthz.
+            log.warning(
+                "Rate-limit file %s cannot be used (%s); counting per process until a restart",
+                file,
+                exc.strerror,
+            )
+            unshared = TableCounters(None, capacity)
+            unshared.unusable = f"{file}: {exc.strerror}"
+            return unshared
     if scheme == "memory":
         return TableCounters(None, capacity)
     options: dict[str, Any] = {}

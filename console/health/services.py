@@ -27,6 +27,9 @@ HEARTBEAT_SECONDS = 5.0
 STALE_AFTER_SECONDS = 30.0
 # Rows of workers gone for this long are deleted when a worker starts.
 FORGET_AFTER = timedelta(days=1)
+# A heartbeat further ahead than this was written under another clock (one set back since, or another host's
+# far off): never a live worker, and forgotten when a worker starts. Clocks of hosts a few seconds apart pass.
+FUTURE_SLACK = timedelta(seconds=STALE_AFTER_SECONDS)
 DATABASE_TIMEOUT_SECONDS = 2.0
 NO_SCHEMA = "the database answers but has no schema: run `console db upgrade`"
 
@@ -40,7 +43,12 @@ def beat(worker_id: str) -> None:
     now = utcnow()
     row = db.session.get(WorkerHeartbeat, worker_id)
     if row is None:
-        db.session.execute(delete(WorkerHeartbeat).where(WorkerHeartbeat.last_seen < now - FORGET_AFTER))
+        db.session.execute(
+            delete(WorkerHeartbeat).where(
+                (WorkerHeartbeat.last_seen < now - FORGET_AFTER)
+                | (WorkerHeartbeat.last_seen > now + FUTURE_SLACK)
+            )
+        )
         host, _, _ = worker_id.partition(":")
         db.session.add(
             WorkerHeartbeat(worker_id=worker_id, host=host, pid=os.getpid(), started_at=now, last_seen=now)
@@ -57,8 +65,14 @@ def forget(worker_id: str) -> None:
 
 def worker_state() -> dict[str, Any]:
     """The newest heartbeat: whether a worker is alive, when it was last seen and its pid."""
+    # A heartbeat written under a clock since set back (a year ahead, then corrected, and the worker killed
+    # outright so it never removed its row) is no live worker: taken as the newest, it said "ok", seconds_ago
+    # 0, for as long as the clock took to catch up, whether a worker ran or not.
     latest = db.session.scalars(
-        select(WorkerHeartbeat).order_by(WorkerHeartbeat.last_seen.desc()).limit(1)
+        select(WorkerHeartbeat)
+        .where(WorkerHeartbeat.last_seen <= utcnow() + FUTURE_SLACK)
+        .order_by(WorkerHeartbeat.last_seen.desc())
+        .limit(1)
     ).first()
     if latest is None:
         return {

@@ -13,6 +13,7 @@ from sqlalchemy import text
 from console import create_app
 from console.extensions import db
 from tests.conftest import VERSION, Api, assert_error, base_config
+from tests.factories import LINK_TOKEN
 
 pytestmark = [pytest.mark.committing, pytest.mark.both_backends]
 
@@ -134,3 +135,56 @@ def test_postgres_sessions_carry_the_statement_timeout(app, make_app, database_u
         assert db.session.execute(text("SHOW statement_timeout")).scalar() == "5s"
     with make_app(DB_STATEMENT_TIMEOUT=0).app_context():
         assert db.session.execute(text("SHOW statement_timeout")).scalar() == "0"
+
+
+def test_another_program_holding_sqlites_write_lock_is_a_busy_503_then_service_resumes(
+    app, workspace, make_app, database_url, monkeypatch
+):
+    """A developer's SQLite GUI (or a script) in a write transaction on the instance's database: writes wait
+    their busy timeout, then answer 503 saying the service is busy, not that it "cannot reach its database"
+    (it answers; reads go on); once the lock is released, writes succeed again by themselves."""
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    import sqlite3
+
+    from console.db import sqlite as sqlite_db
+
+    # A short busy timeout for this app's new connections (5 s in production): the answer, not the wait.
+    monkeypatch.setattr(
+        sqlite_db,
+        "PRAGMAS",
+        (*(p for p in sqlite_db.PRAGMAS if "busy_timeout" not in p), "PRAGMA busy_timeout=200"),
+    )
+    small = make_app()
+    api = Api(small.test_client(), workspace.secrets["sandbox"])
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        error = unavailable(api.post("/link_tokens", LINK_TOKEN))
+        assert error["message"] == "The service is busy right now. Try again in a few seconds."
+        assert api.get("/jobs").status_code == 200  # reads are not blocked by the write lock
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert api.post("/link_tokens", LINK_TOKEN).status_code == 200
+
+
+def test_a_database_that_cannot_be_written_is_a_503_saying_changes_cannot_be_saved(
+    app, workspace, make_app, database_url, caplog, monkeypatch
+):
+    """A full disk or a read-only database file: SQLite refuses every write (here its connections are made
+    read-only: the tests run as root, whom file modes do not stop). Reads go on; a write answers 503 saying
+    changes cannot be saved (not that the database cannot be reached), and the log says, as an error, what
+    the operator must do."""
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's own refusals")
+    from console.db import sqlite as sqlite_db
+
+    monkeypatch.setattr(sqlite_db, "PRAGMAS", (*sqlite_db.PRAGMAS, "PRAGMA query_only=ON"))
+    read_only = make_app()
+    api = Api(read_only.test_client(), workspace.secrets["sandbox"])
+    assert api.get("/jobs").status_code == 200
+    with caplog.at_level("ERROR", logger="console.api.errors"):
+        error = unavailable(api.post("/link_tokens", LINK_TOKEN))
+    assert error["message"] == "The service cannot save changes right now. Try again later."
+    assert "readonly database; free space where the database is, or make it writable" in caplog.text

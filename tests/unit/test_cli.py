@@ -555,3 +555,73 @@ def test_workspaces_list_puts_the_largest_first_and_delete_removes_one_with_its_
         assert db.session.query(LinkToken).count() == 1  # the quiet workspace's token stays
     missing = run_cli("workspaces", "delete", noisy["id"], "--yes", check=False)
     assert missing.returncode != 0 and "No workspace" in missing.stderr
+
+
+def test_a_file_that_is_not_a_database_is_one_line_naming_it_not_a_traceback(run_cli, tmp_path, monkeypatch):
+    """A damaged or foreign `console.db` (a disk error, a half copy, a wrong file put in place): every command,
+    `console run` included, stopped with a driver traceback ending in `file is not a database`."""
+    for name in ("HOST", "PORT", "THREADS"):  # `console run` sets them for its serving processes
+        monkeypatch.delenv(name, raising=False)
+    database = tmp_path / "cli.db"
+    database.write_bytes(b"this is not a database, " * 4096)
+    for args in (("keys", "list"), ("db", "upgrade"), ("run", "--port", str(_closed_port()))):
+        result = run_cli(*args, check=False)
+        assert result.returncode == 1, args
+        assert f"The database file {database} cannot be used (file is not a database)" in result.stderr
+        assert "Restore it from a backup" in result.stderr
+        assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_second_console_run_on_the_same_instance_folder_is_refused_naming_the_first(run_cli, tmp_path):
+    """Two `console run` on one instance folder (another port) both served: the second's record of where it
+    serves replaced the first's and went with it at its stop, so `listen`, `trigger` and `keys create` then
+    named a port nobody served. The first holds the folder; the second says so and starts nothing."""
+    from console import served
+
+    instance = tmp_path / "instance"
+    first = served.hold_instance(instance)  # as a running `console run` does (a lock per open file)
+    try:
+        served.record("http://127.0.0.1:5999", folder=instance)
+        result = run_cli("run", "--port", str(_closed_port()), check=False)
+    finally:
+        os.close(first)
+    assert result.returncode == 1
+    assert (
+        f"Another `console run` already serves this instance folder ({instance}, pid {os.getpid()} at "
+        "http://127.0.0.1:5999): stop it first" in result.stderr
+    )
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "cli.db").exists()  # refused before the database was touched
+    assert served.recorded_root(folder=instance) == "http://127.0.0.1:5999"  # the first's record stays
+    # Once the first has gone (however it ended: the kernel drops the lock), the folder is free again.
+    again = served.hold_instance(instance)
+    os.close(again)
+
+
+def test_an_instance_folder_that_cannot_be_written_or_is_full_is_one_line(run_cli, tmp_path, monkeypatch):
+    """A read-only or full instance folder stopped `console run` with a traceback from the rate-limit file's
+    `os.open`; a folder that cannot be made (here: under a file) is the same case as a read-only one."""
+    from console import served
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    result = run_cli(
+        "run", "--port", str(_closed_port()), check=False, env={"CONSOLE_INSTANCE_DIR": str(blocker / "i")}
+    )
+    assert result.returncode == 1
+    assert f"Cannot write to the instance folder {blocker / 'i'} (" in result.stderr
+    assert "set CONSOLE_INSTANCE_DIR to a folder that is" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+    real = os.statvfs
+
+    def full(path):
+        found = real(path)
+        return os.statvfs_result((*found[:4], 3, *found[5:]))  # f_bavail: 3 blocks left
+
+    monkeypatch.setattr(served.os, "statvfs", full)
+    result = run_cli("run", "--port", str(_closed_port()), check=False)
+    assert result.returncode == 1
+    assert f"The disk holding the instance folder {tmp_path / 'instance'} is full" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    assert not (tmp_path / "cli.db").exists()

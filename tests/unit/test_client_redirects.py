@@ -85,3 +85,38 @@ def test_pcc_does_not_follow_a_redirect_with_the_key(elsewhere, code):
     finally:
         moved.shutdown()
         moved.server_close()
+
+
+class _Busy(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = (
+            b'{"error": {"code": "SERVICE_UNAVAILABLE", "message": "The service cannot save changes right now. '
+            b'Try again later.", "type": "SERVICE_UNAVAILABLE", "status_code": 503, "fields": []}}'
+        )
+        self.send_response(503)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Retry-After", "2")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_a_5xx_with_the_services_words_passes_them_on():
+    """`console trigger` against a server whose disk was full said only "the service answered 503"."""
+    from console.listener import Unavailable
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Busy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(Unavailable) as raised:
+            Service(_url(server), SECRET).post("/sandbox/v1/link_tokens")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert str(raised.value) == (
+        "the service answered 503: SERVICE_UNAVAILABLE: The service cannot save changes right now. Try again later."
+    )
+    assert raised.value.retry_after == 2.0

@@ -182,3 +182,20 @@ def test_a_database_without_the_schema_says_so(tmp_path):
     assert body["database"] == {"ok": False, "error": health.NO_SCHEMA}
     assert "console db upgrade" in body["database"]["error"]
     assert "did not answer" not in response.get_data(as_text=True)
+
+
+def test_a_heartbeat_from_a_clock_set_back_since_is_no_live_worker(app, client):
+    """The machine's clock a year ahead, the worker killed outright (its row stays), the clock corrected: the
+    row's `last_seen` is a year in the future. It was the newest, so /healthz said `ok` (seconds_ago 0) for a
+    year whether a worker ran or not; a worker that starts forgets it."""
+    future = _beat(app, seconds_ago=-365 * 86400)
+    body = client.get("/healthz").get_json()
+    assert body["worker"]["ok"] is False and body["status"] == "degraded"
+
+    live = _beat(app, seconds_ago=1)
+    body = client.get("/healthz").get_json()
+    assert body["worker"]["ok"] is True and body["status"] == "ok"
+    assert body["worker"]["last_seen"] < "2100"
+    with app.app_context():
+        assert {r.worker_id for r in db.session.query(WorkerHeartbeat).all()} == {live}
+        assert db.session.get(WorkerHeartbeat, future) is None

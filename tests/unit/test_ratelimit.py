@@ -419,3 +419,31 @@ def test_redis_counters_fail_over_like_the_others(caplog):
         limiter.counters.primary.hit(parse("1/minute"), "k")
     with caplog.at_level(logging.WARNING, logger="console.api.ratelimit"):
         assert [limiter.hit("sandbox", "k").allowed for _ in range(2)] == [True, False]
+
+
+def test_the_shared_file_has_its_place_on_disk_from_the_start(tmp_path):
+    """A sparse file's pages got their disk blocks at their first write through the mapping: on a full disk
+    that write is SIGBUS, which killed each serving process at its first call (tried on a full tmpfs: Granian
+    saw them die one after the other and stopped the whole server)."""
+    table = _table(tmp_path)
+    assert os.stat(tmp_path / "rl.mmap").st_blocks * 512 >= table.size
+
+
+def test_a_shared_file_the_disk_cannot_hold_falls_back_to_per_process_counting(tmp_path, monkeypatch, caplog):
+    """No room for the file (a full disk) or no right to write it: the server serves, counting per process,
+    says so once on its log and in /healthz (degraded, as on Redis's fallback), and never crashes."""
+    import errno
+
+    from console.api.ratelimit import counters_for
+
+    def no_room(fd, offset, length):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "posix_fallocate", no_room)
+    with caplog.at_level(logging.WARNING, logger="console.api.ratelimit"):
+        counters = counters_for(f"mmap://{tmp_path / 'rl.mmap'}", 10)
+    health = counters.health()
+    assert health["ok"] is False and health["fallback"] is True and health["shared"] is False
+    assert "No space left on device" in health["error"]
+    assert "counting per process" in caplog.text
+    assert counters.hit(parse("10/second"), "key").allowed

@@ -711,6 +711,45 @@ def test_a_master_killed_outright_leaves_no_serving_process_or_worker_behind(tmp
 
 
 @pytest.mark.slow
+def test_a_second_run_on_the_instance_folder_is_refused_and_a_killed_first_frees_it(tmp_path):
+    """Two `console run` on one instance folder: the second (another port) says which one serves it and starts
+    nothing; once the first is killed outright (SIGKILL, no clean-up), the next start serves."""
+    first = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--processes", "1")
+    left: set[int] = set()
+    try:
+        first.wait_until_ready()
+        second = subprocess.run(
+            [sys.executable, "-m", "console.cli", "run", "--port", str(_free_port())],
+            cwd=ROOT,
+            env=first.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert (
+            f"Another `console run` already serves this instance folder ({tmp_path / 'instance'}, "
+            f"pid {first.process.pid} at {first.base})" in second.stderr
+        )
+        assert "Traceback" not in second.stderr
+        serving_pids, worker_pids = first.processes()
+        left = serving_pids | worker_pids
+        first.process.kill()
+        first.process.wait(60)
+        assert wait_for(lambda: all(_ended(pid) for pid in left), serving.SERVING_STOP_SECONDS + 60, 0.2)
+    finally:
+        first.stop()
+        for pid in left:
+            if not _ended(pid):
+                os.kill(pid, signal.SIGKILL)
+    again = Console(tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--processes", "1")
+    try:
+        again.wait_until_ready()
+    finally:
+        assert again.stop() == 0, again.output()
+
+
+@pytest.mark.slow
 def test_run_worker_0_starts_no_worker_process(tmp_path):
     console = Console(
         tmp_path, f"sqlite:///{tmp_path / 'console.db'}", "--processes", "1", env={"RUN_WORKER": "0"}

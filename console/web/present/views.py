@@ -21,6 +21,7 @@ import logging
 from flask import Response, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from console.api.errors import DATABASE_UNAVAILABLE, UNAVAILABLE_PAGES, unavailable_message
 from console.clock.services import now as clock_now
 from console.core.errors import FieldError, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
@@ -547,6 +548,9 @@ def present_step(key: str, number: int):
         message = str(error)
     except ServiceError as error:
         message = error.message
+    except DATABASE_UNAVAILABLE as error:  # busy, full or unreachable: say so, and the retry will do
+        db.session.rollback()
+        message = unavailable_message(error)
     except Exception:  # a demo never shows a traceback: say which step failed and offer the retry
         db.session.rollback()
         log.exception("Presenter step %s of %s failed", number, key)
@@ -565,6 +569,35 @@ def present_step(key: str, number: int):
         "replaced": message == OTHER_RUN,
     }
     return _stage(story, number - 1, failure=failure, status=422)
+
+
+def _unavailable_step(message: str):
+    """The stage with the step's failure and its retry, when the database failed before the step could run
+    (making the run's workspace under a held SQLite write lock, a full disk): the generic busy page is no
+    stage, and the stage's script answered it with "Reload the page to continue" in front of the room."""
+    args = request.view_args or {}
+    story = stories.get(args.get("key", ""))
+    number = args.get("number", 0)
+    if story is None or not 1 <= number <= len(story.steps):
+        return None
+    db.session.rollback()
+    failure = {
+        "number": number,
+        "caption": _caption(story, number, _brand(), _profile()),
+        "message": message,
+        "retry": True,
+        "replaced": False,
+    }
+    try:
+        page, _status = _stage(story, number - 1, failure=failure)  # answered with 503 and Retry-After
+        return page
+    except Exception:  # the database cannot even be read: the plain busy page then
+        db.session.rollback()
+        log.exception("The stage could not be drawn for the failed step %s of %s", number, story.key)
+        return None
+
+
+UNAVAILABLE_PAGES["console.present_step"] = _unavailable_step
 
 
 @routes.post("/present/<key>/restart", no_create=True)

@@ -1,0 +1,56 @@
+"""The presenter's stage when the database cannot take a write: the stage, its failed step and the retry, never
+a page that is not the stage (its script put "Reload the page to continue" in front of the room)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from console import create_app
+from console.db import sqlite as sqlite_db
+from console.extensions import db
+from tests.conftest import base_config
+from tests.web.conftest import Visitor
+
+pytestmark = [pytest.mark.committing]
+
+STEP_1 = "/present/10-standard-switch/steps/1"
+
+
+@pytest.fixture
+def quick_app(database_url, monkeypatch):
+    """An app on the test database whose SQLite connections wait 200 ms for a held lock (5 s in production)."""
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock")
+    monkeypatch.setattr(
+        sqlite_db,
+        "PRAGMAS",
+        (*(p for p in sqlite_db.PRAGMAS if "busy_timeout" not in p), "PRAGMA busy_timeout=200"),
+    )
+    built = create_app(base_config(database_url))
+    yield built
+    with built.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def test_a_step_under_a_held_write_lock_answers_the_stage_with_the_failure_then_the_retry_runs(
+    quick_app, database_url
+):
+    visitor = Visitor(quick_app.test_client())
+    assert visitor.get("/present/10-standard-switch").status_code == 200
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # a developer's SQLite GUI in a write transaction
+    try:
+        response = visitor.post(STEP_1)
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    text = response.get_data(as_text=True)
+    assert response.status_code == 503 and response.headers["Retry-After"] == "2"
+    assert 'id="stage"' in text  # what the stage's script swaps in
+    assert "Step 1 did not work" in text and "The service is busy right now." in text
+    assert "Traceback" not in text
+    # Released: the same key press runs the step.
+    assert visitor.post(STEP_1).status_code == 303
