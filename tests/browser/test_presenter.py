@@ -711,6 +711,48 @@ def test_on_a_touch_screen_the_hint_stays_and_a_tap_shows_and_hides_the_controls
         context.close()
 
 
+@pytest.mark.parametrize("touch", [True, False])
+def test_on_a_phone_the_shown_controls_cover_neither_the_phone_nor_the_column_s_end(
+    browser, console_live, touch
+):
+    """At 390 px the controls, shown, stay at the bottom of the screen: three rows of buttons (and, with keys,
+    the key hints' lines) took a sixth of it and hid the phone's lower part (Link's Continue) wherever it was
+    scrolled to. Now the phone fits above them; and a touch screen's corner hint, the controls hidden, leaves
+    the column's last row uncovered."""
+    from tests.browser.conftest import BACKSTOP_MS
+
+    context = browser.new_context(viewport={"width": 390, "height": 844}, has_touch=touch, is_mobile=touch)
+    context.set_default_timeout(BACKSTOP_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{console_live.url}/present/10-standard-switch")
+        press(page, "ArrowRight", 1)
+        page.locator("#backend [data-feed] li").first.wait_for()
+        hint = page.locator("[data-stage-hint]")
+        if touch:
+            page.evaluate("window.scrollTo(0, document.scrollingElement.scrollHeight)")
+            last = page.locator("#backend").bounding_box()
+            box = hint.bounding_box()
+            assert box["y"] >= last["y"] + last["height"] - 1, (box, last)
+            hint.tap()
+        else:
+            page.keyboard.press("?")
+        controls = page.locator("nav.controls")
+        expect(controls).to_be_visible()
+        page.locator(".phone").evaluate("e => e.scrollIntoView({block: 'start'})")
+
+        def phone_and_bar() -> tuple[float, float]:
+            phone, bar = page.locator(".phone").bounding_box(), controls.bounding_box()
+            return phone["y"] + phone["height"], bar["y"]
+
+        # present.js refits the phone once the controls show (a resize observer): wait for the fact.
+        bottom, bar_top = poll(phone_and_bar, lambda found: found[0] <= found[1] + 1, what="the phone above")
+        assert bottom <= bar_top + 1, (bottom, bar_top)
+        assert page.evaluate("document.scrollingElement.scrollWidth <= innerWidth")
+    finally:
+        context.close()
+
+
 def test_the_phone_keeps_its_size_when_the_caption_goes_from_one_line_to_two(page, console_live):
     """At 1280x720 the failure story's captions are one line or two: the bar reserves two, so the phone, scaled
     to the height left, is one size at every step (it shrank and grew between steps)."""
