@@ -96,12 +96,17 @@
   }
 
   // The phone is drawn at 380x760; it is scaled to the height the stage leaves it (and at most 45% of the width).
+  // In a phone-sized window (one column that scrolls) it fills the width, but no taller than the window above the
+  // controls, which stay at the bottom of the screen once shown: at full size their bar hid the phone's lower
+  // part (Link's Continue button) wherever the phone was scrolled to.
   function fitPhone() {
     var main = document.querySelector(".stage-main");
     if (!main) return;
     var narrow = window.matchMedia("(max-width: 600px)").matches;
+    var bar = document.querySelector(".controls");
+    var barHeight = bar ? bar.offsetHeight : 0; // 0 while hidden
     var scale = narrow
-      ? Math.min(1, main.clientWidth / 380)
+      ? Math.min(1, main.clientWidth / 380, (window.innerHeight - barHeight - 8) / 760)
       : Math.min(main.clientHeight / 760, (main.clientWidth * 0.45) / 380);
     if (scale > 0) document.documentElement.style.setProperty("--phone-scale", scale.toFixed(4));
   }
@@ -274,6 +279,9 @@
     if (!mainResized || !main) return;
     mainResized.disconnect();
     mainResized.observe(main);
+    // The controls too: shown, hidden, or a note added, they change the height a phone-sized window leaves.
+    var bar = document.querySelector(".controls");
+    if (bar) mainResized.observe(bar);
   }
 
   // A panel holding more than it shows fades out at its bottom: rows cut mid-line looked broken on a projector.

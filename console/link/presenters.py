@@ -102,6 +102,7 @@ TITLES = {
 }
 ERROR_TITLES = {
     "INVALID_LINK_TOKEN": "This link is not valid",
+    "INVALID_ORIGIN": "Link cannot talk to this page",
     "LINK_TOKEN_EXPIRED": "This link has expired",
     "ACCOUNT_LOCKED": "Your account is locked",
     "PLATFORM_NOT_SUPPORTED": "This provider can't be used here",

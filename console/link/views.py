@@ -123,6 +123,36 @@ def _refuse_nul_parameters():
     return None
 
 
+# How much of a refused `origin` the refusal quotes back (escaped by the template, as everything is).
+_SHOWN_ORIGIN_CHARS = 80
+
+
+@link.before_request
+def _refuse_bad_origin():
+    """A parent origin that is given but no plain http(s) origin is refused with a screen saying so.
+
+    Link posts only to a valid declared origin: with a bad one it fell back to standalone framing and ran the flow
+    without ever talking to its parent, so the developer's page saw nothing happen and nothing said why. The
+    refusal holds no flow (no step runs, no form carries the token), so it stays framable: the developer reads it
+    in the frame of their own page. "null" is what the SDK sends from a page opened as a file; it keeps its own
+    handling (training exercise 2 says why Link cannot show there).
+    """
+    if request.endpoint in (f"{request.blueprint}.terms", f"{request.blueprint}.privacy"):
+        return None
+    value = (request.values.get("origin") or "").strip()
+    if not value or value == m.OPAQUE_ORIGIN or parent_origin() is not None:
+        return None
+    shown = value if len(value) <= _SHOWN_ORIGIN_CHARS else value[:_SHOWN_ORIGIN_CHARS] + "…"
+    return _problem(
+        "INVALID_ORIGIN",
+        f"Link was opened with origin “{shown}”, which is not a plain http(s) origin, so it cannot talk to the "
+        "page that opened it. Pass that page's origin: its scheme, host and port only, such as "
+        "https://app.example.com or http://localhost:8000 (no path, no trailing slash). The SDK "
+        "(/static/link.js) passes it for you.",
+        400,
+    )
+
+
 def _token_or_problem():
     token = find_by_token(request.values.get("token", ""))
     if token is None:

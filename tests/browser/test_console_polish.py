@@ -77,3 +77,21 @@ def test_the_inbox_times_line_up_on_the_right_whatever_the_event_names_length(pa
         times.nth(1).wait_for()
         rights = times.evaluate_all("ts => ts.map(t => Math.round(t.getBoundingClientRect().right))")
         assert len(set(rights)) == 1, f"the times end at {rights} at {width} px"
+
+
+def test_the_event_log_filter_button_shares_the_fields_row_at_1280_and_1440(page, live_server):
+    """At 1280x720 the four fields' default widths sent the Filter button (and Clear) to a row of its own."""
+    for size in ({"width": 1280, "height": 720}, {"width": 1440, "height": 900}):
+        page.set_viewport_size(size)
+        # Filtered, so that Clear stands beside the button too (the widest the actions get).
+        page.goto(live_server.url + "/events?type=account.added")
+        button = page.get_by_role("button", name="Filter").bounding_box()
+        clear = page.locator("form.filters .filter-actions a").bounding_box()
+        for field in FIELDS:
+            box = page.locator(field).bounding_box()
+            assert abs((box["y"] + box["height"] / 2) - (button["y"] + button["height"] / 2)) <= 6, (
+                size,
+                field,
+            )
+        form = page.locator("form.filters").bounding_box()
+        assert clear["x"] + clear["width"] <= form["x"] + form["width"], (size, clear, form)

@@ -315,3 +315,23 @@ def test_a_matched_accounts_employer_reads_in_words_in_a_phone_wide_link(browser
         assert box["y"] >= name["y"] + name["height"] - 1  # under the platform's name
     finally:
         context.close()
+
+
+def test_a_hand_built_link_url_with_a_bad_origin_says_so_inside_the_customer_s_frame(customer, live):
+    """A page that frames Link itself with `origin=<its URL>/` (a trailing slash: no plain origin) saw Link run and
+    never talk to it. Now the frame itself shows why, quoting the origin, in the customer page's own frame."""
+    token = new_token(live)["token"]
+    customer.goto(customer.customer_url)
+    page_origin = customer.evaluate("location.origin")
+    bad = page_origin + "/"
+    src = f"{live.url}/sandbox/link?token={token}&origin={requests.utils.quote(bad, safe='')}"
+    customer.evaluate(
+        """src => { const f = document.createElement("iframe"); f.title = "Link (by hand)"; f.src = src;
+                    f.width = 400; f.height = 600; document.body.appendChild(f); }""",
+        src,
+    )
+    frame = customer.frame_locator("iframe[title='Link (by hand)']")
+    expect(frame.locator("#screen-title")).to_have_text("Link cannot talk to this page")
+    alert = frame.locator("[data-error-code='INVALID_ORIGIN']")
+    expect(alert).to_contain_text(f"origin “{bad}”")
+    expect(alert).to_contain_text("https://app.example.com or http://localhost:8000")

@@ -738,7 +738,8 @@ def test_the_printable_summary_lists_the_story_the_webhooks_and_the_calls(app, v
     assert "one POST." in text and "shown on the right" not in text and "This is Acme Bank" not in text
     assert "data-summary-date" in text and "data-summary-contact" not in text  # no profile: no contact
     assert 'data-summary-event="direct_deposit_switch.added"' in text
-    assert "POST /sandbox/v1/link_tokens" in text and "data-print" in text
+    # The path wraps on a phone only between its words: a <wbr> after each "/", "_" (and ".", "-").
+    assert "POST /<wbr>sandbox/<wbr>v1/<wbr>link_<wbr>tokens" in text and "data-print" in text
     assert 'id="summary-no-run"' not in text
     assert visitor.get("/present/nope/summary").status_code == 404
     # Another story's summary does not print this run's webhooks and calls under its own title.

@@ -64,6 +64,44 @@ def test_link_screens_stay_framable_by_the_page_that_opens_them(app, api, client
     assert "unsafe" not in standalone.headers["Content-Security-Policy"]  # no inline style or script in Link
 
 
+@pytest.mark.parametrize(
+    "origin",
+    ["https://shop.example/", "https://shop.example/checkout", "shop.example", "ftp://shop.example", "*"],
+)
+def test_a_link_opened_with_a_bad_origin_says_so_and_runs_no_flow(app, api, client, origin):
+    """A bad `origin` fell back to standalone framing and ran the flow, and Link never talked to the page that
+    opened it: the developer saw nothing happen. Now Link answers 400 with a screen naming the origin and what a
+    valid one looks like, framable (so that it reads in the developer's own frame), holding no flow."""
+    from urllib.parse import quote
+
+    from console.link.models import LinkSession
+
+    created = api.post("/link_tokens", json=LINK_TOKEN)
+    token = created.get_json()["data"]["token"]
+    response = client.get(f"/sandbox/link?token={token}&origin={quote(origin, safe='')}")
+    assert response.status_code == 400
+    assert csp_directives(response)["frame-ancestors"] == "frame-ancestors *"
+    page = response.get_data(as_text=True)
+    assert 'data-error-code="INVALID_ORIGIN"' in page and "Link cannot talk to this page" in page
+    assert f"origin “{origin}”" in page and "https://app.example.com or http://localhost:8000" in page
+    assert 'data-parent-origin=""' in page  # it posts to no one
+    assert 'name="token"' not in page and token not in page  # no form, no step: only the message
+    with app.app_context():
+        assert LinkSession.query.count() == 0  # the flow was not started
+    # Fixed, the same token opens Link at its first screen, framed by that page.
+    fixed = client.get(f"/sandbox/link?token={token}&origin=https://shop.example")
+    assert fixed.status_code == 200 and "INVALID_ORIGIN" not in fixed.get_data(as_text=True)
+    assert csp_directives(fixed)["frame-ancestors"] == "frame-ancestors 'self' https://shop.example"
+
+
+def test_a_long_bad_origin_is_quoted_cut_and_escaped(api, client):
+    created = api.post("/link_tokens", json=LINK_TOKEN)
+    token = created.get_json()["data"]["token"]
+    origin = "<script>" + "x" * 200
+    page = client.get(f"/sandbox/link?token={token}&origin={origin}").get_data(as_text=True)
+    assert "<script>x" not in page and "&lt;script&gt;" + "x" * 72 + "…”" in page
+
+
 def test_the_api_and_static_files_get_harmless_headers(api, client):
     response = api.get("/jobs")
     assert response.status_code == 200

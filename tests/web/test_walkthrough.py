@@ -113,6 +113,9 @@ def test_the_whole_walkthrough_ticks_every_step(app, client, visitor):
     page = visitor.get("/").get_data(as_text=True)
     assert done_steps(page) == ["key", "webhook", "link_token", "link", "inbox", "jobs"]
     assert "✓ signature verified" in page
+    # What a screen reader hears as the last step ticks: it said "6 of 6 steps done; next, step 6: Query jobs".
+    announced = re.search(r'data-announce="checklist">([^<]+)<', page).group(1)
+    assert announced == "Walkthrough progress: 6 of 6 steps done: the walkthrough is complete.", announced
 
 
 def test_step_6_says_what_was_queried_and_puts_a_refusal_on_its_field(visitor):

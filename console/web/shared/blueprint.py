@@ -3,11 +3,13 @@ helper, and what every console page shares: hooks, error pages, template filters
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
 from flask import Blueprint, current_app, g, render_template, request
 from flask_wtf.csrf import CSRFError
+from markupsafe import Markup, escape
 
 from console.api.errors import NOT_FOUND_PAGE_MESSAGE
 from console.core.errors import RateLimited, ServiceError, ValidationFailed
@@ -201,6 +203,16 @@ def _clocktime(value: datetime | str | None, precision: str = "seconds", real: b
     return text
 
 
+_BREAK_AFTER = re.compile(r"([._/-])(?=.)")
+
+
+def _breakable(text: object) -> Markup:
+    """The text, escaped, with a line-break opportunity (<wbr>) after each ".", "_", "/" and "-": a long API name
+    or path (`direct_deposit_switch.added`, `/sandbox/v1/link_tokens/…/complete`) wraps between its words on a
+    phone, never mid-word as `overflow-wrap: anywhere` broke it ("direct_depo / sit_switch")."""
+    return Markup(_BREAK_AFTER.sub(r"\1<wbr>", str(escape(text))))
+
+
 def _duration(seconds: float) -> str:
     """A short human duration: 45 s, 12 min, 3 h 5 min, 2 d 4 h."""
     seconds = int(abs(seconds))
@@ -249,6 +261,7 @@ def make_blueprint(features: Iterable[Routes]) -> Blueprint:
     bp.add_app_template_filter(_prettyjson, "prettyjson")
     bp.add_app_template_filter(_clocktime, "clocktime")
     bp.add_app_template_filter(_duration, "duration")
+    bp.add_app_template_filter(_breakable, "breakable")
     return bp
 
 
