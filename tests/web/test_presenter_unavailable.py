@@ -6,10 +6,12 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from sqlalchemy.exc import OperationalError
 
 from console import create_app
 from console.db import sqlite as sqlite_db
 from console.extensions import db
+from console.presenter import profiles
 from tests.conftest import base_config
 from tests.web.conftest import Visitor
 
@@ -54,3 +56,21 @@ def test_a_step_under_a_held_write_lock_answers_the_stage_with_the_failure_then_
     assert "Traceback" not in text
     # Released: the same key press runs the step.
     assert visitor.post(STEP_1).status_code == 303
+
+
+def test_a_step_when_the_database_cannot_even_be_read_is_the_busy_page_not_a_500(app, monkeypatch):
+    """A saved profile's stage (`?profile=<slug>`) while the database is away (PostgreSQL restarting, a dead
+    pool): the stage's own page for the failure reads the profile too, and that read failing inside the error
+    handler was a bare 500 with a traceback. The plain busy page (503, Retry-After) is the fallback."""
+    visitor = Visitor(app.test_client())
+    assert visitor.get("/present/10-standard-switch").status_code == 200
+
+    def away(slug):
+        raise OperationalError("SELECT presenter_profiles", {}, ConnectionRefusedError("connection refused"))
+
+    monkeypatch.setattr(profiles, "get", away)
+    response = visitor.post(f"{STEP_1}?profile=some-bank")
+    text = response.get_data(as_text=True)
+    assert response.status_code == 503 and response.headers["Retry-After"] == "2"
+    assert "The service cannot reach its database right now." in text
+    assert "Traceback" not in text

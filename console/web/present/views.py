@@ -581,14 +581,16 @@ def _unavailable_step(message: str):
     if story is None or not 1 <= number <= len(story.steps):
         return None
     db.session.rollback()
-    failure = {
-        "number": number,
-        "caption": _caption(story, number, _brand(), _profile()),
-        "message": message,
-        "retry": True,
-        "replaced": False,
-    }
     try:
+        # Inside the try: the caption reads a saved profile (`?profile=`), and with the database away that read
+        # fails too; raised from this error handler it was a bare 500.
+        failure = {
+            "number": number,
+            "caption": _caption(story, number, _brand(), _profile()),
+            "message": message,
+            "retry": True,
+            "replaced": False,
+        }
         page, _status = _stage(story, number - 1, failure=failure)  # answered with 503 and Retry-After
         return page
     except Exception:  # the database cannot even be read: the plain busy page then
