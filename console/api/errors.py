@@ -84,9 +84,15 @@ UNAVAILABLE_RETRY_AFTER = 2
 
 _UNWRITABLE = ("disk is full", "readonly database", "disk I/O error")
 
-# Console endpoints that answer an unavailable database with a page of their own (given the message), such as
-# the presenter's stage, whose script swaps in only a stage; None from one falls back to the busy page.
-UNAVAILABLE_PAGES: dict[str, Callable[[str], Any]] = {}
+# `app.extensions[UNAVAILABLE_PAGES]`: console endpoints that answer an unavailable database with a page of their
+# own (given the message), such as the presenter's stage, whose script swaps in only a stage; None from one falls
+# back to the busy page. Filled by `create_app`'s wiring (console.web.init_app), never at import.
+UNAVAILABLE_PAGES = "unavailable_pages"
+
+
+def unavailable_pages(app: Flask) -> dict[str, Callable[[str], Any]]:
+    """The app's endpoint -> own unavailable page map (see UNAVAILABLE_PAGES), made empty on first use."""
+    return app.extensions.setdefault(UNAVAILABLE_PAGES, {})
 
 
 def unavailable_message(exc: Exception) -> str:
@@ -122,7 +128,7 @@ def _database_unavailable(exc: Exception):
     message = unavailable_message(exc)
     if is_api_path(request.path):
         return _service_error(ServiceUnavailable(message, retry_after=UNAVAILABLE_RETRY_AFTER))
-    own = UNAVAILABLE_PAGES.get(request.endpoint or "")
+    own = current_app.extensions.get(UNAVAILABLE_PAGES, {}).get(request.endpoint or "")
     page = own(message) if own is not None else None
     if page is None:
         page = render_template("unavailable.html", message=message, retry_after=UNAVAILABLE_RETRY_AFTER)

@@ -15,6 +15,7 @@ def init_app(app: Flask) -> None:
     Secure flag."""
     from htmx_flask import Htmx
 
+    from console.api.errors import unavailable_pages
     from console.extensions import csrf
     from console.web.clock import views as clock
     from console.web.events import views as events
@@ -46,6 +47,8 @@ def init_app(app: Flask) -> None:
     # The stories (a domain package) check each step against the stage's actions without importing them.
     app.extensions["story_actions"] = story_actions.argument_checks()
     app.extensions["story_scenario_fits"] = story_actions.scenario_misfit
+    # A step the database could not take answers with the stage and its retry, not the generic busy page.
+    unavailable_pages(app)["console.present_step"] = present.unavailable_step
     headers.init_app(app)
     configure_session_cookie(app)
 

@@ -42,6 +42,7 @@ def state(app=None):
             "task_kinds": sorted(scheduler._kinds()),
             "agenda_sources": len(agenda._sources()),
             "routes": sorted(r.endpoint for r in probe.url_map.iter_rules() if r.endpoint != "static"),
+            "unavailable_pages": sorted(probe.extensions.get("unavailable_pages", {})),
         }
 
 
@@ -67,9 +68,18 @@ def test_importing_every_module_registers_nothing_until_create_app_runs():
     found = _probe()
     assert found["imported"] > 150  # every module of the app really was imported
     before, after = found["before"], found["after"]
-    assert before == {"session_hooks": [False, False], "task_kinds": [], "agenda_sources": 0, "routes": []}
+    assert before == {
+        "session_hooks": [False, False],
+        "task_kinds": [],
+        "agenda_sources": 0,
+        "routes": [],
+        "unavailable_pages": [],
+    }
     assert after["session_hooks"] == [True, True]
     assert {"job.retry", "job.federal_review", "link_token.expire"} <= set(after["task_kinds"])
     assert after["agenda_sources"] == 1
     assert "console.walkthrough" in after["routes"]
     assert "api_sandbox.create_link_token" in after["routes"]
+    # The stage's own page for a step the database could not take: the app's, set by its wiring (it was a
+    # module-level dict the presenter's views filled as they were imported, shared by every app).
+    assert after["unavailable_pages"] == ["console.present_step"]

@@ -21,7 +21,7 @@ import logging
 from flask import Response, abort, current_app, flash, g, redirect, render_template, request, session, url_for
 from werkzeug.exceptions import RequestEntityTooLarge
 
-from console.api.errors import DATABASE_UNAVAILABLE, UNAVAILABLE_PAGES, unavailable_message
+from console.api.errors import DATABASE_UNAVAILABLE, unavailable_message
 from console.clock.services import now as clock_now
 from console.core.errors import FieldError, RateLimited, ServiceError, ValidationFailed
 from console.core.params import nul_fields
@@ -571,7 +571,7 @@ def present_step(key: str, number: int):
     return _stage(story, number - 1, failure=failure, status=422)
 
 
-def _unavailable_step(message: str):
+def unavailable_step(message: str):
     """The stage with the step's failure and its retry, when the database failed before the step could run
     (making the run's workspace under a held SQLite write lock, a full disk): the generic busy page is no
     stage, and the stage's script answered it with "Reload the page to continue" in front of the room."""
@@ -597,9 +597,6 @@ def _unavailable_step(message: str):
         db.session.rollback()
         log.exception("The stage could not be drawn for the failed step %s of %s", number, story.key)
         return None
-
-
-UNAVAILABLE_PAGES["console.present_step"] = _unavailable_step
 
 
 @routes.post("/present/<key>/restart", no_create=True)
