@@ -121,10 +121,26 @@ def refuse_another_secret_key(app: Flask) -> None:
     if refusal:
         sys.stderr.write(f"Error: {refusal}\n")
         sys.stderr.flush()
-        master = os.getppid()
-        if master != 1:  # not when orphaned already (its master gone, the process was adopted by init)
+        master = _granian_master()
+        if master is not None:
             os.kill(master, signal.SIGTERM)
         os._exit(SECRET_KEY_REFUSED)  # nothing served yet; no thread of this process has work to finish
+
+
+def _granian_master() -> int | None:
+    """The pid of the Granian master that started this serving process, while it lives; else None.
+
+    Granian starts its serving processes with `multiprocessing`, which knows the parent and whether it still
+    lives. Not `os.getppid()`: in a container Granian is often pid 1, which the old "orphaned, adopted by init"
+    test (`!= 1`) took for no master, leaving the stop to Granian's crash-loop detection (tried under
+    `unshare -pf`: four refusals, then exit 1); and a process some other program started (a shell, a
+    supervisor, `python -c`) got that program SIGTERMed, which it must not."""
+    import multiprocessing
+
+    parent = multiprocessing.parent_process()
+    if parent is None or parent.pid is None or not parent.is_alive():
+        return None
+    return parent.pid
 
 
 # Set by `remember_a_stop_while_starting`'s handler: a SIGTERM came before Granian's own handler was set.

@@ -16,17 +16,38 @@ import pytest
 from console import serving
 from tests.children import ROOT, run_python
 
-# As under Granian: a master (here a stand-in that notes a SIGTERM) forks the process that builds the app; the
-# test process is never the one a refusing serving process asks to stop.
-UNDER_A_MASTER = """
-import os, signal, sys
+# As under Granian: a master (here a stand-in that notes a SIGTERM) starts the process that builds the app with
+# `multiprocessing` (fork); the test process is never the one a refusing serving process asks to stop.
+# {pretend} runs in the child first (e.g. what a container shows when Granian is its pid 1).
+MASTER = """
+import multiprocessing, os, signal, sys
+stop_asked = []
+signal.signal(signal.SIGTERM, lambda *_: stop_asked.append(True))
+
+def serve():
+    {pretend}
+    from console.serving import serving_app
+    serving_app()
+    print('serving', flush=True)
+    os._exit(0)
+
+child = multiprocessing.get_context('fork').Process(target=serve)
+child.start()
+child.join()
+print('exit', child.exitcode, 'stop_asked', bool(stop_asked))
+"""
+UNDER_A_MASTER = MASTER.format(pretend="pass")
+# Granian as the container's pid 1: the serving process's parent pid is 1, and it is the master all the same.
+UNDER_A_MASTER_AS_PID_1 = MASTER.format(pretend="os.getppid = lambda: 1")
+# Started by another program (a shell, a supervisor, `flask run`): that program is no Granian master to stop.
+UNDER_ANOTHER_PROGRAM = """
+import os, signal
 stop_asked = []
 signal.signal(signal.SIGTERM, lambda *_: stop_asked.append(True))
 child = os.fork()
 if child == 0:
     from console.serving import serving_app
     serving_app()
-    print('serving', flush=True)
     os._exit(0)
 _, status = os.waitpid(child, 0)
 print('exit', os.waitstatus_to_exitcode(status), 'stop_asked', bool(stop_asked))
@@ -79,3 +100,21 @@ def test_a_database_not_ready_is_left_to_the_health_check(database, tmp_path):
     result = run_python(UNDER_A_MASTER, env=empty)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split()[:3] == ["serving", "exit", "0"]
+
+
+def test_granian_as_a_containers_pid_1_is_still_asked_to_stop(database):
+    """`os.getppid() != 1` was the test for "orphaned": with Granian as pid 1 (a container's usual command) the
+    refusing process never asked it to stop, and `--respawn-failed-workers` replaced it until Granian's
+    crash-loop detection gave up (exit 1), if it did."""
+    result = run_python(UNDER_A_MASTER_AS_PID_1, env={**database, "SECRET_KEY": "another-key"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["exit", str(serving.SECRET_KEY_REFUSED), "stop_asked", "True"]
+
+
+def test_a_program_that_is_no_granian_master_is_not_stopped(database):
+    """`serving_app` called by something else (a shell's `python -c`, a supervisor): the process refuses and
+    exits, and sends nothing to its parent, which it did not start and must not stop."""
+    result = run_python(UNDER_ANOTHER_PROGRAM, env={**database, "SECRET_KEY": "another-key"})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["exit", str(serving.SECRET_KEY_REFUSED), "stop_asked", "False"]
+    assert "encrypted with a different SECRET_KEY" in result.stderr
