@@ -245,3 +245,14 @@ def test_every_module_and_name_the_docs_name_exists():
             if not defined:
                 missing.append(f"{document.relative_to(ROOT)}: {reference}")
     assert not missing, "modules or names the docs name that do not exist:\n" + "\n".join(missing)
+
+
+def test_the_delivery_settings_webhooks_md_calls_app_config_only_are_not_read_from_the_environment():
+    """webhooks.md lists the worker's settings in two groups; one it called "app.config only" (tests and
+    benchmarks), WEBHOOK_RESERVED_SHARE, is read from the environment (operations.md's table has it)."""
+    text = " ".join((DOCS / "webhooks.md").read_text().split())
+    start = text.index("in `app.config` only")
+    only_config = set(re.findall(r"`([A-Z_]+)`", text[start : text.index("Measured throughput", start)]))
+    assert "WEBHOOK_CLAIM_BATCH" in only_config  # the parsing still finds the list
+    read = settings_read_in((ROOT / "console" / "config.py").read_text())
+    assert not sorted(only_config & read), "read from the environment after all"
