@@ -74,3 +74,36 @@ def test_a_step_when_the_database_cannot_even_be_read_is_the_busy_page_not_a_500
     assert response.status_code == 503 and response.headers["Retry-After"] == "2"
     assert "The service cannot reach its database right now." in text
     assert "Traceback" not in text
+
+
+def test_a_saved_profiles_step_under_a_held_write_lock_still_answers_the_stage(quick_app, database_url):
+    """A profile's stage opened over an hour ago (a demo set up before the meeting): drawing the failed step
+    noted the profile's use, a write, which under the same held lock failed too, and the room got the busy
+    page the stage's script cannot show. A failure's stage writes nothing."""
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from console.core.timeutil import utcnow
+    from console.presenter.brand import Brand
+    from console.presenter.models import PresenterProfile
+
+    with quick_app.app_context():
+        profile, _secret = profiles.create(Brand("Acme Bank", "AB", "#1f6feb", "light"), [])
+        db.session.commit()
+        slug = profile.slug
+    visitor = Visitor(quick_app.test_client())
+    assert visitor.get(f"/present/10-standard-switch?profile={slug}").status_code == 200
+    with quick_app.app_context():  # the stage was opened two hours ago
+        db.session.execute(update(PresenterProfile).values(last_used_at=utcnow() - timedelta(hours=2)))
+        db.session.commit()
+    other = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        response = visitor.post(f"{STEP_1}?profile={slug}")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    text = response.get_data(as_text=True)
+    assert response.status_code == 503 and 'id="stage"' in text, text[:300]
+    assert "Step 1 did not work" in text and "The service is busy right now." in text

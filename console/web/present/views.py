@@ -234,7 +234,10 @@ def _fresh_backend() -> dict:
 def _stage(story: stories.Story, number: int, *, failure: dict | None = None, status: int = 200):
     workspace = g.console_workspace
     profile = _profile()
-    _used(profile)
+    if failure is None:
+        # Not while showing a failed step: the database may be refusing writes (a held lock, a full disk), and
+        # this one failing too turned the stage into the busy page. The stage's own GET noted the use.
+        _used(profile)
     mark = _brand(profile)
     number = max(0, min(number, len(story.steps)))
     step = story.steps[number - 1] if number else None
