@@ -84,7 +84,8 @@ def _guard_getaddrinfo(getaddrinfo):
     @functools.wraps(getaddrinfo)
     def guarded(host, *args, **kwargs):
         name = host.decode() if isinstance(host, bytes) else host
-        if name is not None and not is_local(name) and not _is_address(name):
+        # None is the passive "any address" of a server binding; "" the resolver refuses itself.
+        if name and not is_local(name) and not _is_address(name):
             # A literal address needs no resolver; connecting to a non-local one is refused above.
             raise socket.gaierror(socket.EAI_NONAME, f"tests look up only local names; {name} not looked up")
         return getaddrinfo(host, *args, **kwargs)

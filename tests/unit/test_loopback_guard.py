@@ -57,3 +57,7 @@ def test_loopback_still_works():
         with socket.create_connection(server.getsockname(), timeout=5):
             pass
     assert socket.getaddrinfo("localhost", 80)
+
+
+def test_a_binding_s_any_address_needs_no_lookup():
+    assert socket.getaddrinfo(None, 8000, flags=socket.AI_PASSIVE)
