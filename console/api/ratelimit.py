@@ -467,7 +467,7 @@ def counters_for(storage_uri: str, capacity: int, *, table: str = "") -> Fallbac
                 exc.strerror,
             )
             unshared = TableCounters(None, capacity)
-            unshared.unusable = f"{file}: {exc.strerror}"
+            unshared.unusable = f"{file.name}: {exc.strerror}"  # /healthz is public: no folder path
             return unshared
     if scheme == "memory":
         return TableCounters(None, capacity)

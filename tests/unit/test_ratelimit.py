@@ -445,5 +445,6 @@ def test_a_shared_file_the_disk_cannot_hold_falls_back_to_per_process_counting(t
     health = counters.health()
     assert health["ok"] is False and health["fallback"] is True and health["shared"] is False
     assert "No space left on device" in health["error"]
-    assert "counting per process" in caplog.text
+    assert str(tmp_path) not in health["error"]  # /healthz answers anyone: the file's name, not its folder
+    assert str(tmp_path) in caplog.text and "counting per process" in caplog.text
     assert counters.hit(parse("10/second"), "key").allowed
