@@ -92,3 +92,33 @@ def test_the_world_tables_fit_a_phone(page, live_server):
         right = table.bounding_box()["x"] + table.bounding_box()["width"]
         box = table.locator(f'tbody tr td[data-label="{label}"]').first.bounding_box()
         assert box["x"] + box["width"] <= right + 0.5, (tab, box, right)
+
+
+def test_the_timeline_attempts_and_reference_tables_fit_a_phone(page, console_live):
+    """The same at 390 px for the Link tokens on /timeline, an endpoint page's attempts (Latency and Outcome were
+    past the edge) and the reference's parameter and body-field tables (the description squeezed beside them)."""
+    page.set_viewport_size(PHONE)
+    page.goto(console_live.url + "/scenarios")
+    page.get_by_role("button", name="Run user_pending_success headless").click()
+    page.goto(console_live.url + "/webhooks")
+    endpoint = page.get_by_role("link", name="Endpoint page").first.get_attribute("href")
+    attempts = page.locator("#attempt-table tbody tr")
+
+    def attempt_rows() -> int:  # the worker delivers the run's events to the inbox meanwhile
+        page.goto(console_live.url + endpoint)
+        return attempts.count()
+
+    poll(attempt_rows, what="an attempt on the inbox's endpoint page", interval=0.3)
+    for path, table, label in (
+        ("/timeline", "#timelines table", "Jobs"),
+        (endpoint, "#attempt-table", "Outcome"),
+        ("/reference", "table.body-fields", "Type"),
+    ):
+        if page.url != console_live.url + path:
+            page.goto(console_live.url + path)
+        box = page.locator(table).first
+        assert box.evaluate(SIDEWAYS) <= 0, path
+        assert page.evaluate(PAGE_SIDEWAYS) <= 0, path
+        right = box.bounding_box()["x"] + box.bounding_box()["width"]
+        cell = box.locator(f'tbody td[data-label="{label}"]').first.bounding_box()
+        assert cell["x"] + cell["width"] <= right + 0.5, (path, cell, right)
