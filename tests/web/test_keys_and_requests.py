@@ -193,8 +193,8 @@ def test_keys_show_last_use_and_usage_per_day(app, visitor, client):
     [key] = keys_of(app, visitor.workspace_id)
     assert key.last_used_at is not None
     assert key.last_used_at.strftime("%a %d %b %Y %H:%M") in html
-    usage = re.search(r'<table class="table table-compact" id="usage">(.*?)</table>', html, re.S).group(1)
-    cells = re.findall(r"<td>(\d+)</td>", usage)
+    usage = re.search(r'<table class="[^"]*" id="usage">(.*?)</table>', html, re.S).group(1)
+    cells = re.findall(r"<td[^>]*>(\d+)</td>", usage)
     # The walkthrough's webhook registration (console) plus the two calls above: 3 calls, 2 ok, 1 4xx.
     assert cells == ["3", "2", "1", "0", "0"]
 
@@ -214,7 +214,7 @@ def test_production_usage_is_billable(app, visitor, client):
     html = visitor.get("/keys").get_data(as_text=True)
     usage = re.search(r'id="usage">(.*?)</table>', html, re.S).group(1)
     production_row = next(r for r in re.findall(r"<tr>(.*?)</tr>", usage, re.S) if "production" in r)
-    assert re.findall(r"<td>(\d+)</td>", production_row) == ["1", "1", "0", "0", "1"]
+    assert re.findall(r"<td[^>]*>(\d+)</td>", production_row) == ["1", "1", "0", "0", "1"]
 
 
 def test_the_reference_tries_a_call_with_the_workspace_key(app, visitor):

@@ -72,9 +72,19 @@ def _context(
     }
 
 
+def _webhooks_fragment(**context) -> str:
+    """The page's webhooks section for htmx; when this click made the workspace, the inbox section too (out of
+    band): the inbox's URL and its "How the inbox answers" form come with the workspace, and the page around
+    the click was drawn without them, so they stayed missing until a reload."""
+    html = render_template("console/webhooks/_webhooks.html", **context)
+    if g.get("console_workspace_created"):
+        html += render_template("console/webhooks/_inbox_section.html", oob=True, **context)
+    return html
+
+
 def _after_change():
     if is_htmx():
-        return render_template("console/webhooks/_webhooks.html", **_context())
+        return _webhooks_fragment(**_context())
     return redirect(url_for("console.webhooks"))
 
 
@@ -99,7 +109,9 @@ def create_webhook():
     errors = fielderrors.place(fielderrors.of_response(row), fielderrors.webhook_inputs("wh2"))
     body["refusal"] = fielderrors.message_of(row)
     context = _context(own_form=body, own_errors=errors)
-    return render_htmx("console/webhooks/webhooks.html", "console/webhooks/_webhooks.html", **context)
+    if is_htmx():
+        return _webhooks_fragment(**context)
+    return render_template("console/webhooks/webhooks.html", **context)
 
 
 @routes.post("/webhooks/inbox")
