@@ -8,6 +8,7 @@ answered 500, and a replayed Idempotency-Key said its first response was never s
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -54,24 +55,37 @@ print('exit', os.waitstatus_to_exitcode(status), 'stop_asked', bool(stop_asked))
 """
 
 
-@pytest.fixture
-def database(tmp_path):
-    """A SQLite database holding one API key, encrypted with SECRET_KEY=the-first-key."""
-    env = {
-        **{
-            k: v for k, v in os.environ.items() if k not in ("RATELIMIT_STORAGE_URI", "PUBLIC_URL", "THREADS")
-        },
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'console.db'}",
-        "CONSOLE_INSTANCE_DIR": str(tmp_path / "instance"),
-        "SECRET_KEY": "the-first-key",
-        "RUN_WORKER": "0",
-        serving.CPUS_ENV: "",
-    }
+@pytest.fixture(scope="module")
+def first_database(tmp_path_factory):
+    """A SQLite database holding one API key, encrypted with SECRET_KEY=the-first-key: made once per module
+    (two CLI processes, ~7 s), each test then serving a copy of its own."""
+    made = tmp_path_factory.mktemp("first-key")
+    env = _env(made)
     for args in (["db", "upgrade"], ["keys", "create", "--mode", "sandbox", "--json"]):
         subprocess.run(
             [sys.executable, "-m", "console.cli", *args], cwd=ROOT, env=env, check=True, capture_output=True
         )
-    return env
+    return made / "console.db"
+
+
+@pytest.fixture
+def database(first_database, tmp_path):
+    """The environment of a serving process over its own copy of that database."""
+    shutil.copyfile(first_database, tmp_path / "console.db")
+    return _env(tmp_path)
+
+
+def _env(folder):
+    return {
+        **{
+            k: v for k, v in os.environ.items() if k not in ("RATELIMIT_STORAGE_URI", "PUBLIC_URL", "THREADS")
+        },
+        "DATABASE_URL": f"sqlite:///{folder / 'console.db'}",
+        "CONSOLE_INSTANCE_DIR": str(folder / "instance"),
+        "SECRET_KEY": "the-first-key",
+        "RUN_WORKER": "0",
+        serving.CPUS_ENV: "",
+    }
 
 
 def test_a_serving_process_with_another_secret_key_exits_saying_which_to_set(database):
