@@ -460,3 +460,16 @@ def assert_error(response, status: int, type_: str, code: str | None = None) -> 
     for field in error["fields"]:
         assert set(field) == {"name", "message"}
     return error
+
+
+@pytest.fixture
+def short_busy_timeout(monkeypatch):
+    """New SQLite connections wait 200 ms for another program's write lock (5 s in production): for tests of
+    the answer a held lock gets, not of the wait."""
+    from console.db import sqlite as sqlite_db
+
+    monkeypatch.setattr(
+        sqlite_db,
+        "PRAGMAS",
+        (*(p for p in sqlite_db.PRAGMAS if "busy_timeout" not in p), "PRAGMA busy_timeout=200"),
+    )

@@ -138,7 +138,7 @@ def test_postgres_sessions_carry_the_statement_timeout(app, make_app, database_u
 
 
 def test_another_program_holding_sqlites_write_lock_is_a_busy_503_then_service_resumes(
-    app, workspace, make_app, database_url, monkeypatch
+    app, workspace, make_app, database_url, short_busy_timeout
 ):
     """A developer's SQLite GUI (or a script) in a write transaction on the instance's database: writes wait
     their busy timeout, then answer 503 saying the service is busy, not that it "cannot reach its database"
@@ -147,14 +147,6 @@ def test_another_program_holding_sqlites_write_lock_is_a_busy_503_then_service_r
         pytest.skip("SQLite's write lock")
     import sqlite3
 
-    from console.db import sqlite as sqlite_db
-
-    # A short busy timeout for this app's new connections (5 s in production): the answer, not the wait.
-    monkeypatch.setattr(
-        sqlite_db,
-        "PRAGMAS",
-        (*(p for p in sqlite_db.PRAGMAS if "busy_timeout" not in p), "PRAGMA busy_timeout=200"),
-    )
     small = make_app()
     api = Api(small.test_client(), workspace.secrets["sandbox"])
     other = sqlite3.connect(database_url.removeprefix("sqlite:///"), isolation_level=None)

@@ -9,7 +9,6 @@ import pytest
 from sqlalchemy.exc import OperationalError
 
 from console import create_app
-from console.db import sqlite as sqlite_db
 from console.extensions import db
 from console.presenter import profiles
 from tests.conftest import base_config
@@ -21,15 +20,10 @@ STEP_1 = "/present/10-standard-switch/steps/1"
 
 
 @pytest.fixture
-def quick_app(database_url, monkeypatch):
+def quick_app(database_url, short_busy_timeout):
     """An app on the test database whose SQLite connections wait 200 ms for a held lock (5 s in production)."""
     if not database_url.startswith("sqlite"):
         pytest.skip("SQLite's write lock")
-    monkeypatch.setattr(
-        sqlite_db,
-        "PRAGMAS",
-        (*(p for p in sqlite_db.PRAGMAS if "busy_timeout" not in p), "PRAGMA busy_timeout=200"),
-    )
     built = create_app(base_config(database_url))
     yield built
     with built.app_context():
