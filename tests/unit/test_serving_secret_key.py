@@ -17,6 +17,9 @@ import pytest
 from console import serving
 from tests.children import ROOT, run_python
 
+# One worker for the module: its keyed database (two CLI processes) is then made once, not on every worker.
+pytestmark = pytest.mark.xdist_group("serving_secret_key")
+
 # As under Granian: a master (here a stand-in that notes a SIGTERM) starts the process that builds the app with
 # `multiprocessing` (fork); the test process is never the one a refusing serving process asks to stop.
 # {pretend} runs in the child first (e.g. what a container shows when Granian is its pid 1).
