@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.exc import StaleDataError
 
 from console.config import public_root
+from console.core.errors import shown
 from console.core.params import nul_fields
 from console.extensions import csrf, db
 from console.link import flow as link_flow
@@ -142,10 +143,9 @@ def _refuse_bad_origin():
     value = (request.values.get("origin") or "").strip()
     if not value or value == m.OPAQUE_ORIGIN or parent_origin() is not None:
         return None
-    shown = value if len(value) <= _SHOWN_ORIGIN_CHARS else value[:_SHOWN_ORIGIN_CHARS] + "…"
     return _problem(
         "INVALID_ORIGIN",
-        f"Link was opened with origin “{shown}”, which is not a plain http(s) origin, so it cannot talk to the "
+        f"Link was opened with origin “{shown(value, _SHOWN_ORIGIN_CHARS)}”, which is not a plain http(s) origin, so it cannot talk to the "
         "page that opened it. Pass that page's origin: its scheme, host and port only, such as "
         "https://app.example.com or http://localhost:8000 (no path, no trailing slash). The SDK "
         "(/static/link.js) passes it for you.",
